@@ -1,0 +1,486 @@
+#!/usr/bin/env python
+"""Compare fastgrad with hand-written NumPy and other autodiff libraries.
+
+Runs every workload of :mod:`workloads` on every available backend in one
+process and prints one table: median time, time per operation (for the op
+chains), the ratio to hand-written NumPy and to PyTorch, peak memory, and
+whether the gradients agree with the NumPy reference.
+
+Usage::
+
+    python benchmarks/compare.py [--quick] [--workloads 1,2] [--repeat N]
+                                 [--backends numpy,fastgrad] [--markdown]
+
+Progress goes to standard error; the machine description and the table go
+to standard output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import gc
+import os
+import platform
+import statistics
+import sys
+import textwrap
+import time
+import tracemalloc
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as onp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import workloads as wl  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# Measurement
+# ---------------------------------------------------------------------------
+
+
+class PeakRSS:
+    """Peak resident-set growth of this process during a block of code.
+
+    Uses Linux's ``/proc/self/clear_refs`` (writing ``5`` resets the
+    high-water mark ``VmHWM``) and ``/proc/self/status``.  Before measuring,
+    free memory cached by glibc's ``malloc`` is handed back to the system
+    (``malloc_trim(0)``) so that reused allocations show up as growth.  Sees
+    every allocation, including those of C++ allocators that ``tracemalloc``
+    cannot see, but only at page granularity.
+    """
+
+    def __init__(self) -> None:
+        self.supported = self._reset()
+        try:
+            self._trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            self._trim = None
+
+    @staticmethod
+    def _status_kib(key: str) -> int:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+        raise KeyError(key)
+
+    @staticmethod
+    def _reset() -> bool:
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            return True
+        except OSError:
+            return False
+
+    def start(self) -> int:
+        """Trim the heap, reset the high-water mark; return the RSS in bytes."""
+        if self._trim is not None:
+            self._trim(0)
+        self._reset()
+        return 1024 * self._status_kib("VmRSS:")
+
+    def peak(self) -> int:
+        """Return the high-water mark since :meth:`start`, in bytes."""
+        return 1024 * self._status_kib("VmHWM:")
+
+
+@dataclass
+class Result:
+    """Outcome of one workload on one backend."""
+
+    workload: wl.Workload
+    backend: str
+    status: str = "ok"  # ok | missing | error
+    times: List[float] = field(default_factory=list)
+    first_time: Optional[float] = None
+    peak_bytes: Optional[int] = None
+    memory_method: str = ""
+    check: Optional[wl.GradCheck] = None
+    message: str = ""
+
+    @property
+    def median(self) -> Optional[float]:
+        return statistics.median(self.times) if self.times else None
+
+
+def _call(step: Callable, backend: wl.Backend):
+    out = step()
+    backend.block(out)
+    return out
+
+
+def measure(
+    result: Result,
+    step: Callable,
+    backend: wl.Backend,
+    reference: Optional[Sequence[onp.ndarray]],
+    repeat: int,
+    budget: float,
+    rss: PeakRSS,
+    memory: str = "auto",
+) -> Optional[List[onp.ndarray]]:
+    """Warm up, check gradients, time and measure memory for one cell.
+
+    Parameters
+    ----------
+    result : Result
+        Filled in place.
+    step : callable
+        The workload's step function for ``backend``.
+    backend : workloads.Backend
+        The backend being measured.
+    reference : sequence of numpy.ndarray or None
+        NumPy gradients to check against (None for NumPy itself).
+    repeat : int
+        Maximum number of timed runs.
+    budget : float
+        Seconds after which no further timed runs are started (at least
+        three are made unless the first run alone took a third of it).
+    rss : PeakRSS
+        Peak-RSS probe.
+    memory : {"auto", "tracemalloc", "rss", "none"}
+        How to measure peak memory, in one extra run after the timed ones;
+        ``auto`` uses the backend's :attr:`~workloads.Backend.memory_method`.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The gradients of the first (warm-up) run.
+    """
+    gc.collect()
+    t0 = time.perf_counter()
+    out = _call(step, backend)
+    result.first_time = time.perf_counter() - t0
+    grads = [backend.to_numpy(g) for g in out]
+    del out
+    if reference is not None:
+        result.check = wl.check_gradients(grads, reference, result.workload.rtol)
+
+    min_runs = 3 if 3 * result.first_time <= budget else 1
+    start = time.perf_counter()
+    while len(result.times) < repeat:
+        gc.collect()
+        t0 = time.perf_counter()
+        out = _call(step, backend)
+        result.times.append(time.perf_counter() - t0)
+        del out
+        if len(result.times) >= min_runs and time.perf_counter() - start >= budget:
+            break
+
+    method = backend.memory_method if memory == "auto" else memory
+    if method == "rss" and not rss.supported:
+        method = "none"
+    gc.collect()
+    if method == "tracemalloc":
+        tracemalloc.start()
+        try:
+            out = _call(step, backend)
+            result.peak_bytes = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        del out
+    elif method == "rss":
+        base = rss.start()
+        out = _call(step, backend)
+        result.peak_bytes = max(0, rss.peak() - base)
+        del out
+    result.memory_method = method
+    return grads
+
+
+# ---------------------------------------------------------------------------
+# Machine description
+# ---------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """CPU model name from ``/proc/cpuinfo`` (or :mod:`platform`)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def blas_info() -> str:
+    """Name and version of the BLAS NumPy was built with."""
+    try:
+        blas = onp.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:
+        return "unknown BLAS"
+
+
+def machine_lines(backends: Sequence[wl.Backend]) -> List[str]:
+    """Describe the machine and the library versions, one fact per line."""
+    n_cpu = os.cpu_count()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = n_cpu
+    lines = [
+        f"CPU: {cpu_model()}, {n_cpu} logical cores ({usable} usable)",
+        f"OS: {platform.system()} {platform.release()} {platform.machine()}",
+        f"Python: {platform.python_version()} ({platform.python_implementation()})",
+        f"NumPy: {onp.__version__} (BLAS: {blas_info()}, default threads)",
+    ]
+    for b in backends:
+        if b.name == "numpy":
+            continue
+        if not b.available:
+            lines.append(f"{b.label}: missing ({b.error})")
+            continue
+        extra = ", ".join(f"{k} {v}" for k, v in b.details.items())
+        lines.append(f"{b.label}: {b.version}" + (f" ({extra})" if extra else ""))
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------
+
+
+def fmt_time(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return ""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_ratio(x: Optional[float]) -> str:
+    if x is None:
+        return ""
+    return f"{x:.2f}x" if x < 10 else f"{x:.3g}x" if x < 1000 else f"{x:.0f}x"
+
+
+def fmt_bytes(n: Optional[int], method: str) -> str:
+    if n is None:
+        return "n/a"
+    tag = {"tracemalloc": "t", "rss": "r"}.get(method, "?")
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit} ({tag})"
+    return f"{n} B ({tag})"
+
+
+HEADERS = ("backend", "median", "per op", "vs NumPy", "vs torch", "peak mem", "grads", "runs")
+
+
+def table_rows(results: Sequence[Result]) -> Tuple[List[Tuple[str, List[Tuple[str, ...]]]], List[str]]:
+    """Group results by workload into printable rows and footnotes."""
+    by_workload: Dict[str, Dict[str, Result]] = {}
+    order: List[wl.Workload] = []
+    for r in results:
+        if r.workload.key not in by_workload:
+            by_workload[r.workload.key] = {}
+            order.append(r.workload)
+        by_workload[r.workload.key][r.backend] = r
+
+    groups, notes = [], []
+    for work in order:
+        cells = by_workload[work.key]
+        base = cells.get("numpy")
+        torch_r = cells.get("torch")
+        t_np = base.median if base else None
+        t_torch = torch_r.median if torch_r and torch_r.status == "ok" else None
+        rows = []
+        for name in wl.BACKEND_NAMES:
+            r = cells.get(name)
+            if r is None:
+                continue
+            if r.status != "ok":
+                rows.append((name, r.status) + ("",) * (len(HEADERS) - 2))
+                if r.status == "error":
+                    notes.append(f"[{work.key}] {name}: {r.message}")
+                continue
+            med = r.median
+            per_op = fmt_time(med / work.n_ops) if work.n_ops else ""
+            if r.check is None:
+                grads = "ref"
+            elif r.check.ok:
+                grads = "ok"
+            else:
+                grads = "MISMATCH"
+            if r.check is not None and (not r.check.ok or r.check.note):
+                notes.append(
+                    f"[{work.key}] {name}: gradients {grads.lower()}, max error "
+                    f"{r.check.max_error:.2e} (rtol {work.rtol:g})"
+                    + (f"; {r.check.note}" if r.check.note else "")
+                )
+            rows.append(
+                (
+                    name,
+                    fmt_time(med),
+                    per_op,
+                    fmt_ratio(med / t_np) if t_np else "",
+                    fmt_ratio(med / t_torch) if t_torch else "",
+                    fmt_bytes(r.peak_bytes, r.memory_method),
+                    grads,
+                    str(len(r.times)),
+                )
+            )
+        groups.append((f"[{work.key}] {work.title}", rows))
+    return groups, notes
+
+
+FOOTER = [
+    "median: median wall time of one forward+backward step, after one warm-up run.",
+    "per op: median divided by the number of recorded operations (op chains only).",
+    "vs NumPy, vs torch: median divided by that of hand-written NumPy, of PyTorch,"
+    " on the same workload (below 1 = faster).",
+    "peak mem, in one extra run: (t) tracemalloc peak: NumPy buffers and Python"
+    " objects, not raw C/C++ allocations; (r) growth of the peak RSS (VmHWM, reset"
+    " through /proc/self/clear_refs, after malloc_trim) over the RSS before the run:"
+    " all allocations, page-granular; used for torch and JAX, whose allocators"
+    " tracemalloc cannot see.",
+    "grads: gradients of the warm-up run against the NumPy reference ('ref'):"
+    " ok or MISMATCH.",
+    "runs: number of timed runs.",
+]
+
+
+def render_text(groups, notes, lines_before: Sequence[str]) -> str:
+    widths = [len(h) for h in HEADERS]
+    for _, rows in groups:
+        for row in rows:
+            widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    out = list(lines_before) + [""]
+    header = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADERS, widths)))
+    for title, rows in groups:
+        out.append(title)
+        out.append("  " + header)
+        for row in rows:
+            out.append(
+                "  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            )
+        out.append("")
+    for item in FOOTER:
+        out += textwrap.wrap(item, width=88, subsequent_indent="  ")
+    if notes:
+        out += ["", "Notes:"] + [f"  {n}" for n in notes]
+    return "\n".join(out)
+
+
+def render_markdown(groups, notes, lines_before: Sequence[str]) -> str:
+    out = [f"- {line}" for line in lines_before] + [""]
+    out.append("| workload | " + " | ".join(HEADERS) + " |")
+    out.append("|---|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADERS))) + "|")
+    for title, rows in groups:
+        for i, row in enumerate(rows):
+            label = title if i == 0 else ""
+            out.append(f"| {label} | " + " | ".join(row) + " |")
+    out.append("")
+    out += [f"- {item}" for item in FOOTER]
+    if notes:
+        out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smaller problems and fewer runs (< 30 s)")
+    p.add_argument("--workloads", default="", help="comma-separated workload numbers, e.g. 1,2 (default: all)")
+    p.add_argument(
+        "--backends",
+        default="",
+        help=f"comma-separated backends among {','.join(wl.BACKEND_NAMES)} (default: all; "
+        "numpy always runs as the reference)",
+    )
+    p.add_argument("--repeat", type=int, default=None, help="maximum timed runs per cell (default 10, quick 3)")
+    p.add_argument(
+        "--budget", type=float, default=None, help="seconds of timed runs per cell before stopping (default 2, quick 0.3)"
+    )
+    p.add_argument(
+        "--memory",
+        choices=("auto", "tracemalloc", "rss", "none"),
+        default="auto",
+        help="peak-memory method: auto = tracemalloc for numpy/fastgrad/autograd, RSS for torch/jax",
+    )
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = p.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 3 if args.quick else 10
+    if args.budget is None:
+        args.budget = 0.3 if args.quick else 2.0
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    return args
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    keys = [k.strip() for k in args.workloads.split(",") if k.strip()]
+    works = [wl.get_workload(k).scaled(args.quick) for k in keys] if keys else [w.scaled(args.quick) for w in wl.WORKLOADS]
+    names = [b.strip() for b in args.backends.split(",") if b.strip()] or list(wl.BACKEND_NAMES)
+    names = ["numpy"] + [n for n in wl.BACKEND_NAMES if n in names and n != "numpy"]
+    backends = [wl.get_backend(n) for n in names]
+
+    started = time.perf_counter()
+    for b in backends:
+        b.load()
+        log(f"{b.name}: " + (f"{b.version}" if b.available else f"missing ({b.error})"))
+
+    rss = PeakRSS()
+    inputs = {w.key: w.make_inputs() for w in works}
+    reference: Dict[str, List[onp.ndarray]] = {}
+    results: List[Result] = []
+    for b in backends:  # backend by backend: no thread pools of two libraries interleave
+        for w in works:
+            r = Result(w, b.name)
+            results.append(r)
+            if not b.available:
+                r.status = "missing"
+                continue
+            if b.name != "numpy" and w.key not in reference:
+                r.status, r.message = "error", "no NumPy reference"
+                continue
+            try:
+                step = w.build(b, inputs[w.key])
+                grads = measure(r, step, b, reference.get(w.key), args.repeat, args.budget, rss, args.memory)
+                if b.name == "numpy":
+                    reference[w.key] = grads
+                del step
+            except Exception as exc:
+                r.status = "error"
+                r.times = []
+                r.message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            log(
+                f"  {b.name:9s} [{w.key}] {w.slug:18s} "
+                + (f"{fmt_time(r.median)} median of {len(r.times)}" if r.status == "ok" else r.status)
+                + (f"  {r.message}" if r.message else "")
+            )
+            gc.collect()
+    log(f"total {time.perf_counter() - started:.1f} s")
+
+    head = machine_lines(backends)
+    head.append(
+        f"Run: {'--quick, ' if args.quick else ''}at most {args.repeat} timed runs or {args.budget:g} s per cell, "
+        f"wall time {time.perf_counter() - started:.0f} s"
+    )
+    groups, notes = table_rows(results)
+    render = render_markdown if args.markdown else render_text
+    print(render(groups, notes, head))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

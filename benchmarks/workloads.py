@@ -1,0 +1,1100 @@
+"""Benchmark workloads for fastgrad and the reference backends.
+
+Every workload computes the gradients of a scalar function of some NumPy
+inputs.  It is implemented once for each *backend*:
+
+``numpy``
+    Forward and backward pass written by hand in NumPy, the way a careful
+    person would write them (buffers reused where natural, no wasted passes).
+    This is the reference for both speed ("the limit") and correctness.
+``fastgrad``
+    ``fastgrad.autograd`` (the MXNet ``autograd`` API): ``attach_grad``,
+    ``autograd.record()``, ``backward()``.
+``autograd``
+    HIPS autograd (``autograd.grad``), if installed.
+``torch``
+    PyTorch eager mode on the CPU with its default number of intra-op
+    threads (``torch.get_num_threads()``), if installed.
+``jax``
+    JAX ``jax.grad`` *without* ``jax.jit`` (eager, op-by-op dispatch) with
+    64-bit floats enabled, if installed.  Compiled JAX would be much faster
+    on the long op chains; eager mode is what is comparable to a tape.
+
+A backend that cannot be imported is *missing*; it is reported, never an
+error.
+
+The differentiable workloads (all but the fourth derivative) are written once
+as a generic ``loss(ops, *arrays)`` over a small namespace of operations
+(``ops.sin``, ``ops.sum``, ``ops.relu``, ...), so that every autodiff
+backend evaluates exactly the same expression.  The hand-written NumPy
+versions are separate code.
+
+Examples
+--------
+>>> import workloads as wl
+>>> work = wl.get_workload("3")
+>>> backend = wl.get_backend("numpy")
+>>> step = work.build(backend, work.make_inputs())
+>>> grads = [backend.to_numpy(g) for g in step()]
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import importlib.metadata
+import os
+import sys
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as onp
+
+__all__ = [
+    "BACKEND_NAMES",
+    "Backend",
+    "GradCheck",
+    "WORKLOADS",
+    "Workload",
+    "check_gradients",
+    "get_backend",
+    "get_workload",
+]
+
+#: Backends in the order in which they are run and printed.
+BACKEND_NAMES = ("numpy", "fastgrad", "autograd", "torch", "jax")
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+Step = Callable[[], Tuple[Any, ...]]
+
+
+# ---------------------------------------------------------------------------
+# Backends
+# ---------------------------------------------------------------------------
+
+
+def _dist_version(name: str) -> Optional[str]:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class Backend:
+    """An automatic-differentiation backend that may or may not be installed.
+
+    Subclasses import their library lazily in :meth:`_load` and provide an
+    operation namespace (:attr:`ops`) for the generic workload losses and a
+    generic gradient driver (:meth:`gradient_step`).
+
+    Attributes
+    ----------
+    name : str
+        Short name used on the command line and in tables.
+    label : str
+        Human-readable description.
+    memory_method : str
+        ``"tracemalloc"`` or ``"rss"``: how peak memory is measured for it.
+    """
+
+    name = ""
+    label = ""
+    memory_method = "tracemalloc"
+
+    def __init__(self) -> None:
+        self._state: Optional[bool] = None
+        self.error: Optional[str] = None
+        self.version: Optional[str] = None
+        self.details: Dict[str, str] = {}
+        self.ops: Any = None
+
+    def load(self) -> bool:
+        """Import the backend once.
+
+        Returns
+        -------
+        bool
+            True if the backend is usable.  On failure :attr:`error` holds
+            the reason and the backend counts as missing.
+        """
+        if self._state is None:
+            try:
+                self._load()
+                self._state = True
+            except Exception as exc:  # ImportError, or a broken install
+                self.error = f"{type(exc).__name__}: {exc}"
+                self._state = False
+        return self._state
+
+    @property
+    def available(self) -> bool:
+        """bool: whether the backend could be imported."""
+        return self.load()
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    def to_numpy(self, value: Any) -> onp.ndarray:
+        """Copy a backend array into a new NumPy array."""
+        return onp.array(value, copy=True)
+
+    def block(self, value: Any) -> None:
+        """Wait until ``value`` is computed (for asynchronous backends)."""
+
+    def gradient_step(
+        self,
+        loss: Callable[..., Any],
+        params: Sequence[onp.ndarray],
+        consts: Sequence[onp.ndarray],
+    ) -> Step:
+        """Build a callable computing the gradient of ``loss`` wrt ``params``.
+
+        Parameters
+        ----------
+        loss : callable
+            ``loss(ops, *params, *consts)`` returning a scalar.
+        params : sequence of numpy.ndarray
+            Inputs to differentiate with respect to.
+        consts : sequence of numpy.ndarray
+            Inputs that are not differentiated.
+
+        Returns
+        -------
+        callable
+            Zero-argument function running one forward and backward pass and
+            returning the gradients as backend arrays.  Converting the inputs
+            happens here, outside of the returned function.
+        """
+        raise NotImplementedError
+
+
+class NumpyBackend(Backend):
+    """Hand-written NumPy forward and backward passes (the reference)."""
+
+    name = "numpy"
+    label = "hand-written NumPy"
+
+    def _load(self) -> None:
+        self.version = onp.__version__
+        self.ops = NUMPY_OPS
+
+    def gradient_step(self, loss, params, consts):  # pragma: no cover
+        raise TypeError("NumPy has no autodiff: workloads hand-write it")
+
+
+def _import_fastgrad():
+    """Import fastgrad, falling back to the checkout containing this file."""
+    try:
+        return importlib.import_module("fastgrad")
+    except ImportError:
+        if not os.path.isfile(os.path.join(_REPO_ROOT, "fastgrad", "__init__.py")):
+            raise
+        sys.path.insert(0, _REPO_ROOT)
+        sys.modules.pop("fastgrad", None)
+        return importlib.import_module("fastgrad")
+
+
+class FastgradBackend(Backend):
+    """fastgrad through its MXNet-style ``autograd`` API."""
+
+    name = "fastgrad"
+    label = "fastgrad"
+
+    def _load(self) -> None:
+        fg = _import_fastgrad()
+        from fastgrad import autograd as fg_autograd
+        from fastgrad import np as fnp
+        from fastgrad import npx
+
+        self.fg, self.fnp, self.npx, self.autograd = fg, fnp, npx, fg_autograd
+        self.version = getattr(fg, "__version__", None) or _dist_version("fastgrad") or "?"
+        self.details["path"] = os.path.dirname(os.path.abspath(fg.__file__))
+        if hasattr(npx, "log_softmax"):
+            log_softmax = lambda z: npx.log_softmax(z, axis=-1)  # noqa: E731
+            self.details["log_softmax"] = "npx.log_softmax"
+        else:
+            log_softmax = self._log_softmax_composed
+            self.details["log_softmax"] = "composed log-sum-exp (no npx.log_softmax)"
+        self.ops = SimpleNamespace(
+            sin=fnp.sin,
+            cos=fnp.cos,
+            exp=fnp.exp,
+            tanh=fnp.tanh,
+            sum=lambda x, axis=None, keepdims=False: fnp.sum(x, axis=axis, keepdims=keepdims),
+            relu=npx.relu,
+            log_softmax=log_softmax,
+        )
+
+    def _log_softmax_composed(self, z):
+        """``z - logsumexp(z)`` along the last axis from basic operations.
+
+        The row maximum is taken as a constant (not recorded): the gradient
+        of log-sum-exp does not depend on the shift, so this is exact.
+        """
+        fnp = self.fnp
+        shift = fnp.array(z.asnumpy().max(axis=-1, keepdims=True))
+        z = z - shift
+        return z - fnp.log(fnp.sum(fnp.exp(z), axis=-1, keepdims=True))
+
+    def to_numpy(self, value):
+        return onp.array(value.asnumpy(), copy=True)
+
+    def gradient_step(self, loss, params, consts):
+        fnp, fg_autograd, ops = self.fnp, self.autograd, self.ops
+        xs = [fnp.array(p) for p in params]
+        for x in xs:
+            x.attach_grad()
+        cs = [fnp.array(c) for c in consts]
+
+        def step():
+            with fg_autograd.record():
+                out = loss(ops, *xs, *cs)
+            out.backward()
+            return tuple(x.grad for x in xs)
+
+        return step
+
+
+class HipsAutogradBackend(Backend):
+    """HIPS autograd (``pip install autograd``)."""
+
+    name = "autograd"
+    label = "HIPS autograd"
+
+    def _load(self) -> None:
+        import autograd
+        import autograd.numpy as anp
+        from autograd.scipy.special import logsumexp
+
+        self.autograd, self.anp = autograd, anp
+        self.version = _dist_version("autograd") or getattr(autograd, "__version__", "?")
+        self.ops = SimpleNamespace(
+            sin=anp.sin,
+            cos=anp.cos,
+            exp=anp.exp,
+            tanh=anp.tanh,
+            sum=lambda x, axis=None, keepdims=False: anp.sum(x, axis=axis, keepdims=keepdims),
+            relu=lambda x: anp.maximum(x, 0.0),
+            log_softmax=lambda z: z - logsumexp(z, axis=-1, keepdims=True),
+        )
+
+    def gradient_step(self, loss, params, consts):
+        ops = self.ops
+        grad_fn = self.autograd.grad(lambda xs, cs: loss(ops, *xs, *cs))
+        xs = tuple(onp.array(p, copy=True) for p in params)
+        cs = tuple(onp.array(c, copy=True) for c in consts)
+        return lambda: tuple(grad_fn(xs, cs))
+
+
+class TorchBackend(Backend):
+    """PyTorch eager mode on the CPU, default intra-op threads."""
+
+    name = "torch"
+    label = "PyTorch eager (CPU)"
+    memory_method = "rss"
+
+    def _load(self) -> None:
+        import torch
+
+        self.torch = torch
+        self.version = torch.__version__
+        self.details["threads"] = str(torch.get_num_threads())
+        self.ops = SimpleNamespace(
+            sin=torch.sin,
+            cos=torch.cos,
+            exp=torch.exp,
+            tanh=torch.tanh,
+            sum=self._sum,
+            relu=torch.relu,
+            log_softmax=lambda z: torch.log_softmax(z, dim=-1),
+        )
+
+    def _sum(self, x, axis=None, keepdims=False):
+        if axis is None:
+            return self.torch.sum(x)
+        return self.torch.sum(x, dim=axis, keepdim=keepdims)
+
+    def tensor(self, a: onp.ndarray, requires_grad: bool = False):
+        """A torch tensor owning a copy of ``a``."""
+        t = self.torch.from_numpy(onp.array(a, copy=True))
+        return t.requires_grad_(True) if requires_grad else t
+
+    def to_numpy(self, value):
+        return value.detach().numpy().copy()
+
+    def gradient_step(self, loss, params, consts):
+        torch, ops = self.torch, self.ops
+        xs = [self.tensor(p, requires_grad=True) for p in params]
+        cs = [self.tensor(c) for c in consts]
+
+        def step():
+            out = loss(ops, *xs, *cs)
+            return torch.autograd.grad(out, xs)
+
+        return step
+
+
+class JaxBackend(Backend):
+    """JAX ``jax.grad`` without ``jit`` on the CPU, 64-bit floats enabled."""
+
+    name = "jax"
+    label = "JAX eager (no jit)"
+    memory_method = "rss"
+
+    def _load(self) -> None:
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        self.jax, self.jnp = jax, jnp
+        self.version = jax.__version__
+        self.details["jaxlib"] = _dist_version("jaxlib") or "?"
+        self.ops = SimpleNamespace(
+            sin=jnp.sin,
+            cos=jnp.cos,
+            exp=jnp.exp,
+            tanh=jnp.tanh,
+            sum=lambda x, axis=None, keepdims=False: jnp.sum(x, axis=axis, keepdims=keepdims),
+            relu=jax.nn.relu,
+            log_softmax=lambda z: jax.nn.log_softmax(z, axis=-1),
+        )
+
+    def array(self, a: onp.ndarray):
+        """A JAX array holding ``a`` (same dtype)."""
+        return self.jnp.asarray(a)
+
+    def block(self, value):
+        self.jax.block_until_ready(value)
+
+    def gradient_step(self, loss, params, consts):
+        ops = self.ops
+        grad_fn = self.jax.grad(lambda xs, cs: loss(ops, *xs, *cs))
+        xs = tuple(self.array(p) for p in params)
+        cs = tuple(self.array(c) for c in consts)
+        return lambda: tuple(grad_fn(xs, cs))
+
+
+def _np_log_softmax(z):
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - onp.log(onp.sum(onp.exp(z), axis=-1, keepdims=True))
+
+
+#: Plain NumPy operations: evaluates a workload's loss without gradients
+#: (used for finite-difference checks of the hand-written gradients).
+NUMPY_OPS = SimpleNamespace(
+    sin=onp.sin,
+    cos=onp.cos,
+    exp=onp.exp,
+    tanh=onp.tanh,
+    sum=lambda x, axis=None, keepdims=False: onp.sum(x, axis=axis, keepdims=keepdims),
+    relu=lambda x: onp.maximum(x, 0),
+    log_softmax=_np_log_softmax,
+)
+
+_BACKEND_CLASSES = {
+    cls.name: cls
+    for cls in (NumpyBackend, FastgradBackend, HipsAutogradBackend, TorchBackend, JaxBackend)
+}
+_BACKENDS: Dict[str, Backend] = {}
+
+
+def get_backend(name: str) -> Backend:
+    """Return the (shared) backend object called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`BACKEND_NAMES`.
+
+    Returns
+    -------
+    Backend
+        Not yet imported; call :meth:`Backend.load` to find out whether it is
+        available.
+    """
+    if name not in _BACKENDS:
+        try:
+            _BACKENDS[name] = _BACKEND_CLASSES[name]()
+        except KeyError:
+            raise ValueError(f"unknown backend {name!r}; choose from {BACKEND_NAMES}") from None
+    return _BACKENDS[name]
+
+
+# ---------------------------------------------------------------------------
+# Gradient checking
+# ---------------------------------------------------------------------------
+
+
+class GradCheck:
+    """Outcome of comparing a backend's gradients with the reference.
+
+    Attributes
+    ----------
+    ok : bool
+        Values (and shapes) agree within tolerance.
+    max_error : float
+        Largest ``|got - expected| / max|expected|`` over all gradients.
+    note : str
+        Empty, or a description of the problem (a shape or dtype difference).
+    """
+
+    def __init__(self, ok: bool, max_error: float, note: str = "") -> None:
+        self.ok, self.max_error, self.note = ok, max_error, note
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"GradCheck(ok={self.ok}, max_error={self.max_error:.3g}, note={self.note!r})"
+
+
+def check_gradients(
+    got: Sequence[onp.ndarray], expected: Sequence[onp.ndarray], rtol: float
+) -> GradCheck:
+    """Compare gradients elementwise, relative to each gradient's scale.
+
+    An element passes when ``|got - expected| <= rtol * (|expected| +
+    max|expected|)``, i.e. ``numpy.allclose`` with ``atol = rtol *
+    max|expected|``, so that entries that are nearly zero compared with the
+    rest of the array do not demand impossible relative accuracy.
+
+    Parameters
+    ----------
+    got, expected : sequence of numpy.ndarray
+        Gradients of the backend under test and of the reference.
+    rtol : float
+        Relative tolerance.
+
+    Returns
+    -------
+    GradCheck
+        ``ok`` is False on a value or shape mismatch; a dtype difference
+        alone keeps ``ok`` True but is described in ``note``.
+    """
+    if len(got) != len(expected):
+        return GradCheck(False, onp.inf, f"{len(got)} gradients, expected {len(expected)}")
+    ok, worst, notes = True, 0.0, []
+    for i, (g, e) in enumerate(zip(got, expected)):
+        g, e = onp.asarray(g), onp.asarray(e)
+        if g.shape != e.shape:
+            ok, worst = False, onp.inf
+            notes.append(f"grad {i}: shape {g.shape}, expected {e.shape}")
+            continue
+        if g.dtype != e.dtype:
+            notes.append(f"grad {i}: dtype {g.dtype}, expected {e.dtype}")
+        scale = float(onp.max(onp.abs(e))) if e.size else 0.0
+        diff = onp.abs(g.astype(onp.float64) - e.astype(onp.float64))
+        err = float(onp.max(diff)) / scale if scale > 0 else float(onp.max(diff, initial=0.0))
+        if not onp.isfinite(err):
+            err = onp.inf
+        worst = max(worst, err)
+        if not onp.allclose(g, e, rtol=rtol, atol=rtol * scale):
+            ok = False
+    return GradCheck(ok, worst, "; ".join(notes))
+
+
+# ---------------------------------------------------------------------------
+# Workloads
+# ---------------------------------------------------------------------------
+
+
+class Workload:
+    """A gradient computation implemented for every backend.
+
+    Subclasses define the inputs, a generic ``loss`` (or per-backend
+    ``<backend>_step`` methods) and a hand-written :meth:`numpy_step`.
+
+    Attributes
+    ----------
+    key : str
+        Number used on the command line (``--workloads 1,2``).
+    slug : str
+        Identifier used in test names.
+    title : str
+        Short description for tables.
+    params : tuple of str
+        Names of the inputs differentiated with respect to, in the order in
+        which gradients are returned.
+    consts : tuple of str
+        Names of the other inputs passed to ``loss``.
+    n_ops : int or None
+        Number of recorded operations, for a time-per-operation column.
+    rtol : float
+        Tolerance of the gradient check (see :func:`check_gradients`).
+    seed : int
+        Seed of the input generator.
+    """
+
+    key = ""
+    slug = ""
+    params: Tuple[str, ...] = ()
+    consts: Tuple[str, ...] = ()
+    n_ops: Optional[int] = None
+    rtol = 1e-8
+    seed = 0
+    #: Attribute values of the reduced ``--quick`` variant.
+    quick_overrides: Dict[str, Any] = {}
+
+    @property
+    def title(self) -> str:
+        """str: short description for tables (reflects the problem size)."""
+        raise NotImplementedError
+
+    def scaled(self, quick: bool) -> "Workload":
+        """Return this workload, or its smaller variant if ``quick``.
+
+        Parameters
+        ----------
+        quick : bool
+            Whether to apply :attr:`quick_overrides`.
+
+        Returns
+        -------
+        Workload
+            ``self`` or a modified shallow copy.
+        """
+        if not quick or not self.quick_overrides:
+            return self
+        new = copy.copy(self)
+        new.__dict__.update(self.quick_overrides)
+        return new
+
+    def make_inputs(self) -> Dict[str, onp.ndarray]:
+        """Return the (deterministic) NumPy inputs of the workload."""
+        raise NotImplementedError
+
+    def loss(self, ops: Any, *arrays: Any) -> Any:
+        """The scalar function differentiated, over the namespace ``ops``."""
+        raise NotImplementedError
+
+    def numpy_step(self, inputs: Dict[str, onp.ndarray]) -> Step:
+        """Hand-written NumPy forward and backward pass."""
+        raise NotImplementedError
+
+    def build(self, backend: Backend, inputs: Dict[str, onp.ndarray]) -> Step:
+        """Prepare one backend's step function.
+
+        Parameters
+        ----------
+        backend : Backend
+            A loaded backend.
+        inputs : dict of numpy.ndarray
+            As returned by :meth:`make_inputs`.
+
+        Returns
+        -------
+        callable
+            Zero-argument function that runs the forward and backward pass
+            and returns the gradients (backend arrays, in the order of
+            :attr:`params`).  Call ``backend.block`` on the result before
+            stopping a timer.
+        """
+        if backend.name == "numpy":
+            return self.numpy_step(inputs)
+        custom = getattr(self, f"{backend.name}_step", None)
+        if custom is not None:
+            return custom(backend, inputs)
+        return backend.gradient_step(
+            self.loss,
+            [inputs[n] for n in self.params],
+            [inputs[n] for n in self.consts],
+        )
+
+    def value(self, inputs: Dict[str, onp.ndarray]) -> float:
+        """Evaluate the loss in float64 NumPy (no gradient)."""
+        arrays = [onp.asarray(inputs[n], dtype=onp.float64) for n in self.params + self.consts]
+        return float(self.loss(NUMPY_OPS, *arrays))
+
+    def finite_difference_error(
+        self, inputs: Dict[str, onp.ndarray], grads: Sequence[onp.ndarray], eps: float = 1e-7
+    ) -> float:
+        """Check gradients against a central difference along a random direction.
+
+        Parameters
+        ----------
+        inputs : dict of numpy.ndarray
+            The workload's inputs.
+        grads : sequence of numpy.ndarray
+            Gradients to check, in the order of :attr:`params`.
+        eps : float
+            Step relative to the size of each input.
+
+        Returns
+        -------
+        float
+            ``|fd - <grads, v>| / max(|fd|, |<grads, v>|)``.
+        """
+        rng = onp.random.default_rng(12345)
+        plus, minus, predicted = dict(inputs), dict(inputs), 0.0
+        for name, g in zip(self.params, grads):
+            x = onp.asarray(inputs[name], dtype=onp.float64)
+            h = eps * max(1.0, float(onp.max(onp.abs(x)))) * rng.standard_normal(x.shape)
+            plus[name], minus[name] = x + h, x - h
+            predicted += float(onp.sum(onp.asarray(g, dtype=onp.float64) * h))
+        fd = (self.value(plus) - self.value(minus)) / 2.0
+        return abs(fd - predicted) / max(abs(fd), abs(predicted), 1e-300)
+
+    def __repr__(self) -> str:
+        return f"<Workload {self.key}: {self.slug}>"
+
+
+class OpChain(Workload):
+    """A chain of 300 small elementwise operations on a (16,) float64 array.
+
+    Sixty repetitions of ``y = sin(y); y = exp(y); y = tanh(y); y = y * 0.9;
+    y = y + x`` starting from ``y = x``, then ``sum(y)``; gradient with
+    respect to ``x``.  Measures the per-operation overhead of recording and
+    replaying a tape when the arithmetic itself is negligible.
+    """
+
+    key, slug = "1", "op_chain_300"
+    params = ("x",)
+    n_ops = 300
+    rtol = 1e-8
+
+    @property
+    def title(self):
+        return f"{self.n_ops}-op elementwise chain, (16,) f64"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 1)
+        return {"x": rng.uniform(-0.5, 0.5, size=16)}
+
+    def loss(self, ops, x):
+        y = x
+        for _ in range(self.n_ops // 5):
+            y = ops.sin(y)
+            y = ops.exp(y)
+            y = ops.tanh(y)
+            y = y * 0.9
+            y = y + x
+        return ops.sum(y)
+
+    def numpy_step(self, inputs):
+        x = inputs["x"]
+        cycles = self.n_ops // 5
+
+        def step():
+            sin_in, exp_out, tanh_out = [], [], []
+            y = x
+            for _ in range(cycles):
+                sin_in.append(y)
+                e = onp.exp(onp.sin(y))
+                exp_out.append(e)
+                t = onp.tanh(e)
+                tanh_out.append(t)
+                y = t * 0.9
+                y += x
+            _ = y.sum()  # the loss value
+            g = onp.ones_like(x)
+            gx = onp.zeros_like(x)
+            tmp = onp.empty_like(x)
+            for c in range(cycles - 1, -1, -1):
+                gx += g  # y = y + x
+                g *= 0.9  # y = y * 0.9
+                t = tanh_out[c]  # y = tanh(y): dy = 1 - t**2
+                onp.multiply(t, t, out=tmp)
+                onp.subtract(1.0, tmp, out=tmp)
+                g *= tmp
+                g *= exp_out[c]  # y = exp(y)
+                g *= onp.cos(sin_in[c], out=tmp)  # y = sin(y)
+            gx += g  # the chain starts at y = x
+            return (gx,)
+
+        return step
+
+
+class MLPStep(Workload):
+    """One MLP training step: 784-256-256-10, batch 128, float32.
+
+    ``relu(X @ W1 + b1)``, ``relu(. @ W2 + b2)``, ``. @ W3 + b3``, then the
+    mean softmax cross-entropy against one-hot labels, written as
+    ``-sum(log_softmax(logits) * onehot) / 128``; gradients of all six
+    weights and biases.  Measures a typical small deep-learning step, where
+    the time goes into BLAS and a few large elementwise operations.
+    """
+
+    key, slug = "2", "mlp_step"
+    params = ("W1", "b1", "W2", "b2", "W3", "b3")
+    consts = ("X", "onehot")
+    rtol = 1e-4
+    sizes = (784, 256, 256, 10)
+    batch = 128
+
+    @property
+    def title(self):
+        return f"MLP step {'-'.join(map(str, self.sizes))}, batch {self.batch}, f32"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 2)
+        f32 = onp.float32
+        out: Dict[str, onp.ndarray] = {}
+        for i, (n_in, n_out) in enumerate(zip(self.sizes[:-1], self.sizes[1:]), start=1):
+            out[f"W{i}"] = (rng.standard_normal((n_in, n_out)) * onp.sqrt(2.0 / n_in)).astype(f32)
+            out[f"b{i}"] = (0.1 * rng.standard_normal(n_out)).astype(f32)
+        out["X"] = rng.standard_normal((self.batch, self.sizes[0])).astype(f32)
+        labels = rng.integers(0, self.sizes[-1], size=self.batch)
+        out["onehot"] = onp.eye(self.sizes[-1], dtype=f32)[labels]
+        return out
+
+    def loss(self, ops, W1, b1, W2, b2, W3, b3, X, onehot):
+        h = ops.relu(X @ W1 + b1)
+        h = ops.relu(h @ W2 + b2)
+        logp = ops.log_softmax(h @ W3 + b3)
+        return -ops.sum(logp * onehot) / X.shape[0]
+
+    def numpy_step(self, inputs):
+        W1, b1, W2, b2, W3, b3 = (inputs[n] for n in self.params)
+        X, onehot = inputs["X"], inputs["onehot"]
+        inv_n = onp.float32(1.0 / X.shape[0])
+
+        def step():
+            h1 = X @ W1
+            h1 += b1
+            onp.maximum(h1, 0, out=h1)
+            h2 = h1 @ W2
+            h2 += b2
+            onp.maximum(h2, 0, out=h2)
+            z = h2 @ W3
+            z += b3
+            # softmax and loss; z becomes the probabilities p
+            z -= z.max(axis=1, keepdims=True)
+            onp.exp(z, out=z)
+            s = z.sum(axis=1, keepdims=True)
+            _ = (onp.log(s).sum() - onp.log(z[onehot > 0]).sum()) * inv_n  # the loss value
+            z /= s
+            # backward: d loss / d logits = (p - onehot) / n
+            z -= onehot
+            z *= inv_n
+            dW3 = h2.T @ z
+            db3 = z.sum(axis=0)
+            d2 = z @ W3.T
+            d2 *= h2 > 0
+            dW2 = h1.T @ d2
+            db2 = d2.sum(axis=0)
+            d1 = d2 @ W2.T
+            d1 *= h1 > 0
+            dW1 = X.T @ d1
+            db1 = d1.sum(axis=0)
+            return (dW1, db1, dW2, db2, dW3, db3)
+
+        return step
+
+
+class LargeElementwise(Workload):
+    """A large elementwise expression on 4,000,000 float64 values.
+
+    ``sum(sin(x) * exp(-x * x) + x * x)``, gradient with respect to ``x``.
+    Measures memory traffic and the cost of intermediates on big arrays, where
+    per-operation overhead is irrelevant.
+    """
+
+    key, slug = "3", "large_elementwise"
+    params = ("x",)
+    rtol = 1e-8
+    size = 4_000_000
+    quick_overrides = {"size": 400_000}
+
+    @property
+    def title(self):
+        return f"sum(sin(x)*exp(-x*x) + x*x), {self.size:,} f64"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 3)
+        return {"x": rng.uniform(-3.0, 3.0, size=self.size)}
+
+    def loss(self, ops, x):
+        return ops.sum(ops.sin(x) * ops.exp(-x * x) + x * x)
+
+    def numpy_step(self, inputs):
+        x = inputs["x"]
+
+        def step():
+            x2 = x * x
+            e = onp.negative(x2)
+            onp.exp(e, out=e)  # exp(-x^2)
+            s = onp.sin(x)
+            _ = float(onp.dot(s, e)) + float(x2.sum())  # the loss value
+            # d/dx = exp(-x^2) * (cos x - 2 x sin x) + 2 x
+            g = onp.cos(x)
+            s *= x
+            s *= 2.0
+            g -= s
+            g *= e
+            onp.multiply(x, 2.0, out=x2)
+            g += x2
+            return (g,)
+
+        return step
+
+
+class LongChain(Workload):
+    """A chain of 100,000 operations on a (1,) float64 array.
+
+    50,000 repetitions of ``y = y * 1.0000001; y = y + 0.0`` from ``y = x``,
+    then ``sum(y)``; gradient with respect to ``x``.  Measures the
+    per-operation cost on a very deep tape, and that backward does not
+    recurse (no ``RecursionError``) or go quadratic.
+    """
+
+    key, slug = "4", "long_chain_100k"
+    params = ("x",)
+    n_ops = 100_000
+    rtol = 1e-8
+    factor = 1.0000001
+    quick_overrides = {"n_ops": 10_000}
+
+    @property
+    def title(self):
+        return f"{self.n_ops:,}-op chain y*c, y+0, (1,) f64"
+
+    def make_inputs(self):
+        return {"x": onp.array([0.75])}
+
+    def loss(self, ops, x):
+        c = self.factor
+        y = x
+        for _ in range(self.n_ops // 2):
+            y = y * c
+            y = y + 0.0
+        return ops.sum(y)
+
+    def numpy_step(self, inputs):
+        x = inputs["x"]
+        c = self.factor
+        reps = self.n_ops // 2
+
+        def step():
+            y = x.copy()  # linear ops: nothing needs saving, work in place
+            for _ in range(reps):
+                onp.multiply(y, c, out=y)
+                onp.add(y, 0.0, out=y)
+            _ = y.sum()  # the loss value
+            g = onp.ones_like(x)
+            for _ in range(reps):  # "+ 0.0" has identity derivative
+                onp.multiply(g, c, out=g)
+            return (g,)
+
+        return step
+
+
+class FourthDerivative(Workload):
+    """Fourth derivative of ``sum(sin(x) * x)`` by nested gradients.
+
+    ``x`` has shape (1000,), float64.  The autodiff backends differentiate
+    three times with ``create_graph=True`` (each time summing the previous
+    gradient) and once more without; the NumPy reference is the closed form
+    ``d^4/dx^4 (x sin x) = x sin x - 4 cos x``.  Measures higher-order
+    differentiation: recording the backward pass and differentiating it.
+    """
+
+    key, slug = "5", "fourth_derivative"
+    params = ("x",)
+    rtol = 1e-8
+    order = 4
+
+    @property
+    def title(self):
+        return "4th derivative of sum(sin(x)*x), (1000,) f64"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 5)
+        return {"x": rng.uniform(-4.0, 4.0, size=1000)}
+
+    def loss(self, ops, x):
+        return ops.sum(ops.sin(x) * x)
+
+    def numpy_step(self, inputs):
+        x = inputs["x"]
+
+        def step():
+            g = onp.sin(x)
+            g *= x
+            c = onp.cos(x)
+            c *= 4.0
+            g -= c
+            return (g,)
+
+        return step
+
+    def fastgrad_step(self, backend, inputs):
+        fnp, fg_autograd = backend.fnp, backend.autograd
+        x = fnp.array(inputs["x"])
+        x.attach_grad()
+        order = self.order
+
+        def step():
+            with fg_autograd.record():
+                y = fnp.sum(fnp.sin(x) * x)
+                for _ in range(order - 1):
+                    (d,) = fg_autograd.grad(y, [x], create_graph=True)
+                    y = fnp.sum(d)
+            (d,) = fg_autograd.grad(y, [x])
+            return (d,)
+
+        return step
+
+    def torch_step(self, backend, inputs):
+        torch = backend.torch
+        x = backend.tensor(inputs["x"], requires_grad=True)
+        order = self.order
+
+        def step():
+            y = torch.sum(torch.sin(x) * x)
+            for _ in range(order - 1):
+                (d,) = torch.autograd.grad(y, x, create_graph=True)
+                y = torch.sum(d)
+            return torch.autograd.grad(y, x)
+
+        return step
+
+    def _nested(self, grad, xp):
+        fn = lambda x: xp.sum(xp.sin(x) * x)  # noqa: E731
+        for _ in range(self.order - 1):
+            fn = (lambda f: lambda x: xp.sum(grad(f)(x)))(fn)
+        return grad(fn)
+
+    def autograd_step(self, backend, inputs):
+        d4 = self._nested(backend.autograd.grad, backend.anp)
+        x = onp.array(inputs["x"], copy=True)
+        return lambda: (d4(x),)
+
+    def jax_step(self, backend, inputs):
+        d4 = self._nested(backend.jax.grad, backend.jnp)
+        x = backend.array(inputs["x"])
+        return lambda: (d4(x),)
+
+    def finite_difference_error(self, inputs, grads, eps=1e-2):
+        """Compare with the fourth central difference of ``x sin x``.
+
+        The difference quotient is accurate to O(eps**2), so the returned
+        relative error is about 1e-5 for a correct gradient.
+        """
+        x = inputs["x"]
+        f = lambda t: t * onp.sin(t)  # noqa: E731
+        fd = (f(x + 2 * eps) - 4 * f(x + eps) + 6 * f(x) - 4 * f(x - eps) + f(x - 2 * eps)) / eps**4
+        g = onp.asarray(grads[0])
+        return float(onp.max(onp.abs(fd - g)) / onp.max(onp.abs(fd)))
+
+
+class Broadcasting(Workload):
+    """Broadcast add followed by relu and a full reduction.
+
+    ``sum(relu(x + b))`` with ``x`` of shape (512, 512) and ``b`` of shape
+    (512,), float64; gradients for ``x`` and ``b``.  Measures the reduction
+    of a gradient over broadcast axes (``b``'s gradient sums 512 rows).
+    """
+
+    key, slug = "6", "broadcast_relu"
+    params = ("x", "b")
+    rtol = 1e-8
+
+    @property
+    def title(self):
+        return "sum(relu(x + b)), x (512,512), b (512,) f64"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 6)
+        return {"x": rng.standard_normal((512, 512)), "b": rng.standard_normal(512)}
+
+    def loss(self, ops, x, b):
+        return ops.sum(ops.relu(x + b))
+
+    def numpy_step(self, inputs):
+        x, b = inputs["x"], inputs["b"]
+
+        def step():
+            z = x + b
+            onp.maximum(z, 0.0, out=z)
+            _ = z.sum()  # the loss value
+            dx = onp.greater(z, 0.0, out=onp.empty_like(z))  # 1.0 where active
+            db = dx.sum(axis=0)
+            return (dx, db)
+
+        return step
+
+
+class RecurrentTanh(Workload):
+    """2,000 steps of ``h = tanh(h @ W)`` with (8, 8) matrices.
+
+    ``loss = sum(h_2000)``, gradient with respect to ``W`` (shared by all
+    steps), float64.  Measures a long sequential graph of small matrix
+    operations, like backpropagation through time in a small RNN.
+    """
+
+    key, slug = "7", "recurrent_tanh"
+    params = ("W",)
+    consts = ("h0",)
+    steps = 2000
+    rtol = 1e-8
+    quick_overrides = {"steps": 200}
+
+    @property
+    def n_ops(self):
+        """int: two recorded operations (matmul, tanh) per step."""
+        return 2 * self.steps
+
+    @property
+    def title(self):
+        return f"{self.steps:,} x h = tanh(h @ W), (8,8) f64"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 7)
+        q, _ = onp.linalg.qr(rng.standard_normal((8, 8)))
+        return {"W": 1.5 * q, "h0": rng.standard_normal((8, 8))}
+
+    def loss(self, ops, W, h0):
+        h = h0
+        for _ in range(self.steps):
+            h = ops.tanh(h @ W)
+        return ops.sum(h)
+
+    def numpy_step(self, inputs):
+        W, h0 = inputs["W"], inputs["h0"]
+        T = self.steps
+        WT = W.T.copy()
+
+        def step():
+            hs = onp.empty((T + 1,) + h0.shape)
+            hs[0] = h0
+            for t in range(T):
+                onp.matmul(hs[t], W, out=hs[t + 1])
+                onp.tanh(hs[t + 1], out=hs[t + 1])
+            _ = hs[T].sum()  # the loss value
+            # local derivatives of tanh for all steps at once: 1 - h^2
+            deriv = onp.square(hs[1:])
+            onp.subtract(1.0, deriv, out=deriv)
+            # walk back: da_t = g_{t+1} * (1 - h_{t+1}^2); g_t = da_t @ W^T
+            g = onp.ones_like(h0)
+            for t in range(T - 1, -1, -1):
+                da = deriv[t]
+                da *= g  # deriv[t] now holds da_t
+                onp.matmul(da, WT, out=g)
+            # dW = sum_t h_t^T @ da_t, as one matrix product
+            n = h0.shape[1]
+            dW = hs[:-1].reshape(-1, n).T @ deriv.reshape(-1, n)
+            return (dW,)
+
+        return step
+
+
+#: All workloads, in command-line order.
+WORKLOADS: List[Workload] = [
+    OpChain(),
+    MLPStep(),
+    LargeElementwise(),
+    LongChain(),
+    FourthDerivative(),
+    Broadcasting(),
+    RecurrentTanh(),
+]
+
+
+def get_workload(key: str) -> Workload:
+    """Return the workload whose :attr:`Workload.key` or slug is ``key``."""
+    for w in WORKLOADS:
+        if key in (w.key, w.slug):
+            return w
+    raise ValueError(f"unknown workload {key!r}; choose from {[w.key for w in WORKLOADS]}")

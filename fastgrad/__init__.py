@@ -1,0 +1,37 @@
+"""fastgrad: reverse-mode automatic differentiation of NumPy code, with MXNet's autograd API.
+
+``import fastgrad as mx`` runs code written for ``mxnet.autograd``::
+
+    import fastgrad as mx
+    x = mx.np.array([[1, 2], [3, 4]])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = 2 * x * x
+    y.backward()
+    x.grad   # array([[ 4.,  8.], [12., 16.]])
+"""
+
+import sys as _sys
+
+from fastgrad._version import __version__
+from fastgrad import _registry, _functions, _engine, _array, _anomaly
+from fastgrad import autograd
+
+_array.install(_functions, _registry.UFUNC_OPS, _functions.FUNCS, _registry.REGISTRY,
+               autograd.backward, _anomaly.capture_trace)
+_engine.install(__import__("fastgrad._kernels", fromlist=["sum_to"]).sum_to,
+                _registry.REGISTRY, _anomaly.report)
+
+from fastgrad import numpy as np  # noqa: E402
+from fastgrad import numpy_extension as npx  # noqa: E402
+from fastgrad import ndarray as nd  # noqa: E402
+from fastgrad.context import Context, Device, cpu, gpu, num_gpus, current_context  # noqa: E402
+from fastgrad._registry import list_ops  # noqa: E402
+
+# ``import fastgrad.np`` and friends work like the attribute access.
+_sys.modules[__name__ + ".np"] = np
+_sys.modules[__name__ + ".npx"] = npx
+_sys.modules[__name__ + ".nd"] = nd
+
+__all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
+           "current_context", "list_ops", "__version__"]

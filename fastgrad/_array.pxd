@@ -1,0 +1,47 @@
+# The array type and the recording path.  See Note [Recording] in _array.pyx.
+
+from fastgrad._node cimport Node
+
+
+cdef class ndarray:
+    cdef object _data                # the numpy.ndarray holding the values
+    cdef Node _node                  # the node that produced this array, or None
+    cdef Py_ssize_t _oidx            # which output of _node this array is
+    cdef object _grad                # the gradient buffer (an ndarray) once attached
+    cdef int _grad_req               # GRAD_NULL, GRAD_WRITE or GRAD_ADD
+    cdef bint _grad_swappable        # the buffer is ours: backward may replace its data
+    cdef unsigned long _version      # bumped by every in-place write (Note [Versions])
+    cdef object __weakref__
+
+    cdef _attach(self, int req, object grad, bint swappable)
+    cdef _bump(self)
+    cdef _inplace(self, ufunc, other, str what)
+
+
+cdef class Primitive:
+    cdef readonly str name           # the op's public name
+    cdef readonly object forward     # kernel: forward(*raw_inputs, *params) -> ndarray(s)
+    cdef readonly object backward    # rule: backward(g, needs, *saved, *params) -> grads
+    cdef readonly Py_ssize_t n_in    # number of array inputs (-1: any number)
+    cdef Py_ssize_t n_fast           # n_in when every parameter has a default, else -2
+    cdef readonly Py_ssize_t n_out   # number of outputs
+    cdef readonly tuple param_names  # names of the non-array arguments, in order
+    cdef readonly tuple param_defaults
+    cdef tuple save_inputs           # indices of the inputs the rule reads
+    cdef tuple save_shapes           # indices of the inputs whose shape the rule reads
+    cdef bint save_result            # the rule reads the output
+    cdef readonly tuple diff         # per input: 1 has a rule, 0 not differentiable, -1 no rule
+    cdef int diff_all                # for n_in == -1: the diff flag of every input
+    cdef readonly bint differentiable  # False: outputs are never recorded
+    cdef readonly int order          # how many times the rule can be differentiated (-1: any)
+
+    cdef object apply(self, tuple args, tuple params)
+    cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out)
+
+
+cdef enum:
+    GRAD_NULL = 0
+    GRAD_WRITE = 1
+    GRAD_ADD = 2
+
+cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=*)

@@ -1,0 +1,934 @@
+"""The array type and the recording path.
+
+Note [Recording]
+~~~~~~~~~~~~~~~~
+Every differentiable operation is a ``Primitive``: a forward kernel written with NumPy and a
+derivative rule generated from the table in ``_derivatives.py``. Calling a primitive unwraps
+its inputs to NumPy, runs the kernel, and, only when the thread is recording *and* some input
+depends on a variable, records a ``Node`` that keeps the parents, the values the rule reads and
+the output's shape and dtype. Everything else (constants, code outside ``record()``) costs one
+kernel call and one wrapper allocation. Inputs the rule never reads are not kept, so recording
+holds no more memory than the backward pass needs.
+
+Note [Versions]
+~~~~~~~~~~~~~~~
+An in-place write (``a += b``, ``a[k] = v``) bumps the array's ``_version`` and, if the array
+was produced by a node, that node's ``out_version``. A node remembers the sum of the versions
+of the arrays it saved; the backward pass recomputes it and raises, naming the op, if an array
+the rule needs was changed after it was recorded. Inside ``record()`` an in-place write into an
+array that belongs to the graph is refused outright, because it would rewrite history.
+"""
+
+cimport cython
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
+from cpython.ref cimport Py_INCREF, PyObject
+from fastgrad._node cimport Node, new_node, new_leaf
+from fastgrad._state cimport is_recording_c, is_anomaly_c
+
+import weakref
+import numpy as _np
+
+cdef type NP_NDARRAY = _np.ndarray
+cdef object _asarray = _np.asarray
+cdef object _weakref = weakref.ref
+
+# Installed once by fastgrad._registry at import (see install()).
+cdef object _ops = None          # the fastgrad.numpy module: methods delegate to it
+cdef dict _UFUNCS = {}           # numpy ufunc -> fastgrad callable
+cdef dict _FUNCS = {}            # numpy function -> fastgrad callable
+cdef object _backward = None     # fastgrad._engine.backward
+cdef object _capture_trace = None
+cdef Primitive P_ADD = None, P_SUB = None, P_MUL = None, P_DIV = None, P_POW = None
+cdef Primitive P_NEG = None, P_MATMUL = None, P_GETITEM = None, P_MOD = None
+
+class _Required:
+    """The default of a parameter that has none."""
+
+    def __repr__(self):
+        return "<required>"
+
+    def __reduce__(self):
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+_GRAD_REQS = {"null": GRAD_NULL, "write": GRAD_WRITE, "add": GRAD_ADD, "inplace": GRAD_WRITE}
+
+
+def install(ops, ufuncs, funcs, prims, backward, capture_trace):
+    """Connect the array type to the op library (called once by fastgrad at import)."""
+    global _ops, _UFUNCS, _FUNCS, _backward, _capture_trace
+    global P_ADD, P_SUB, P_MUL, P_DIV, P_POW, P_NEG, P_MATMUL, P_GETITEM, P_MOD
+    _ops = ops
+    _UFUNCS = dict(ufuncs)
+    _FUNCS = dict(funcs)
+    _backward = backward
+    _capture_trace = capture_trace
+    P_ADD, P_SUB, P_MUL, P_DIV = prims["add"], prims["subtract"], prims["multiply"], prims["divide"]
+    P_POW, P_NEG, P_MATMUL = prims["power"], prims["negative"], prims["matmul"]
+    P_GETITEM, P_MOD = prims["getitem"], prims["mod"]
+
+
+cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
+    """Wrap a NumPy value in a fastgrad array produced by ``node`` (or by nothing)."""
+    cdef ndarray a
+    if type(data) is not NP_NDARRAY:
+        data = _asarray(data)
+    if cls is None or cls is ndarray:
+        a = ndarray.__new__(ndarray)
+    else:
+        a = cls.__new__(cls)
+    a._data = data
+    a._node = node
+    a._oidx = oidx
+    return a
+
+
+def _wrap(data, cls=None):
+    """Wrap a NumPy array (no copy, no history) in ``cls`` (default ``ndarray``)."""
+    return wrap(data, None, 0, cls)
+
+
+cdef inline object raw(object a):
+    if isinstance(a, ndarray):
+        return (<ndarray>a)._data
+    return a
+
+
+def unwrap(a):
+    """The NumPy value behind ``a`` (a fastgrad array's data, or ``a`` itself)."""
+    return raw(a)
+
+
+def history(a):
+    """``(node, output_index)`` of a fastgrad array, or ``(None, 0)`` if it has no history."""
+    if isinstance(a, ndarray):
+        return (<ndarray>a)._node, (<ndarray>a)._oidx
+    return None, 0
+
+
+def _raw_key(key):
+    """An index with fastgrad arrays replaced by their NumPy data."""
+    if isinstance(key, ndarray):
+        return (<ndarray>key)._data
+    if type(key) is tuple:
+        return tuple([raw(k) for k in key])
+    if type(key) is list:
+        return _asarray([raw(k) for k in key])
+    return key
+
+
+def parse_grad_req(req):
+    try:
+        return _GRAD_REQS[req]
+    except (KeyError, TypeError):
+        raise ValueError("grad_req must be one of 'write', 'add' or 'null', got %r" % (req,)) from None
+
+
+@cython.final
+cdef class Primitive:
+    """A differentiable operation: a NumPy forward kernel and a generated derivative rule.
+
+    Primitives are built from the derivative table at import and are immutable afterwards.
+    Calling one is calling the operation: ``fastgrad.np.sin(x)`` *is* the ``sin`` primitive.
+    """
+
+    def __init__(self, str name, forward, backward, Py_ssize_t n_in, Py_ssize_t n_out,
+                 tuple param_names, tuple param_defaults, tuple save_inputs, tuple save_shapes,
+                 bint save_result, tuple diff, bint differentiable, int order=-1):
+        self.name = name
+        self.forward = forward
+        self.backward = backward
+        self.n_in = n_in
+        self.n_fast = n_in if REQUIRED not in param_defaults else -2
+        self.n_out = n_out
+        self.param_names = param_names
+        self.param_defaults = param_defaults
+        self.save_inputs = save_inputs
+        self.save_shapes = save_shapes
+        self.save_result = save_result
+        self.diff = diff
+        self.diff_all = diff[0] if (n_in < 0 and diff) else 1
+        self.differentiable = differentiable
+        self.order = order
+
+    @property
+    def saves(self):
+        """Indices of the inputs the derivative rule keeps, and whether it keeps the output."""
+        return self.save_inputs, self.save_shapes, bool(self.save_result)
+
+    def __repr__(self):
+        return "<fastgrad op %s>" % self.name
+
+    def __reduce__(self):
+        return (_ops_lookup, (self.name,))
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs and PyTuple_GET_SIZE(args) == self.n_fast:
+            return self.apply(args, self.param_defaults)
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, tuple args, dict kwargs):
+        cdef Py_ssize_t n_in = self.n_in
+        if n_in < 0:
+            if not args:
+                raise TypeError("fastgrad.%s() missing its sequence of arrays" % self.name)
+            inputs = tuple(args[0])
+            rest = args[1:]
+            if not inputs:
+                raise ValueError("fastgrad.%s() needs at least one array" % self.name)
+        else:
+            if len(args) < n_in:
+                raise TypeError("fastgrad.%s() takes %d array argument%s (%d given)"
+                                % (self.name, n_in, "" if n_in == 1 else "s", len(args)))
+            inputs = args[:n_in]
+            rest = args[n_in:]
+        names = self.param_names
+        if len(rest) > len(names):
+            raise TypeError("fastgrad.%s() takes at most %d arguments (%d given)"
+                            % (self.name, max(n_in, 0) + len(names), len(args)))
+        params = list(rest) + list(self.param_defaults[len(rest):])
+        for key, value in kwargs.items():
+            try:
+                i = names.index(key)
+            except ValueError:
+                raise TypeError("fastgrad.%s() got an unexpected keyword argument %r"
+                                % (self.name, key)) from None
+            if i < len(rest):
+                raise TypeError("fastgrad.%s() got multiple values for argument %r"
+                                % (self.name, key))
+            params[i] = value
+        for i in range(len(params)):
+            if params[i] is REQUIRED:
+                raise TypeError("fastgrad.%s() missing required argument %r"
+                                % (self.name, names[i]))
+        return self.apply(inputs, tuple(params))
+
+    cdef object apply(self, tuple args, tuple params):
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i
+        cdef tuple raws = PyTuple_New(n)
+        cdef bint track = False
+        cdef type cls = None
+        cdef object a, r
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            if isinstance(a, ndarray):
+                r = (<ndarray>a)._data
+                if cls is None:
+                    cls = type(a)
+                if (<ndarray>a)._node is not None:
+                    track = True
+            elif type(a) is list or type(a) is tuple:
+                r = _asarray(a)
+            else:
+                r = a
+            Py_INCREF(r)
+            PyTuple_SET_ITEM(raws, i, r)
+        if PyTuple_GET_SIZE(params):
+            out = self.forward(*raws, *params)
+        else:
+            out = self.forward(*raws)
+        cdef Node node = None
+        if self.n_out == 1:
+            if type(out) is not NP_NDARRAY:
+                out = _asarray(out)
+            if track and self.differentiable and is_recording_c():
+                node = self._record(args, raws, params, out, 1)
+            return wrap(out, node, 0, cls)
+        out = tuple([o if type(o) is NP_NDARRAY else _asarray(o) for o in out])
+        if track and self.differentiable and is_recording_c():
+            node = self._record(args, raws, params, out, len(out))
+        return tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
+
+    cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out):
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, j, d
+        cdef tuple parents = PyTuple_New(n)
+        cdef list oidx = None
+        cdef bint linked = False
+        cdef object a, p
+        cdef unsigned long vsum = 0
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            p = None
+            if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+                d = self.diff_all if self.n_in < 0 else self.diff[i]
+                if d == 1:
+                    p = (<ndarray>a)._node
+                    linked = True
+                    if (<ndarray>a)._oidx:
+                        if oidx is None:
+                            oidx = [0] * n
+                        oidx[i] = (<ndarray>a)._oidx
+                elif d == -1:
+                    raise NotImplementedError(
+                        "fastgrad.%s has no derivative with respect to its argument %d, which "
+                        "depends on a variable being differentiated; detach() it or use an "
+                        "op with a derivative" % (self.name, i))
+            Py_INCREF(p)
+            PyTuple_SET_ITEM(parents, i, p)
+        if not linked:
+            return None
+        cdef Node node = new_node(self)
+        node.parents = parents
+        node.parent_oidx = tuple(oidx) if oidx is not None else None
+        cdef Py_ssize_t ns = PyTuple_GET_SIZE(self.save_inputs)
+        cdef Py_ssize_t nsh = PyTuple_GET_SIZE(self.save_shapes)
+        cdef tuple saved
+        if ns or nsh:
+            saved = PyTuple_New(ns + nsh)
+            for i in range(nsh):
+                j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_shapes, i)
+                a = <object>PyTuple_GET_ITEM(raws, j)
+                a = a.shape if type(a) is NP_NDARRAY else _np.shape(a)
+                Py_INCREF(a)
+                PyTuple_SET_ITEM(saved, ns + i, a)
+            for i in range(ns):
+                j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_inputs, i)
+                a = <object>PyTuple_GET_ITEM(args, j)
+                if isinstance(a, ndarray):
+                    vsum += (<ndarray>a)._version
+                else:
+                    a = <object>PyTuple_GET_ITEM(raws, j)
+                Py_INCREF(a)
+                PyTuple_SET_ITEM(saved, i, a)
+            node.saved = saved
+            node.vsum = vsum
+        else:
+            node.saved = ()
+        if self.save_result:
+            node.result = out
+        node.params = params
+        node.n_out = n_out
+        if n_out == 1:
+            node.out_shape = out.shape
+            node.out_dtype = out.dtype
+        else:
+            node.out_shape = tuple([o.shape for o in out])
+            node.out_dtype = tuple([o.dtype for o in out])
+        if is_anomaly_c():
+            node.trace = _capture_trace()
+        return node
+
+
+def record_custom(op, tuple inputs, tuple outputs):
+    """Record one node for a custom op (``autograd.Function``) and return its outputs.
+
+    ``op`` must have a ``name`` and a ``node_backward(node, g, needs, create_graph)`` method.
+    Returns new arrays sharing the outputs' data, produced by the node, or the outputs
+    unchanged when nothing is recorded.
+    """
+    cdef Py_ssize_t n = len(inputs), i
+    cdef list parents = [None] * n
+    cdef list oidx = None
+    cdef bint linked = False
+    if not is_recording_c():
+        return outputs
+    for i in range(n):
+        a = inputs[i]
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            parents[i] = (<ndarray>a)._node
+            linked = True
+            if (<ndarray>a)._oidx:
+                if oidx is None:
+                    oidx = [0] * n
+                oidx[i] = (<ndarray>a)._oidx
+    if not linked:
+        return outputs
+    cdef Node node = new_node(op)
+    node.parents = tuple(parents)
+    node.parent_oidx = tuple(oidx) if oidx is not None else None
+    node.saved = ()
+    node.params = ()
+    node.n_out = len(outputs)
+    if node.n_out == 1:
+        node.out_shape = (<ndarray>outputs[0])._data.shape
+        node.out_dtype = (<ndarray>outputs[0])._data.dtype
+    else:
+        node.out_shape = tuple([(<ndarray>o)._data.shape for o in outputs])
+        node.out_dtype = tuple([(<ndarray>o)._data.dtype for o in outputs])
+    if is_anomaly_c():
+        node.trace = _capture_trace()
+    return tuple([wrap((<ndarray>outputs[i])._data, node, i, type(outputs[i]))
+                  for i in range(node.n_out)])
+
+
+def _ops_lookup(name):
+    from fastgrad._registry import REGISTRY
+    return REGISTRY[name]
+
+
+cdef inline void _check_recorded_inplace(ndarray self, object other, str what) except *:
+    if is_recording_c() and (self._node is not None
+                             or (isinstance(other, ndarray) and (<ndarray>other)._node is not None)):
+        raise RuntimeError(
+            "in-place %s on an array that takes part in a recorded graph would rewrite its "
+            "history; inside autograd.record() write it out of place (a = a + b)" % what)
+
+
+@cython.freelist(256)
+cdef class ndarray:
+    """A NumPy array that autograd can differentiate through.
+
+    ``fastgrad.np.ndarray`` wraps a ``numpy.ndarray`` and records the operations applied to it
+    while ``autograd.record()`` is on and it depends on a variable (an array that had
+    ``attach_grad`` called). Create arrays with ``fastgrad.np.array``, ``zeros``, ``ones``, ...
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> x = mx.np.array([1.0, 2.0, 3.0])
+    >>> x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    array([2., 4., 6.])
+    """
+
+    def __init__(self, data=None, dtype=None, ctx=None):
+        if data is None:
+            data = ()
+        if isinstance(data, ndarray):
+            data = (<ndarray>data)._data
+        if isinstance(data, tuple) and all(isinstance(s, int) for s in data):
+            self._data = _np.empty(data, dtype=_np.float32 if dtype is None else dtype)
+        else:
+            self._data = _np.array(data, dtype=dtype)
+
+    # ----------------------------------------------------------- NumPy protocols
+    __array_priority__ = 1000.0
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is None and not copy:
+            return self._data
+        return _np.array(self._data, dtype=dtype, copy=True if copy else None)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        if method == "__call__":
+            fn = _UFUNCS.get(ufunc)
+            if fn is None:
+                raise TypeError("fastgrad does not support numpy.%s on fastgrad arrays; "
+                                "call numpy.asarray() first to leave the graph" % ufunc.__name__)
+            if kwargs:
+                raise TypeError("fastgrad.%s: unsupported keyword argument(s) %s"
+                                % (ufunc.__name__, ", ".join(sorted(kwargs))))
+            result = fn(*inputs)
+        elif method == "reduce" and ufunc in _REDUCERS:
+            axis = kwargs.pop("axis", 0)
+            keepdims = kwargs.pop("keepdims", False)
+            if kwargs:
+                raise TypeError("fastgrad: numpy.%s.reduce with %s is not supported"
+                                % (ufunc.__name__, ", ".join(sorted(kwargs))))
+            result = getattr(_ops, _REDUCERS[ufunc])(inputs[0], axis=axis, keepdims=keepdims)
+        else:
+            raise TypeError("fastgrad does not support numpy.%s.%s on fastgrad arrays"
+                            % (ufunc.__name__, method))
+        if out is not None:
+            target = out[0] if isinstance(out, tuple) else out
+            if isinstance(target, ndarray):
+                target[...] = result
+            else:
+                _np.copyto(target, raw(result))
+            return target
+        return result
+
+    def __array_function__(self, func, types, args, kwargs):
+        fn = _FUNCS.get(func)
+        if fn is None:
+            raise TypeError("fastgrad does not support numpy.%s on fastgrad arrays; call "
+                            "numpy.asarray() first to leave the graph" % func.__name__)
+        return fn(*args, **kwargs)
+
+    # ----------------------------------------------------------- attributes
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def size(self):
+        return self._data.size
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    @property
+    def strides(self):
+        return self._data.strides
+
+    @property
+    def T(self):
+        return _ops.transpose(self)
+
+    @property
+    def grad(self):
+        """The gradient buffer filled by ``backward`` (``None`` until ``attach_grad``)."""
+        return self._grad
+
+    @property
+    def grad_req(self):
+        return {GRAD_NULL: "null", GRAD_WRITE: "write", GRAD_ADD: "add"}[self._grad_req] \
+            if self._grad is not None else "null"
+
+    @property
+    def ctx(self):
+        from fastgrad.context import cpu
+        return cpu()
+
+    @property
+    def context(self):
+        from fastgrad.context import cpu
+        return cpu()
+
+    @property
+    def device(self):
+        from fastgrad.context import cpu
+        return cpu()
+
+    @property
+    def stype(self):
+        return "default"
+
+    @property
+    def _fresh_grad(self):
+        return False
+
+    @property
+    def version(self):
+        """How many in-place writes this array has had (see ``Note [Versions]``)."""
+        return self._version
+
+    @property
+    def node(self):
+        """The tape node that produced this array, or ``None`` (internal; for introspection)."""
+        return self._node
+
+    @property
+    def output_index(self):
+        return self._oidx
+
+    # ----------------------------------------------------------- autograd
+    def attach_grad(self, grad_req="write", stype=None):
+        """Allocate a gradient buffer and make this array a variable of autograd.
+
+        Parameters
+        ----------
+        grad_req : {'write', 'add', 'null'}
+            ``'write'`` overwrites ``.grad`` at each backward pass, ``'add'`` adds to it,
+            ``'null'`` leaves it alone.
+
+        Notes
+        -----
+        Inside ``record()``, calling it on an array computed from variables keeps the history
+        through the array (MXNet 2.x): gradients still flow to the variables it came from, and
+        the array's own ``.grad`` receives the gradient with respect to it.
+        """
+        cdef int req = parse_grad_req(grad_req)
+        if stype not in (None, "default"):
+            raise ValueError("fastgrad arrays are dense: stype must be 'default', got %r" % (stype,))
+        if self._data.dtype.kind not in "fc":
+            raise TypeError("attach_grad: gradients are defined for floating-point arrays; "
+                            "this array has dtype %s (use astype('float32'))" % self._data.dtype)
+        self._attach(req, wrap(_np.zeros_like(self._data), None, 0, type(self)), True)
+
+    cdef _attach(self, int req, object grad, bint swappable):
+        cdef Node node = self._node
+        if is_recording_c() and node is not None and node.op is not None:
+            if node.n_out == 1:
+                node.var_refs = _weakref(self)
+            else:
+                if node.var_refs is None:
+                    node.var_refs = [None] * node.n_out
+                node.var_refs[self._oidx] = _weakref(self)
+        else:
+            if node is not None and node.op is None:
+                node.var_refs = None
+            self._node = new_leaf(self._data.shape, self._data.dtype, _weakref(self))
+            self._oidx = 0
+        self._grad = grad
+        self._grad_req = req
+        self._grad_swappable = swappable
+
+    def _mark(self, grad, grad_req):
+        cdef int req = parse_grad_req(grad_req)
+        if not isinstance(grad, ndarray):
+            if not isinstance(grad, NP_NDARRAY):
+                raise TypeError("mark_variables: gradients must be arrays, got %s"
+                                % type(grad).__name__)
+            grad = wrap(grad, None, 0, type(self))
+        if (<ndarray>grad)._data.shape != self._data.shape:
+            raise ValueError("mark_variables: gradient shape %s does not match the variable's "
+                             "shape %s" % ((<ndarray>grad).shape, self.shape))
+        if self._data.dtype.kind not in "fc":
+            raise TypeError("mark_variables: gradients are defined for floating-point arrays; "
+                            "this variable has dtype %s" % self._data.dtype)
+        self._attach(req, grad, False)
+
+    def _set_grad_data(self, value):
+        (<ndarray>self._grad)._data = value
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Compute the gradient of this array with respect to the variables it depends on.
+
+        A non-scalar array is treated as the sum of its elements unless ``out_grad`` is given.
+        See :func:`fastgrad.autograd.backward`.
+        """
+        _backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    def detach(self):
+        """The same values with no history: gradients do not flow through the result."""
+        return wrap(self._data, None, 0, type(self))
+
+    def asnumpy(self):
+        """A NumPy copy of the values."""
+        return self._data.copy()
+
+    def asscalar(self):
+        if self._data.size != 1:
+            raise ValueError("asscalar: the array has %d elements, not 1" % self._data.size)
+        return self._data.reshape(()).item()
+
+    def item(self, *args):
+        return self._data.item(*args)
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def wait_to_read(self):
+        pass
+
+    def as_np_ndarray(self):
+        return wrap(self._data, self._node, self._oidx, ndarray)
+
+    def as_nd_ndarray(self):
+        from fastgrad.ndarray import NDArray
+        return wrap(self._data, self._node, self._oidx, NDArray)
+
+    def copy(self):
+        """A copy that keeps the history (its gradient flows back to this array)."""
+        return _ops.copy(self)
+
+    def copyto(self, other):
+        """Copy into ``other`` (an array of the same shape) or to a context (a copy)."""
+        if isinstance(other, ndarray):
+            other[...] = self
+            return other
+        return _ops.copy(self)
+
+    def as_in_context(self, ctx):
+        return self
+
+    def to_device(self, device):
+        return self
+
+    def astype(self, dtype, copy=True):
+        if not copy and _np.dtype(dtype) == self._data.dtype:
+            return self
+        return _ops.astype(self, dtype)
+
+    # ----------------------------------------------------------- shape methods
+    def reshape(self, *shape, order="C", reverse=False):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return _ops.reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+            axes = axes[0]
+        return _ops.transpose(self, axes if axes else None)
+
+    def flatten(self, order="C"):
+        return _ops.reshape(self, (-1,))
+
+    def ravel(self, order="C"):
+        return _ops.reshape(self, (-1,))
+
+    def squeeze(self, axis=None):
+        return _ops.squeeze(self, axis)
+
+    def expand_dims(self, axis):
+        return _ops.expand_dims(self, axis)
+
+    def swapaxes(self, axis1, axis2):
+        return _ops.swapaxes(self, axis1, axis2)
+
+    def broadcast_to(self, shape):
+        return _ops.broadcast_to(self, shape)
+
+    def repeat(self, repeats, axis=None):
+        return _ops.repeat(self, repeats, axis)
+
+    def tile(self, reps):
+        return _ops.tile(self, reps)
+
+    def clip(self, a_min=None, a_max=None):
+        return _ops.clip(self, a_min, a_max)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return _ops.take(self, indices, axis=axis)
+
+    # ----------------------------------------------------------- reductions
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        return _ops.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        return _ops.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return _ops.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def max(self, axis=None, out=None, keepdims=False):
+        return _ops.max(self, axis=axis, out=out, keepdims=keepdims)
+
+    def min(self, axis=None, out=None, keepdims=False):
+        return _ops.min(self, axis=axis, out=out, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return _ops.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return _ops.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def argmax(self, axis=None, out=None):
+        return _ops.argmax(self, axis)
+
+    def argmin(self, axis=None, out=None):
+        return _ops.argmin(self, axis)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return _ops.cumsum(self, axis=axis, dtype=dtype)
+
+    def norm(self, ord=None, axis=None, keepdims=False):
+        return _ops.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims)
+
+    def dot(self, b):
+        return _ops.dot(self, b)
+
+    # elementwise methods used by NDArray code (x.exp(), x.sqrt(), ...)
+    def exp(self):
+        return _ops.exp(self)
+
+    def log(self):
+        return _ops.log(self)
+
+    def sqrt(self):
+        return _ops.sqrt(self)
+
+    def square(self):
+        return _ops.square(self)
+
+    def abs(self):
+        return _ops.abs(self)
+
+    def sin(self):
+        return _ops.sin(self)
+
+    def cos(self):
+        return _ops.cos(self)
+
+    def tanh(self):
+        return _ops.tanh(self)
+
+    def sigmoid(self):
+        from fastgrad import numpy_extension
+        return numpy_extension.sigmoid(self)
+
+    def relu(self):
+        from fastgrad import numpy_extension
+        return numpy_extension.relu(self)
+
+    # ----------------------------------------------------------- operators
+    def __add__(self, other):
+        return P_ADD.apply((self, other), ())
+
+    def __radd__(self, other):
+        return P_ADD.apply((other, self), ())
+
+    def __sub__(self, other):
+        return P_SUB.apply((self, other), ())
+
+    def __rsub__(self, other):
+        return P_SUB.apply((other, self), ())
+
+    def __mul__(self, other):
+        return P_MUL.apply((self, other), ())
+
+    def __rmul__(self, other):
+        return P_MUL.apply((other, self), ())
+
+    def __truediv__(self, other):
+        return P_DIV.apply((self, other), ())
+
+    def __rtruediv__(self, other):
+        return P_DIV.apply((other, self), ())
+
+    def __pow__(self, other, mod):
+        if mod is not None:
+            return NotImplemented
+        return P_POW.apply((self, other), ())
+
+    def __rpow__(self, other, mod):
+        if mod is not None:
+            return NotImplemented
+        return P_POW.apply((other, self), ())
+
+    def __mod__(self, other):
+        return P_MOD.apply((self, other), ())
+
+    def __rmod__(self, other):
+        return P_MOD.apply((other, self), ())
+
+    def __floordiv__(self, other):
+        return _ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _ops.floor_divide(other, self)
+
+    def __matmul__(self, other):
+        return P_MATMUL.apply((self, other), ())
+
+    def __rmatmul__(self, other):
+        return P_MATMUL.apply((other, self), ())
+
+    def __neg__(self):
+        return P_NEG.apply((self,), ())
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops.abs(self)
+
+    def __lt__(self, other):
+        return _ops.less(self, other)
+
+    def __le__(self, other):
+        return _ops.less_equal(self, other)
+
+    def __gt__(self, other):
+        return _ops.greater(self, other)
+
+    def __ge__(self, other):
+        return _ops.greater_equal(self, other)
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _ops.equal(self, other)
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _ops.not_equal(self, other)
+
+    def __invert__(self):
+        return _ops.logical_not(self) if self._data.dtype == _np.bool_ else _ops.invert(self)
+
+    def __and__(self, other):
+        return _ops.bitwise_and(self, other)
+
+    def __or__(self, other):
+        return _ops.bitwise_or(self, other)
+
+    def __xor__(self, other):
+        return _ops.bitwise_xor(self, other)
+
+    def __hash__(self):
+        return id(self)
+
+    # in place: see Note [Versions]
+    cdef _bump(self):
+        self._version += 1
+        if self._node is not None:
+            self._node.out_version += 1
+
+    cdef _inplace(self, ufunc, other, str what):
+        _check_recorded_inplace(self, other, what)
+        ufunc(self._data, raw(other), out=self._data)
+        self._bump()
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace(_np.add, other, "addition (+=)")
+
+    def __isub__(self, other):
+        return self._inplace(_np.subtract, other, "subtraction (-=)")
+
+    def __imul__(self, other):
+        return self._inplace(_np.multiply, other, "multiplication (*=)")
+
+    def __itruediv__(self, other):
+        return self._inplace(_np.divide, other, "division (/=)")
+
+    def __ipow__(self, other):
+        return self._inplace(_np.power, other, "power (**=)")
+
+    def __getitem__(self, key):
+        return P_GETITEM.apply((self,), (_raw_key(key),))
+
+    def __setitem__(self, key, value):
+        _check_recorded_inplace(self, value, "assignment (a[...] = v)")
+        self._data[_raw_key(key)] = raw(value)
+        self._bump()
+
+    # ----------------------------------------------------------- conversions
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self._data.shape[0]):
+            yield self[i]
+
+    def __bool__(self):
+        return bool(self._data)
+
+    def __float__(self):
+        return float(self._data)
+
+    def __int__(self):
+        return int(self._data)
+
+    def __index__(self):
+        return self._data.__index__()
+
+    def __complex__(self):
+        return complex(self._data)
+
+    def __repr__(self):
+        return _ops._array_repr(self)
+
+    def __str__(self):
+        return str(self._data)
+
+    def __format__(self, spec):
+        return format(self._data, spec) if self._data.ndim == 0 else format(str(self), spec)
+
+    def __reduce__(self):
+        return (_wrap, (self._data, type(self)))
+
+    def __copy__(self):
+        return wrap(self._data.copy(), None, 0, type(self))
+
+    def __deepcopy__(self, memo):
+        return wrap(self._data.copy(), None, 0, type(self))
+
+
+_REDUCERS = {_np.add: "sum", _np.multiply: "prod", _np.maximum: "max", _np.minimum: "min"}

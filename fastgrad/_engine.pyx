@@ -1,0 +1,564 @@
+"""The backward pass: scheduling, gradient accumulation and release of saved values.
+
+Note [Scheduling]
+~~~~~~~~~~~~~~~~~
+A pass first walks the graph from the heads with an explicit stack (never recursion, so
+graphs of millions of nodes work), stamping each node with the pass's ``epoch`` and counting,
+for every node, how many of its consumers the pass will run (``deps``). It then runs nodes
+from a max-heap keyed on ``seq``: a node is pushed once all its consumers have run, and the
+ready node recorded last runs first. That order is deterministic and mirrors the forward pass
+in reverse, which frees saved arrays in the order a hand-written backward would. ``grad()``
+first marks the nodes that lie on a path to one of its variables (in ascending ``seq`` order,
+parents before consumers) and counts and runs only those.
+
+Note [Accumulation]
+~~~~~~~~~~~~~~~~~~~
+Derivative rules never unbroadcast or cast: the engine sums each gradient back to the shape
+of the input it belongs to and casts it to that input's dtype. The first gradient reaching a
+node is kept as it is (no copy; it may be shared with another node, e.g. the two inputs of
+``add`` receive the same array). The second is added out of place, which gives a buffer this
+pass owns; later ones are added into that buffer in place. Under ``create_graph`` every one of
+these steps is a recorded operation, so the gradient itself can be differentiated.
+
+Note [Release]
+~~~~~~~~~~~~~~
+Once a node has run, the values it saved and the gradients it received are dropped (unless
+``retain_graph``), so a backward pass holds at most the arrays a hand-written one would. A node
+whose saved values were dropped is marked ``released``; reaching it again raises an error that
+says to use ``retain_graph=True``.
+"""
+
+cimport cython
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
+from cpython.ref cimport Py_INCREF
+from fastgrad._node cimport Node
+from fastgrad._array cimport ndarray, Primitive, wrap, GRAD_NULL, GRAD_WRITE, GRAD_ADD
+from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
+
+import threading
+import numpy as _np
+
+cdef type NP_NDARRAY = _np.ndarray
+cdef object _asarray = _np.asarray
+cdef object _copyto = _np.copyto
+cdef object _npadd = _np.add
+cdef object _isfinite_all = None
+cdef unsigned long long _epoch = 0
+cdef object _lock = threading.RLock()
+
+# Installed once by fastgrad._registry at import.
+cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
+cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
+cdef Primitive P_ADD = None
+cdef Primitive P_CAST = None
+cdef object _anomaly_report = None
+
+
+def install(sum_to, prims, anomaly_report):
+    """Connect the engine to the kernels and ops it uses (called once at import)."""
+    global _sum_to, P_SUM_TO, P_ADD, P_CAST, _anomaly_report
+    _sum_to = sum_to
+    P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
+    _anomaly_report = anomaly_report
+
+
+# ------------------------------------------------------------------ ready heap (by seq, max first)
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline void _heap_push(list heap, Node n) except *:
+    cdef Py_ssize_t i = len(heap), parent
+    heap.append(n)
+    while i > 0:
+        parent = (i - 1) >> 1
+        if (<Node>heap[parent]).seq >= n.seq:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = n
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline Node _heap_pop(list heap):
+    cdef Node top = <Node>heap[0]
+    cdef Node last = <Node>heap.pop()
+    cdef Py_ssize_t n = len(heap), i = 0, child
+    if n == 0:
+        return top
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and (<Node>heap[child + 1]).seq > (<Node>heap[child]).seq:
+            child += 1
+        if (<Node>heap[child]).seq <= last.seq:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = last
+    return top
+
+
+# ------------------------------------------------------------------ helpers
+
+cdef inline void _visit(Node n, unsigned long long epoch, list nodes, list stack) except *:
+    n.epoch = epoch
+    n.deps = 0
+    n.needed = True
+    n.is_target = False
+    n.acc = None
+    n.acc_owned = False
+    nodes.append(n)
+    stack.append(n)
+
+
+cdef str _released_message(Node n):
+    return ("fastgrad.%s (node #%d): its saved values were already freed by an earlier backward "
+            "pass. Pass retain_graph=True to the first backward()/grad() to differentiate the "
+            "same graph again." % (n.op.name, n.seq))
+
+
+cdef object _head_grad(ndarray h, object hg, Py_ssize_t i, bint create):
+    data = h._data
+    if hg is None:
+        g = _np.ones_like(data)
+    elif isinstance(hg, ndarray):
+        if (<ndarray>hg)._data.shape != data.shape:
+            raise ValueError("backward: head gradient %d has shape %s but head %d has shape %s"
+                             % (i, (<ndarray>hg)._data.shape, i, data.shape))
+        if create:
+            if (<ndarray>hg)._data.dtype != data.dtype:
+                return P_CAST.apply((hg,), (data.dtype,))
+            return hg
+        g = (<ndarray>hg)._data
+    else:
+        g = _asarray(hg)
+        if g.ndim == 0:
+            g = _np.full(data.shape, g, dtype=data.dtype)
+        elif g.shape != data.shape:
+            raise ValueError("backward: head gradient %d has shape %s but head %d has shape %s"
+                             % (i, g.shape, i, data.shape))
+    if g.dtype != data.dtype:
+        g = g.astype(data.dtype)
+    if create:
+        return wrap(g, None, 0)
+    return g
+
+
+cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i, bint create):
+    """Sum ``g`` back to the shape of ``p``'s output ``oidx`` and cast it to its dtype."""
+    if p.n_out == 1:
+        shape = p.out_shape
+        dtype = p.out_dtype
+    else:
+        shape = p.out_shape[oidx]
+        dtype = p.out_dtype[oidx]
+    if create:
+        if not isinstance(g, ndarray):
+            g = wrap(_asarray(g), None, 0)
+        gshape = (<ndarray>g)._data.shape
+        if gshape != shape:
+            _check_fit(gshape, shape, consumer, i)
+            g = P_SUM_TO.apply((g,), (shape,))
+        if (<ndarray>g)._data.dtype != dtype:
+            g = P_CAST.apply((g,), (dtype,))
+        return g
+    if type(g) is not NP_NDARRAY:
+        g = (<ndarray>g)._data if isinstance(g, ndarray) else _asarray(g)
+    gshape = g.shape
+    if gshape != shape:
+        _check_fit(gshape, shape, consumer, i)
+        g = _sum_to(g, shape)
+    if g.dtype != dtype:
+        g = g.astype(dtype)
+    return g
+
+
+cdef void _check_fit(tuple gshape, tuple shape, Node consumer, Py_ssize_t i) except *:
+    cdef Py_ssize_t k, lead = len(gshape) - len(shape)
+    cdef bint ok = True
+    if lead >= 0:
+        for k in range(len(shape)):
+            if shape[k] != 1 and gshape[lead + k] != shape[k] and gshape[lead + k] != 1:
+                ok = False
+    else:
+        try:
+            _np.broadcast_shapes(gshape, shape)
+            ok = _np.broadcast_shapes(gshape, shape) == shape
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ValueError("fastgrad.%s: the gradient for argument %d has shape %s, which cannot "
+                         "be summed to the argument's shape %s"
+                         % (consumer.op.name if consumer.op is not None else "?", i, gshape, shape))
+
+
+cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create) except *:
+    cdef object acc
+    if p.n_out == 1:
+        acc = p.acc
+        if acc is None:
+            p.acc = g
+        elif create:
+            p.acc = P_ADD.apply((acc, g), ())
+        elif p.acc_owned:
+            _npadd(acc, g, out=acc)
+        else:
+            p.acc = acc + g
+            p.acc_owned = True
+        return
+    if p.acc is None:
+        p.acc = [None] * p.n_out
+    acc = p.acc[oidx]
+    if acc is None:
+        p.acc[oidx] = g
+    elif create:
+        p.acc[oidx] = P_ADD.apply((acc, g), ())
+    else:
+        p.acc[oidx] = acc + g
+
+
+cdef object _complete(Node n, object g, bint create):
+    """The per-output gradients of a multi-output node, with zeros for outputs none reached."""
+    cdef Py_ssize_t k
+    out = []
+    for k in range(n.n_out):
+        gk = g[k] if g is not None else None
+        if gk is None:
+            gk = _np.zeros(n.out_shape[k], dtype=n.out_dtype[k])
+            if create:
+                gk = wrap(gk, None, 0)
+        out.append(gk)
+    return tuple(out)
+
+
+cdef void _write_var(object ref, object g, bint owned) except *:
+    arr = ref()
+    if arr is None:
+        return
+    cdef ndarray a = <ndarray>arr
+    if a._grad is None or a._grad_req == GRAD_NULL:
+        return
+    if isinstance(g, ndarray):
+        g = (<ndarray>g)._data
+    cdef ndarray buf = <ndarray>a._grad
+    if g is None:
+        # Reached, but every path to it carried no gradient: the gradient is zero.
+        if a._grad_req == GRAD_WRITE:
+            buf._data[...] = 0
+            buf._version += 1
+        return
+    if a._grad_req == GRAD_WRITE:
+        if (owned and a._grad_swappable and type(g) is NP_NDARRAY
+                and g.shape == buf._data.shape and g.dtype == buf._data.dtype):
+            buf._data = g
+        else:
+            _copyto(buf._data, g)
+    else:
+        _npadd(buf._data, g, out=buf._data)
+    buf._version += 1
+
+
+cdef void _write_vars(Node n, object g, bint owned) except *:
+    cdef Py_ssize_t k
+    if n.n_out == 1:
+        _write_var(n.var_refs, g, owned)
+        return
+    for k in range(n.n_out):
+        ref = n.var_refs[k]
+        if ref is not None:
+            _write_var(ref, g[k] if g is not None else None, False)
+
+
+cdef void _check_versions(Node n) except *:
+    cdef unsigned long vsum = 0
+    cdef Primitive op = <Primitive>n.op
+    for s in n.saved:
+        if isinstance(s, ndarray):
+            vsum += (<ndarray>s)._version
+    if vsum != n.vsum or (op.save_result and n.out_version):
+        raise RuntimeError(
+            "fastgrad.%s (node #%d): an array this op saved for the backward pass was modified "
+            "in place after it was recorded, so its gradient would be wrong. Write the update "
+            "out of place, or copy() the array before modifying it." % (op.name, n.seq))
+
+
+cdef tuple _call_rule(Node n, object g, int mask, bint create):
+    cdef Primitive op
+    cdef Py_ssize_t ns, nprm, k, j
+    cdef tuple args
+    cdef object s
+    if type(n.op) is not Primitive:
+        return tuple(n.op.node_backward(n, g, mask, create))
+    op = <Primitive>n.op
+    _check_versions(n)
+    if n.n_out > 1:
+        g = _complete(n, g, create)
+    ns = PyTuple_GET_SIZE(n.saved)
+    nprm = PyTuple_GET_SIZE(n.params)
+    cdef bint with_result = op.save_result
+    args = PyTuple_New(2 + ns + with_result + nprm)
+    Py_INCREF(g)
+    PyTuple_SET_ITEM(args, 0, g)
+    s = mask
+    Py_INCREF(s)
+    PyTuple_SET_ITEM(args, 1, s)
+    j = 2
+    for k in range(ns):
+        s = <object>PyTuple_GET_ITEM(n.saved, k)
+        if not create and isinstance(s, ndarray):
+            s = (<ndarray>s)._data
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    if with_result:
+        if create:
+            if n.n_out == 1:
+                s = wrap(n.result, n, 0)
+            else:
+                s = tuple([wrap(n.result[k], n, k) for k in range(n.n_out)])
+        else:
+            s = n.result
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    for k in range(nprm):
+        s = <object>PyTuple_GET_ITEM(n.params, k)
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    return op.backward(*args)
+
+
+# ------------------------------------------------------------------ the pass
+
+def run_backward(list heads, list head_grads, list variables, bint retain_graph,
+                 bint create_graph, bint train_mode, bint allow_unused=False):
+    """Run one backward pass (internal; see ``fastgrad.autograd.backward`` and ``grad``).
+
+    With ``variables=None`` the gradients are written into the variables' ``.grad`` buffers;
+    otherwise they are returned, one per variable, and no ``.grad`` is touched.
+    """
+    if head_grads is not None and len(head_grads) != len(heads):
+        raise ValueError("backward: got %d heads but %d head gradients"
+                         % (len(heads), len(head_grads)))
+    with _lock:
+        prev_rec = set_recording_c(create_graph)
+        prev_train = set_training_c(train_mode)
+        try:
+            return _run(heads, head_grads, variables, retain_graph, create_graph, allow_unused)
+        finally:
+            set_recording_c(prev_rec)
+            set_training_c(prev_train)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef object _run(list heads, list head_grads, list variables, bint retain, bint create,
+                 bint allow_unused):
+    global _epoch
+    _epoch += 1
+    cdef unsigned long long epoch = _epoch
+    cdef list nodes = []
+    cdef list stack = []
+    cdef list seeds = []
+    cdef Node n, p
+    cdef ndarray h
+    cdef Py_ssize_t i, k, nparents
+    cdef object obj, g, gi, grads
+    cdef bint prune = variables is not None
+    cdef tuple parents, poidx
+    cdef int mask
+
+    for i in range(len(heads)):
+        obj = heads[i]
+        if not isinstance(obj, ndarray):
+            raise TypeError("backward: head %d is a %s, not a fastgrad array"
+                            % (i, type(obj).__name__))
+        h = <ndarray>obj
+        if h._node is None:
+            raise RuntimeError(
+                "backward: head %d has no recorded history. Compute it inside "
+                "autograd.record() from an array that had attach_grad() called." % i)
+        g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
+        seeds.append((h._node, h._oidx, g))
+        if h._node.epoch != epoch:
+            _visit(h._node, epoch, nodes, stack)
+
+    # Walk the graph; count the consumers of every node (Note [Scheduling]).
+    while stack:
+        n = <Node>stack.pop()
+        if n.op is None:
+            continue
+        if n.released:
+            raise RuntimeError(_released_message(n))
+        for obj in n.parents:
+            if obj is None:
+                continue
+            p = <Node>obj
+            if p.epoch != epoch:
+                _visit(p, epoch, nodes, stack)
+            p.deps += 1
+
+    cdef list targets = None
+    if prune:
+        targets = []
+        for i in range(len(variables)):
+            obj = variables[i]
+            if not isinstance(obj, ndarray):
+                raise TypeError("grad: variable %d is a %s, not a fastgrad array"
+                                % (i, type(obj).__name__))
+            h = <ndarray>obj
+            if h._node is None:
+                raise ValueError("grad: variable %d (shape %s) has no recorded history; call "
+                                 "attach_grad() on it before recording" % (i, h.shape))
+            if h._node.epoch != epoch:
+                if not allow_unused:
+                    raise ValueError(
+                        "grad: variable %d (shape %s) is not reached from the heads, so its "
+                        "gradient is undefined; pass allow_unused=True to get zeros"
+                        % (i, h.shape))
+                targets.append(None)
+                continue
+            h._node.is_target = True
+            targets.append(h._node)
+        _prune(nodes)
+
+    cdef dict captured = {} if prune else None
+    cdef list heap = []
+    try:
+        for obj in seeds:
+            n = <Node>obj[0]
+            if n.needed:
+                _accumulate(n, obj[1], obj[2], create)
+        for obj in seeds:
+            n = <Node>obj[0]
+            if n.needed and n.deps == 0:
+                n.deps = -1
+                _heap_push(heap, n)
+
+        while heap:
+            n = _heap_pop(heap)
+            g = n.acc
+            owned = n.acc_owned
+            n.acc = None
+            if prune:
+                if n.is_target:
+                    captured[n] = (g, owned)
+            elif n.var_refs is not None:
+                _write_vars(n, g, owned and n.op is None)
+            if n.op is None:
+                continue
+            parents = n.parents
+            nparents = PyTuple_GET_SIZE(parents)
+            mask = 0
+            for i in range(nparents):
+                obj = <object>PyTuple_GET_ITEM(parents, i)
+                if obj is not None and (not prune or (<Node>obj).needed):
+                    mask |= (1 << i) if i < 30 else (1 << 30)
+            if mask and g is not None:
+                grads = _call_rule(n, g, mask, create)
+                if PyTuple_GET_SIZE(grads) != nparents:
+                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
+                                       "for %d inputs" % (n.op.name, len(grads), nparents))
+                if is_anomaly_c():
+                    _anomaly_report(n, grads)
+                poidx = n.parent_oidx
+                for i in range(nparents):
+                    obj = <object>PyTuple_GET_ITEM(parents, i)
+                    if obj is None:
+                        continue
+                    p = <Node>obj
+                    if prune and not p.needed:
+                        continue
+                    gi = <object>PyTuple_GET_ITEM(grads, i)
+                    if gi is not None:
+                        k = 0 if poidx is None else <Py_ssize_t>poidx[i]
+                        _accumulate(p, k, _fit(gi, p, k, n, i, create), create)
+            if not retain:
+                n.saved = None
+                n.result = None
+                n.released = True
+                if type(n.op) is not Primitive:
+                    n.op.release()
+            for i in range(nparents):
+                obj = <object>PyTuple_GET_ITEM(parents, i)
+                if obj is None:
+                    continue
+                p = <Node>obj
+                if prune and not p.needed:
+                    continue
+                p.deps -= 1
+                if p.deps == 0:
+                    _heap_push(heap, p)
+    except BaseException:
+        for obj in nodes:
+            (<Node>obj).acc = None
+        raise
+
+    if not prune:
+        return None
+    return _collect(variables, targets, captured, create)
+
+
+cdef void _prune(list nodes) except *:
+    """Keep only the nodes on a path from the heads to a target (Note [Scheduling])."""
+    cdef Node n, p
+    cdef object obj
+    nodes.sort(key=_seq_of)
+    for obj in nodes:
+        n = <Node>obj
+        n.deps = 0
+        needed = n.is_target
+        if not needed and n.op is not None:
+            for par in n.parents:
+                if par is not None and (<Node>par).needed:
+                    needed = True
+                    break
+        n.needed = needed
+    for obj in nodes:
+        n = <Node>obj
+        if n.needed and n.op is not None:
+            for par in n.parents:
+                if par is not None and (<Node>par).needed:
+                    (<Node>par).deps += 1
+
+
+def _seq_of(Node n):
+    return n.seq
+
+
+cdef list _collect(list variables, list targets, dict captured, bint create):
+    cdef list out = []
+    cdef ndarray v
+    cdef Node n
+    cdef Py_ssize_t i
+    for i in range(len(variables)):
+        v = <ndarray>variables[i]
+        obj = targets[i]
+        entry = captured.get(obj) if obj is not None else None
+        g = None
+        owned = False
+        if entry is not None:
+            g, owned = entry
+            n = <Node>obj
+            if n.n_out > 1:
+                g = g[v._oidx] if g is not None else None
+                owned = False
+        if g is None:
+            g = _np.zeros_like(v._data)
+            owned = True
+        if create:
+            if not isinstance(g, ndarray):
+                g = wrap(g, None, 0, type(v))
+            out.append(g)
+            continue
+        if isinstance(g, ndarray):
+            g = (<ndarray>g)._data
+        elif type(g) is not NP_NDARRAY:
+            g = _asarray(g)
+        if not owned:
+            g = g.copy()
+        out.append(wrap(g, None, 0, type(v)))
+    return out

@@ -1,0 +1,147 @@
+"""User-defined differentiable functions (``autograd.Function``)."""
+
+import weakref
+
+import numpy as _np
+
+from fastgrad._array import ndarray, record_custom, _wrap
+from fastgrad._state import set_recording, is_recording
+
+# Every Function instance whose node is alive. A graph owns its Function nodes, so dropping
+# the graph (or running backward without retain_graph) releases them; this registry only
+# observes them (``live_functions()``), it never keeps one alive.
+_LIVE = weakref.WeakSet()
+
+
+def live_functions():
+    """The ``Function`` instances that a recorded graph still holds (for leak checks)."""
+    return list(_LIVE)
+
+
+class _FunctionOp:
+    """The op of a recorded ``Function`` call: runs the user's ``backward`` for the engine."""
+
+    __slots__ = ("fn", "name", "in_shapes", "in_dtypes", "out_shapes", "out_dtypes",
+                 "__weakref__")
+
+    def __init__(self, fn, inputs, outputs):
+        self.fn = fn
+        self.name = type(fn).__name__
+        self.in_shapes = [_np.shape(_np.asarray(x)) for x in inputs]
+        self.in_dtypes = [_np.asarray(x).dtype for x in inputs]
+        self.out_shapes = [o.shape for o in outputs]
+        self.out_dtypes = [o.dtype for o in outputs]
+
+    def node_backward(self, node, g, needs, create_graph):
+        if self.fn is None:
+            raise RuntimeError(
+                "%s: the saved tensors of this Function were already freed by an earlier "
+                "backward pass; pass retain_graph=True to differentiate it again" % self.name)
+        n_out = len(self.out_shapes)
+        gs = list(g) if n_out > 1 else [g]
+        for k in range(n_out):
+            if gs[k] is None:
+                gs[k] = _np.zeros(self.out_shapes[k], dtype=self.out_dtypes[k])
+            if not isinstance(gs[k], ndarray):
+                gs[k] = _wrap(gs[k])
+        prev = set_recording(create_graph)
+        try:
+            rets = self.fn.backward(*gs)
+        finally:
+            set_recording(prev)
+        if isinstance(rets, ndarray) or not isinstance(rets, (list, tuple)):
+            rets = (rets,)
+        n_in = len(self.in_shapes)
+        if len(rets) != n_in:
+            raise ValueError("%s.backward returned %d gradients but forward took %d inputs"
+                             % (self.name, len(rets), n_in))
+        out = []
+        for i, r in enumerate(rets):
+            if r is None:
+                out.append(None)
+                continue
+            if not isinstance(r, (ndarray, _np.ndarray)):
+                raise TypeError("%s.backward must return arrays; gradient %d is a %s"
+                                % (self.name, i, type(r).__name__))
+            shape = r.shape
+            if tuple(shape) != tuple(self.in_shapes[i]):
+                raise ValueError("%s.backward returned a gradient of shape %s for input %d of "
+                                 "shape %s" % (self.name, tuple(shape), i,
+                                               tuple(self.in_shapes[i])))
+            out.append(r)
+        return tuple(out)
+
+    def release(self):
+        if self.fn is not None:
+            self.fn.saved_tensors = ()
+            self.fn = None
+
+
+class Function:
+    """A differentiable function with a hand-written backward.
+
+    Subclass it and define ``forward(self, *inputs)`` and ``backward(self, *output_grads)``:
+    ``backward`` takes one gradient per output of ``forward`` and returns one gradient per
+    input. Call an instance once. If ``backward`` is written with fastgrad ops it is itself
+    differentiable (``grad(..., create_graph=True)``).
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> class sigmoid(mx.autograd.Function):
+    ...     def forward(self, x):
+    ...         y = 1 / (1 + mx.np.exp(-x))
+    ...         self.save_for_backward(y)
+    ...         return y
+    ...     def backward(self, dy):
+    ...         y, = self.saved_tensors
+    ...         return dy * y * (1 - y)
+    >>> x = mx.np.zeros((3,)); x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     m = sigmoid()(x)
+    >>> m.backward(); x.grad
+    array([0.25, 0.25, 0.25])
+    """
+
+    def __init__(self):
+        self._used = False
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        """Keep arrays for ``backward`` (read them back from ``self.saved_tensors``)."""
+        self.saved_tensors = args
+
+    def __call__(self, *inputs):
+        if getattr(self, "_used", False):
+            raise RuntimeError("%s: each Function instance can be called only once; create "
+                               "another instance" % type(self).__name__)
+        self._used = True
+        if not hasattr(self, "saved_tensors"):
+            raise RuntimeError("%s.__init__ must call super().__init__()" % type(self).__name__)
+        recording = is_recording()
+        prev = set_recording(False)
+        try:
+            outputs = self.forward(*inputs)
+        finally:
+            set_recording(prev)
+        single = isinstance(outputs, ndarray)
+        outs = (outputs,) if single else tuple(outputs) if isinstance(outputs, (list, tuple)) \
+            else None
+        if outs is None or not all(isinstance(o, ndarray) for o in outs):
+            raise TypeError("%s.forward must return a fastgrad array or a tuple of them"
+                            % type(self).__name__)
+        if not recording:
+            return outputs
+        op = _FunctionOp(self, inputs, outs)
+        recorded = record_custom(op, tuple(inputs), outs)
+        if recorded is not outs:
+            _LIVE.add(self)
+        return recorded[0] if single else recorded
+
+    def forward(self, *inputs):
+        """Forward computation: takes arrays, returns an array or a tuple of arrays."""
+        raise NotImplementedError("%s must define forward()" % type(self).__name__)
+
+    def backward(self, *output_grads):
+        """Backward computation: one gradient per output in, one per input out."""
+        raise NotImplementedError("%s must define backward()" % type(self).__name__)

@@ -1,0 +1,31 @@
+# The tape node: one recorded operation.  See Note [The tape] in _node.pyx.
+
+cdef class Node:
+    # --- what was recorded (read by the backward pass) ---
+    cdef readonly object op          # the Primitive (or custom Function op); None for a variable
+    cdef tuple parents               # per input: the Node that produced it, or None (constant)
+    cdef tuple parent_oidx           # per input: which output of that parent; None when all are 0
+    cdef tuple saved                 # the inputs the derivative rule reads, in rule order
+    cdef object result               # the raw output(s), kept only if the rule reads the result
+    cdef tuple params                # the op's non-array arguments (axis, shape, ...)
+    cdef object out_shape            # shape of the output (tuple of shapes if n_out > 1)
+    cdef object out_dtype            # dtype of the output (tuple of dtypes if n_out > 1)
+    cdef Py_ssize_t n_out            # number of outputs
+    cdef readonly long long seq      # creation order; a parent's seq is always smaller
+    cdef unsigned long vsum          # sum of the saved arrays' versions when recorded
+    cdef unsigned long out_version   # bumped by in-place writes into an output
+    cdef bint released               # saved values were freed by a backward pass
+    cdef object var_refs             # weakref(s) to the array(s) whose .grad this node fills
+    cdef object trace                # where the forward was recorded (anomaly detection only)
+    # --- scratch of the running backward pass ---
+    cdef unsigned long long epoch    # the pass that last visited this node
+    cdef Py_ssize_t deps             # consumers not yet run in this pass
+    cdef bint needed                 # lies on a path to a requested variable (grad())
+    cdef bint is_target              # its gradient is returned by grad()
+    cdef object acc                  # gradient accumulated so far (list if n_out > 1)
+    cdef bint acc_owned              # acc is a buffer this pass allocated (safe to add into)
+
+
+cdef long long next_seq() noexcept
+cdef Node new_node(object op)
+cdef Node new_leaf(object shape, object dtype, object var_ref)

@@ -1,0 +1,74 @@
+"""The tape node.
+
+Note [The tape]
+~~~~~~~~~~~~~~~
+fastgrad records a graph of ``Node`` objects while ``autograd.record()`` is on. An array that
+depends on a variable holds the ``Node`` that produced it (and which of its outputs it is); a
+node holds its parents, never its consumers, so the graph of a value is kept alive by that value
+alone and is freed with it. Nodes are created in increasing ``seq`` order, so ``seq`` is a
+topological order of the whole tape: the backward pass runs the ready node with the largest
+``seq`` first (see _engine.pyx). Variables are nodes with ``op is None``; an intermediate array
+that had ``attach_grad`` called inside ``record()`` keeps its node and gains a ``var_refs`` entry.
+Nodes are small, final and freelisted, because one is created per recorded operation.
+"""
+
+cimport cython
+
+cdef long long _seq = 0
+
+
+cdef long long next_seq() noexcept:
+    global _seq
+    _seq += 1
+    return _seq
+
+
+@cython.final
+@cython.freelist(256)
+cdef class Node:
+    """One recorded operation of the tape (internal).
+
+    Attributes readable from Python: ``op`` (the operation, ``None`` for a variable) and
+    ``seq`` (creation order). ``parents()`` lists the producing nodes of the inputs.
+    """
+
+    def parents_list(self):
+        """The nodes that produced this node's inputs (``None`` for constants)."""
+        return list(self.parents) if self.parents is not None else []
+
+    @property
+    def name(self):
+        """The name of the recorded operation (``'variable'`` for a variable)."""
+        return "variable" if self.op is None else self.op.name
+
+    @property
+    def forward_trace(self):
+        """Where the forward op was recorded (only under ``autograd.detect_anomaly()``)."""
+        return self.trace
+
+    @property
+    def is_released(self):
+        """Whether a backward pass freed what this node saved."""
+        return bool(self.released)
+
+    def __repr__(self):
+        return "<fastgrad Node %s #%d>" % (self.name, self.seq)
+
+
+cdef Node new_node(object op):
+    cdef Node n = Node.__new__(Node)
+    n.op = op
+    n.seq = next_seq()
+    n.n_out = 1
+    return n
+
+
+cdef Node new_leaf(object shape, object dtype, object var_ref):
+    cdef Node n = Node.__new__(Node)
+    n.seq = next_seq()
+    n.n_out = 1
+    n.parents = ()
+    n.out_shape = shape
+    n.out_dtype = dtype
+    n.var_refs = var_ref
+    return n

@@ -1,0 +1,187 @@
+"""Build the ops of fastgrad from the derivative table.
+
+Each formula of ``_derivatives.TABLE`` is compiled, once at import, into one named Python
+function per op, ``<op>_backward(g, needs, <saved inputs>, <saved shapes>, [result], <params>)``,
+which returns one gradient (or ``None``) per input; ``needs`` is a bit mask of the inputs whose
+gradient the engine wants. The names a formula reads decide what the op keeps when it is
+recorded: an input used by value is saved, one used only as ``x.shape``/``x.ndim`` keeps its
+shape, ``result`` keeps the output. The generated source is registered with ``linecache`` so
+tracebacks through a rule show the formula.
+
+After import the registry is read-only: ``REGISTRY`` is a ``MappingProxyType``.
+"""
+
+import ast
+import linecache
+import types
+
+import numpy as np
+
+from fastgrad import _derivatives, _kernels, _rules
+from fastgrad._array import REQUIRED, Primitive, ndarray
+from fastgrad._derivatives import NONDIFF
+
+_META = {"shape": "{}_shape", "ndim": "len({}_shape)"}
+
+
+def _parse_signature(op):
+    inputs, _, params = op.signature.partition(";")
+    names = [s.strip() for s in inputs.split(",") if s.strip()]
+    variadic = len(names) == 1 and names[0].startswith("*")
+    if any(n.startswith("*") for n in names) and not variadic:
+        raise ValueError("%s: a variadic input must be the only input" % op.name)
+    names = [n.lstrip("*") for n in names]
+    reserved = {"g", "needs", "result"} & set(names)
+    if reserved:
+        raise ValueError("%s: input names %s are reserved for the rule's own arguments"
+                         % (op.name, sorted(reserved)))
+    pnames, pdefaults = [], []
+    for item in (s.strip() for s in params.split(",")):
+        if not item:
+            continue
+        pname, eq, default = item.partition("=")
+        pnames.append(pname.strip())
+        pdefaults.append(ast.literal_eval(default.strip()) if eq else REQUIRED)
+    return names, variadic, tuple(pnames), tuple(pdefaults)
+
+
+class _Uses(ast.NodeTransformer):
+    """Find what a formula reads; rewrite ``x.shape``/``x.ndim`` to use a saved shape."""
+
+    def __init__(self, inputs):
+        self.inputs = set(inputs)
+        self.by_value = set()
+        self.by_shape = set()
+        self.result = False
+
+    def visit_Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id in self.inputs \
+                and node.attr in _META:
+            self.by_shape.add(node.value.id)
+            return ast.parse(_META[node.attr].format(node.value.id), mode="eval").body
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id in self.inputs:
+            self.by_value.add(node.id)
+        elif node.id == "result":
+            self.result = True
+        return node
+
+
+def _compile(op, names, variadic, pnames, namespace):
+    """The backward function of ``op`` and what it needs saved."""
+    uses = _Uses(names)
+    exprs = {}
+    diff = []
+    for name in names:
+        formula = op.rules.get(name)
+        if formula is NONDIFF:
+            diff.append(0)
+        elif formula is None:
+            diff.append(-1)
+        else:
+            diff.append(1)
+            tree = uses.visit(ast.parse(formula, mode="eval"))
+            exprs[name] = ast.unparse(ast.fix_missing_locations(tree))
+    unknown = set(op.rules) - set(names)
+    if unknown:
+        raise ValueError("%s: formulas for unknown inputs %s" % (op.name, sorted(unknown)))
+    if not exprs:
+        return None, (), (), False, tuple(diff)
+    if variadic and uses.by_value:
+        raise ValueError("%s: a variadic op's formula may use its inputs' shapes only"
+                         % op.name)
+    saved = [n for n in names if n in uses.by_value]
+    shapes = [n for n in names if n in uses.by_shape and not variadic]
+    args = ["g", "needs"] + saved + [n + "_shape" for n in shapes]
+    args += ["result"] if uses.result else []
+    args += list(pnames)
+    fname = "%s_backward" % op.name
+    if variadic:
+        body = "    return tuple(%s)\n" % exprs[names[0]]
+    elif len(names) == 1:
+        body = "    return (%s,)\n" % exprs[names[0]]
+    else:
+        items = []
+        for i, name in enumerate(names):
+            items.append("(%s) if needs & %d else None" % (exprs[name], 1 << i)
+                         if name in exprs else "None")
+        body = "    return (%s,)\n" % ", ".join(items)
+    source = "def %s(%s):\n%s" % (fname, ", ".join(args), body)
+    filename = "<fastgrad derivative of %s>" % op.name
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {}
+    exec(compile(source, filename, "exec"), namespace, scope)
+    fn = scope[fname]
+    fn.__qualname__ = fname
+    fn.__module__ = "fastgrad._derivatives"
+    save_inputs = tuple(names.index(n) for n in saved)
+    save_shapes = tuple(names.index(n) for n in shapes)
+    return fn, save_inputs, save_shapes, uses.result, tuple(diff)
+
+
+def _dual(prim, kernel):
+    """A function that runs ``kernel`` on NumPy values and the recorded op on fastgrad arrays."""
+    def dual(*args):
+        if any(isinstance(a, ndarray) for a in args):
+            return prim(*args)
+        return kernel(*args)
+    dual.__name__ = prim.name
+    return dual
+
+
+def _namespace():
+    ns = {k: getattr(np, k) for k in dir(np) if not k.startswith("_")}
+    ns.update({k: v for k, v in vars(_rules).items() if not k.startswith("_")})
+    ns["len"] = len
+    ns["tuple"] = tuple
+    return ns
+
+
+def build(table):
+    """Primitives for every entry of ``table``: ``(registry, ufunc map)``."""
+    namespace = _namespace()
+    registry = {}
+    ufuncs = {}
+    for op in table:
+        if op.name in registry:
+            raise ValueError("op %r is defined twice in the derivative table" % op.name)
+        names, variadic, pnames, pdefaults = _parse_signature(op)
+        fn, save_inputs, save_shapes, save_result, diff = _compile(
+            op, names, variadic, pnames, namespace)
+        n_in = -1 if variadic else len(names)
+        prim = Primitive(op.name, op.forward, fn, n_in, op.n_out, pnames, pdefaults,
+                         save_inputs, save_shapes, save_result, diff,
+                         op.differentiable and fn is not None, op.order)
+        registry[op.name] = prim
+        if op.ufunc is not None:
+            ufuncs[op.ufunc] = prim
+        if not hasattr(np, op.name):
+            namespace[op.name] = _dual(prim, op.forward)
+    return registry, ufuncs
+
+
+_registry, UFUNC_OPS = build(_derivatives.TABLE)
+REGISTRY = types.MappingProxyType(_registry)
+
+
+def list_ops():
+    """Every registered op: ``{name: {'differentiable': bool, 'order': ...}}``.
+
+    ``order`` is ``'any'`` for ops whose derivative rules are themselves built from
+    differentiable ops (all of fastgrad's), an int for a limited order, and ``0`` for ops that
+    are not differentiable.
+    """
+    out = {}
+    for name, prim in sorted(REGISTRY.items()):
+        if not prim.differentiable:
+            order = 0
+        else:
+            order = "any" if prim.order < 0 else prim.order
+        out[name] = {"differentiable": bool(prim.differentiable), "order": order,
+                     "inputs": prim.n_in, "params": prim.param_names}
+    return out
+
+
+del _kernels

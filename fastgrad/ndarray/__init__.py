@@ -1,0 +1,178 @@
+"""Legacy NDArray names used by MXNet autograd code (``fastgrad.nd``).
+
+``NDArray`` is a fastgrad array whose full reductions have shape ``(1,)`` (MXNet 1.x
+semantics) and whose repr is MXNet's. Everything else is ``fastgrad.np``.
+"""
+
+import numpy as _onp
+
+from fastgrad._array import ndarray as _base, _wrap, unwrap
+from fastgrad import _functions as F
+from fastgrad import numpy_extension as _npx
+from fastgrad.ndarray import random  # noqa: F401
+
+
+class NDArray(_base):
+    """A legacy-API array (``mx.nd.NDArray``)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "\n%s\n<NDArray %s @cpu(0)>" % (unwrap(self), "x".join(map(str, self.shape)))
+
+    def asscalar(self):
+        if self.size != 1:
+            raise ValueError("asscalar: the array has %d elements, not 1" % self.size)
+        return unwrap(self).reshape(()).item()
+
+
+def _nd(a):
+    return _wrap(unwrap(a), NDArray) if not isinstance(a, NDArray) and isinstance(a, _base) \
+        and a.node is None else a
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray (float32 unless ``dtype`` is given or ``source_array`` is a NumPy array)."""
+    if dtype is None:
+        dtype = unwrap(source_array).dtype if isinstance(source_array, (_onp.ndarray, _base)) \
+            else _onp.float32
+    return _wrap(_onp.array(unwrap(source_array), dtype=dtype), NDArray)
+
+
+def _shape(shape):
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    return _wrap(_onp.zeros(_shape(shape), dtype=dtype or _onp.float32), NDArray)
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    return _wrap(_onp.ones(_shape(shape), dtype=dtype or _onp.float32), NDArray)
+
+
+def full(shape, val, ctx=None, dtype=None, **kwargs):
+    return _wrap(_onp.full(_shape(shape), val, dtype=dtype or _onp.float32), NDArray)
+
+
+def empty(shape, ctx=None, dtype=None):
+    return _wrap(_onp.empty(_shape(shape), dtype=dtype or _onp.float32), NDArray)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
+    return _wrap(_onp.repeat(_onp.arange(start, stop, step, dtype=dtype or _onp.float32),
+                             repeat), NDArray)
+
+
+def zeros_like(data):
+    return _wrap(_onp.zeros_like(unwrap(data)), NDArray)
+
+
+def ones_like(data):
+    return _wrap(_onp.ones_like(unwrap(data)), NDArray)
+
+
+def _full_reduction(x, axis, keepdims):
+    if axis is None and not keepdims:
+        return F.reshape(x, (1,))
+    return x
+
+
+def sum(data, axis=None, keepdims=False, exclude=False, **kwargs):
+    """Sum over ``axis``; a full reduction has shape ``(1,)``."""
+    axis = _exclude(data, axis, exclude)
+    return _full_reduction(F.sum(data, axis=axis, keepdims=keepdims), axis, keepdims)
+
+
+def mean(data, axis=None, keepdims=False, exclude=False, **kwargs):
+    """Mean over ``axis``; a full reduction has shape ``(1,)``."""
+    axis = _exclude(data, axis, exclude)
+    return _full_reduction(F.mean(data, axis=axis, keepdims=keepdims), axis, keepdims)
+
+
+def max(data, axis=None, keepdims=False, exclude=False, **kwargs):
+    axis = _exclude(data, axis, exclude)
+    return _full_reduction(F.max(data, axis=axis, keepdims=keepdims), axis, keepdims)
+
+
+def min(data, axis=None, keepdims=False, exclude=False, **kwargs):
+    axis = _exclude(data, axis, exclude)
+    return _full_reduction(F.min(data, axis=axis, keepdims=keepdims), axis, keepdims)
+
+
+def _exclude(data, axis, exclude):
+    if not exclude or axis is None:
+        return axis
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = _onp.ndim(unwrap(data))
+    axes = {a % nd for a in axes}
+    return tuple(a for a in range(nd) if a not in axes)
+
+
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+    """Matrix product, optionally of transposes (``nd.dot(a, b, transpose_b=True)``)."""
+    if transpose_a:
+        lhs = F.transpose(lhs)
+    if transpose_b:
+        rhs = F.transpose(rhs)
+    return F.dot(lhs, rhs)
+
+
+def elemwise_add(lhs, rhs):
+    """``lhs + rhs`` for arrays of the same shape."""
+    _same_shape("elemwise_add", lhs, rhs)
+    return F.add(lhs, rhs)
+
+
+def elemwise_sub(lhs, rhs):
+    _same_shape("elemwise_sub", lhs, rhs)
+    return F.subtract(lhs, rhs)
+
+
+def elemwise_mul(lhs, rhs):
+    _same_shape("elemwise_mul", lhs, rhs)
+    return F.multiply(lhs, rhs)
+
+
+def elemwise_div(lhs, rhs):
+    _same_shape("elemwise_div", lhs, rhs)
+    return F.divide(lhs, rhs)
+
+
+def _same_shape(name, a, b):
+    sa, sb = _onp.shape(unwrap(a)), _onp.shape(unwrap(b))
+    if sa != sb:
+        raise ValueError("nd.%s: the arguments have shapes %s and %s; elemwise ops need equal "
+                         "shapes (use broadcast_add or +)" % (name, sa, sb))
+
+
+broadcast_add = F.add
+broadcast_sub = F.subtract
+broadcast_mul = F.multiply
+broadcast_div = F.divide
+broadcast_maximum = F.maximum
+broadcast_minimum = F.minimum
+add, subtract, multiply, divide = F.add, F.subtract, F.multiply, F.divide
+exp, log, sin, cos, tan, tanh = F.exp, F.log, F.sin, F.cos, F.tan, F.tanh
+sqrt, square, abs, negative = F.sqrt, F.square, F.abs, F.negative
+maximum, minimum, power, reciprocal = F.maximum, F.minimum, F.power, F.reciprocal
+sign, floor, ceil = F.sign, F.floor, F.ceil
+reshape, transpose, swapaxes, expand_dims = F.reshape, F.transpose, F.swapaxes, F.expand_dims
+broadcast_to, clip, where, concat = F.broadcast_to, F.clip, F.where, F.concatenate
+stack, split = F.stack, F.split
+relu, sigmoid = _npx.relu, _npx.sigmoid
+softmax, log_softmax, one_hot, pick = _npx.softmax, _npx.log_softmax, _npx.one_hot, _npx.pick
+Activation = _npx.activation
+
+
+def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+    return _npx.fully_connected(data, weight, bias, num_hidden, no_bias, flatten)
+
+
+def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
+    """Dropout that masks and scales only in training mode (``nd.Dropout``)."""
+    return _npx.dropout(data, p=p, mode=mode, axes=axes)
+
+
+def waitall():
+    """Accepted for MXNet compatibility (fastgrad computes eagerly)."""

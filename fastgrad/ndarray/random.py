@@ -1,0 +1,29 @@
+"""Random NDArrays (``fastgrad.nd.random``): ``uniform(low, high, shape=...)`` and friends."""
+
+import numpy as _onp
+
+from fastgrad._array import _wrap
+from fastgrad.numpy import random as _r
+
+
+def _nd(a):
+    from fastgrad.ndarray import NDArray
+    return _wrap(_onp.asarray(a), NDArray)
+
+
+def uniform(low=0, high=1, shape=(), dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the uniform distribution on ``[low, high)`` (float32)."""
+    return _nd(_r.uniform(low, high, size=shape, dtype=dtype))
+
+
+def normal(loc=0, scale=1, shape=(), dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the normal distribution (float32)."""
+    return _nd(_r.normal(loc, scale, size=shape, dtype=dtype))
+
+
+def randint(low, high, shape=(), dtype=None, ctx=None, out=None, **kwargs):
+    return _nd(_r.randint(low, high, size=shape, dtype=dtype or "int32"))
+
+
+def seed(seed_state, ctx="all"):
+    _r.seed(seed_state)

@@ -1,0 +1,25 @@
+"""Differentiable NumPy: ``fastgrad.np`` (MXNet's ``mx.np``).
+
+Every function here takes fastgrad arrays, NumPy arrays or Python numbers, returns fastgrad
+arrays, and is recorded inside ``autograd.record()`` when an input depends on a variable.
+"""
+
+from fastgrad._array import ndarray
+from fastgrad._functions import *  # noqa: F401,F403
+from fastgrad._functions import __all__ as _all
+from fastgrad.numpy import random  # noqa: F401
+
+import numpy as _onp
+
+pi = _onp.pi
+e = _onp.e
+inf = _onp.inf
+nan = _onp.nan
+newaxis = None
+float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
+int8, int16, int32, int64 = _onp.int8, _onp.int16, _onp.int32, _onp.int64
+uint8, bool_ = _onp.uint8, _onp.bool_
+dtype = _onp.dtype
+finfo, iinfo = _onp.finfo, _onp.iinfo
+
+__all__ = ["ndarray", "random", "pi", "e", "inf", "nan", "newaxis"] + list(_all)

@@ -1,0 +1,78 @@
+"""Random arrays (``fastgrad.np.random``), float32 unless ``dtype`` is given. Not recorded."""
+
+import threading
+
+import numpy as _np
+
+from fastgrad._array import _wrap
+
+_state = threading.local()
+_seed = [None]
+
+
+def _rng():
+    # One generator per thread: threads draw independent streams, and seed() reseeds the
+    # calling thread's generator deterministically.
+    rng = getattr(_state, "rng", None)
+    if rng is None:
+        rng = _state.rng = _np.random.default_rng(_seed[0])
+    return rng
+
+
+def seed(seed=None, ctx=None):
+    """Seed the generator of the calling thread (and the default for new threads)."""
+    _seed[0] = seed
+    _state.rng = _np.random.default_rng(seed)
+
+
+def _size(size, shape):
+    return shape if size is None else size
+
+
+def _float(dtype):
+    return _np.float32 if dtype is None else dtype
+
+
+def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):
+    """Samples from the uniform distribution on ``[low, high)``."""
+    return _wrap(_np.asarray(_rng().uniform(low, high, _size(size, shape)), dtype=_float(dtype)))
+
+
+def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):
+    """Samples from the normal distribution."""
+    return _wrap(_np.asarray(_rng().normal(loc, scale, _size(size, shape)), dtype=_float(dtype)))
+
+
+def randn(*size, dtype=None):
+    return normal(size=size, dtype=dtype)
+
+
+def rand(*size, dtype=None):
+    return uniform(size=size, dtype=dtype)
+
+
+def randint(low, high=None, size=None, dtype=None, ctx=None, out=None):
+    """Random integers from ``[low, high)`` (int64 unless ``dtype`` is given)."""
+    return _wrap(_np.asarray(_rng().integers(low, high, size),
+                             dtype=_np.int64 if dtype is None else dtype))
+
+
+def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
+    a = _np.asarray(a)
+    return _wrap(_np.asarray(_rng().choice(a, size, replace=replace, p=p)))
+
+
+def shuffle(x):
+    """Shuffle the first axis of ``x`` in place."""
+    perm = _rng().permutation(x.shape[0])
+    x[...] = _np.asarray(x)[perm]
+
+
+def permutation(x):
+    if isinstance(x, int):
+        return _wrap(_rng().permutation(x))
+    return _wrap(_rng().permutation(_np.asarray(x)))
+
+
+def bernoulli(prob=0.5, size=None, dtype=None):
+    return _wrap((_rng().random(size) < prob).astype(_float(dtype)))

@@ -1,0 +1,60 @@
+"""Small helpers shared by the autograd tests.
+
+Everything here works on plain NumPy arrays (imported as ``onp``) so that the
+reference values never go through fastgrad itself.
+"""
+import numpy as onp
+
+import fastgrad as mx
+
+
+def to_numpy(a):
+    """Return the data of a fastgrad array (or anything array-like) as a NumPy array."""
+    if hasattr(a, "asnumpy"):
+        return a.asnumpy()
+    return onp.asarray(a)
+
+
+def f64(values):
+    """A float64 fastgrad ``np`` array holding ``values``."""
+    return mx.np.array(onp.asarray(values, dtype=onp.float64))
+
+
+def assert_close(actual, expected, rtol=1e-7, atol=1e-9):
+    """``numpy.testing.assert_allclose`` that also accepts fastgrad arrays."""
+    actual = to_numpy(actual)
+    expected = to_numpy(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    onp.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+def numerical_grad(f, *args, eps=1e-6):
+    """Central finite differences of ``sum(f(*args))`` with respect to every argument.
+
+    ``f`` takes and returns NumPy arrays; the arguments are converted to float64.
+    Returns a list with one gradient array (same shape as the argument) per argument.
+    """
+    args = [onp.array(a, dtype=onp.float64) for a in args]
+
+    def total(*a):
+        return float(onp.sum(f(*a)))
+
+    grads = []
+    for a in args:
+        g = onp.zeros_like(a)
+        for idx in onp.ndindex(a.shape):
+            orig = a[idx]
+            a[idx] = orig + eps
+            f_plus = total(*args)
+            a[idx] = orig - eps
+            f_minus = total(*args)
+            a[idx] = orig
+            g[idx] = (f_plus - f_minus) / (2.0 * eps)
+        grads.append(g)
+    return grads
+
+
+def reset_autograd_state():
+    """Put the calling thread back to 'not recording, not training'."""
+    mx.autograd.set_recording(False)
+    mx.autograd.set_training(False)
