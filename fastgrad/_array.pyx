@@ -245,6 +245,7 @@ cdef class Primitive:
         cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, j, d
         cdef tuple parents = PyTuple_New(n)
         cdef list oidx = None
+        cdef list consts = None
         cdef bint linked = False
         cdef object a, p
         cdef unsigned long vsum = 0
@@ -265,12 +266,18 @@ cdef class Primitive:
                         "fastgrad.%s has no derivative with respect to its argument %d, which "
                         "depends on a variable being differentiated; detach() it or use an "
                         "op with a derivative" % (self.name, i))
+            if p is None:
+                if consts is None:
+                    consts = [None] * n
+                consts[i] = <object>PyTuple_GET_ITEM(raws, i)
             Py_INCREF(p)
             PyTuple_SET_ITEM(parents, i, p)
         if not linked:
             return None
         cdef Node node = new_node(self)
         node.parents = parents
+        if consts is not None:
+            node.consts = tuple(consts)
         node.parent_oidx = tuple(oidx) if oidx is not None else None
         cdef Py_ssize_t ns = PyTuple_GET_SIZE(self.save_inputs)
         cdef Py_ssize_t nsh = PyTuple_GET_SIZE(self.save_shapes)
@@ -337,6 +344,9 @@ def record_custom(op, tuple inputs, tuple outputs):
         return outputs
     cdef Node node = new_node(op)
     node.parents = tuple(parents)
+    if None in parents:
+        node.consts = tuple([None if parents[i] is not None else unwrap(inputs[i])
+                             for i in range(n)])
     node.parent_oidx = tuple(oidx) if oidx is not None else None
     node.saved = ()
     node.params = ()

@@ -479,6 +479,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if not retain:
                 n.saved = None
                 n.result = None
+                n.consts = None
                 n.released = True
                 if type(n.op) is not Primitive:
                     n.op.release()

@@ -5,6 +5,8 @@ cdef class Node:
     cdef readonly object op          # the Primitive (or custom Function op); None for a variable
     cdef tuple parents               # per input: the Node that produced it, or None (constant)
     cdef tuple parent_oidx           # per input: which output of that parent; None when all are 0
+    cdef tuple consts                # per input: its value if it had no history, else None;
+                                     #   None when every input had history (for get_symbol)
     cdef tuple saved                 # the inputs the derivative rule reads, in rule order
     cdef object result               # the raw output(s), kept only if the rule reads the result
     cdef tuple params                # the op's non-array arguments (axis, shape, ...)

@@ -42,6 +42,41 @@ cdef class Node:
         return "variable" if self.op is None else self.op.name
 
     @property
+    def op_params(self):
+        """The op's non-array arguments, in the order of ``op.param_names``."""
+        return self.params
+
+    @property
+    def constants(self):
+        """Per input: its value if it was a constant (no history), else ``None``."""
+        if self.consts is None:
+            return [None] * (len(self.parents) if self.parents is not None else 0)
+        return list(self.consts)
+
+    @property
+    def output_indices(self):
+        """Per input: which output of its parent node it was."""
+        if self.parents is None:
+            return []
+        if self.parent_oidx is None:
+            return [0] * len(self.parents)
+        return list(self.parent_oidx)
+
+    @property
+    def output_shapes(self):
+        """The shapes of the node's outputs (a list, one per output)."""
+        return [self.out_shape] if self.n_out == 1 else list(self.out_shape)
+
+    @property
+    def output_dtypes(self):
+        """The dtypes of the node's outputs (a list, one per output)."""
+        return [self.out_dtype] if self.n_out == 1 else list(self.out_dtype)
+
+    @property
+    def num_outputs(self):
+        return self.n_out
+
+    @property
     def forward_trace(self):
         """Where the forward op was recorded (only under ``autograd.detect_anomaly()``)."""
         return self.trace

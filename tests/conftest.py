@@ -1,0 +1,30 @@
+"""Test configuration: the suite runs against the installed fastgrad, never the source tree."""
+
+import os
+
+import numpy as onp
+import pytest
+
+import fastgrad
+
+_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fastgrad")
+
+
+def pytest_report_header(config):
+    return "fastgrad %s from %s" % (fastgrad.__version__, os.path.dirname(fastgrad.__file__))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_autograd_state():
+    """Each test starts not recording, in predict mode, and leaves the state as it found it."""
+    from fastgrad import autograd
+    prev_r = autograd.set_recording(False)
+    prev_t = autograd.set_training(False)
+    yield
+    autograd.set_recording(prev_r)
+    autograd.set_training(prev_t)
+
+
+@pytest.fixture
+def rng():
+    return onp.random.default_rng(0)
