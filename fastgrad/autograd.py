@@ -20,11 +20,12 @@ from fastgrad._state import (is_recording, is_training, set_recording, set_train
 from fastgrad._array import ndarray
 from fastgrad import _engine
 from fastgrad._function import Function
+from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
-    "get_symbol", "detect_anomaly",
+    "get_symbol", "detect_anomaly", "jacobian", "hessian", "vjp", "jvp", "hvp",
 ]
 
 
