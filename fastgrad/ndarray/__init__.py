@@ -26,16 +26,11 @@ class NDArray(_base):
         return unwrap(self).reshape(()).item()
 
 
-def _nd(a):
-    return _wrap(unwrap(a), NDArray) if not isinstance(a, NDArray) and isinstance(a, _base) \
-        and a.node is None else a
-
-
 def array(source_array, ctx=None, dtype=None):
-    """An NDArray (float32 unless ``dtype`` is given or ``source_array`` is a NumPy array)."""
+    """An NDArray: float32 unless ``dtype`` is given or ``source_array`` is a fastgrad array
+    (then its dtype), as in MXNet."""
     if dtype is None:
-        dtype = unwrap(source_array).dtype if isinstance(source_array, (_onp.ndarray, _base)) \
-            else _onp.float32
+        dtype = source_array.dtype if isinstance(source_array, _base) else _onp.float32
     return _wrap(_onp.array(unwrap(source_array), dtype=dtype), NDArray)
 
 
