@@ -363,6 +363,11 @@ def record_custom(op, tuple inputs, tuple outputs):
                   for i in range(node.n_out)])
 
 
+def wrap_output(data, Node node, Py_ssize_t index):
+    """A fastgrad array for output ``index`` of ``node`` (internal: custom Functions)."""
+    return wrap(data, node, index)
+
+
 def _ops_lookup(name):
     from fastgrad._registry import REGISTRY
     return REGISTRY[name]
@@ -377,6 +382,7 @@ cdef inline void _check_recorded_inplace(ndarray self, object other, str what) e
 
 
 @cython.freelist(256)
+@cython.no_gc
 cdef class ndarray:
     """A NumPy array that autograd can differentiate through.
 

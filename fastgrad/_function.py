@@ -4,7 +4,7 @@ import weakref
 
 import numpy as _np
 
-from fastgrad._array import ndarray, record_custom, _wrap
+from fastgrad._array import ndarray, record_custom, wrap_output, unwrap, _wrap
 from fastgrad._state import set_recording, is_recording
 
 # Every Function instance whose node is alive. A graph owns its Function nodes, so dropping
@@ -16,6 +16,16 @@ _LIVE = weakref.WeakSet()
 def live_functions():
     """The ``Function`` instances that a recorded graph still holds (for leak checks)."""
     return list(_LIVE)
+
+
+class _OutputRef:
+    """Stands in ``saved_tensors`` for output ``index`` of the Function (Note [No cycles])."""
+
+    __slots__ = ("index", "data")
+
+    def __init__(self, index, data):
+        self.index = index
+        self.data = data
 
 
 class _FunctionOp:
@@ -44,11 +54,16 @@ class _FunctionOp:
                 gs[k] = _np.zeros(self.out_shapes[k], dtype=self.out_dtypes[k])
             if not isinstance(gs[k], ndarray):
                 gs[k] = _wrap(gs[k])
+        stored = self.fn.saved_tensors
+        self.fn.saved_tensors = tuple(
+            wrap_output(s.data, node, s.index) if isinstance(s, _OutputRef) else s
+            for s in stored)
         prev = set_recording(create_graph)
         try:
             rets = self.fn.backward(*gs)
         finally:
             set_recording(prev)
+            self.fn.saved_tensors = stored
         if isinstance(rets, ndarray) or not isinstance(rets, (list, tuple)):
             rets = (rets,)
         n_in = len(self.in_shapes)
@@ -136,6 +151,11 @@ class Function:
         recorded = record_custom(op, tuple(inputs), outs)
         if recorded is not outs:
             _LIVE.add(self)
+            # Outputs saved for backward come back with their history when backward runs:
+            # kept as themselves they would tie the node to itself (Note [No cycles]).
+            self.saved_tensors = tuple(
+                next((_OutputRef(k, unwrap(o)) for k, o in enumerate(outs) if s is o), s)
+                for s in self.saved_tensors)
         return recorded[0] if single else recorded
 
     def forward(self, *inputs):

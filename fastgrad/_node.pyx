@@ -10,6 +10,17 @@ topological order of the whole tape: the backward pass runs the ready node with 
 ``seq`` first (see _engine.pyx). Variables are nodes with ``op is None``; an intermediate array
 that had ``attach_grad`` called inside ``record()`` keeps its node and gains a ``var_refs`` entry.
 Nodes are small, final and freelisted, because one is created per recorded operation.
+
+Note [No cycles]
+~~~~~~~~~~~~~~~~
+Nodes and arrays are not tracked by Python's cycle collector: with a million live nodes its
+collections would cost more than recording itself. That is sound because the tape is acyclic
+by construction: a node references its parents, the inputs its rule saved (ancestors), raw
+NumPy values, and the arrays whose ``.grad`` it fills only through weak references. A custom
+``Function`` that saves its own outputs keeps markers instead of the outputs (see
+``_function.py``), so it does not close a loop either. Freeing a long chain never recurses
+deeply in C: every link from a node to another node passes through a tuple (``parents``,
+``saved``), and CPython frees deep tuple nesting iteratively.
 """
 
 cimport cython
@@ -25,6 +36,7 @@ cdef long long next_seq() noexcept:
 
 @cython.final
 @cython.freelist(256)
+@cython.no_gc
 cdef class Node:
     """One recorded operation of the tape (internal).
 
