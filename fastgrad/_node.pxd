@@ -26,6 +26,7 @@ cdef class Node:
     cdef bint is_target              # its gradient is returned by grad()
     cdef object acc                  # gradient accumulated so far (list if n_out > 1)
     cdef bint acc_owned              # acc is a buffer this pass allocated (safe to add into)
+    cdef object __weakref__          # so tests and tools can watch a node die
 
 
 cdef long long next_seq() noexcept

@@ -25,7 +25,7 @@ from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
-    "get_symbol", "detect_anomaly", "jacobian", "hessian", "vjp", "jvp", "hvp",
+    "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp", "hvp",
 ]
 
 
