@@ -35,13 +35,11 @@ def _parse_signature(op):
     if reserved:
         raise ValueError("%s: input names %s are reserved for the rule's own arguments"
                          % (op.name, sorted(reserved)))
-    pnames, pdefaults = [], []
-    for item in (s.strip() for s in params.split(",")):
-        if not item:
-            continue
-        pname, eq, default = item.partition("=")
-        pnames.append(pname.strip())
-        pdefaults.append(ast.literal_eval(default.strip()) if eq else REQUIRED)
+    # Parameters read like a Python signature: parse them as one, defaults as literals.
+    fn = ast.parse("def _(%s): pass" % params).body[0].args
+    pnames = [a.arg for a in fn.args]
+    defaults = [ast.literal_eval(d) for d in fn.defaults]
+    pdefaults = [REQUIRED] * (len(pnames) - len(defaults)) + defaults
     return names, variadic, tuple(pnames), tuple(pdefaults)
 
 
