@@ -170,7 +170,8 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
     if gshape != shape:
         _check_fit(gshape, shape, consumer, i)
         g = _sum_to(g, shape)
-    if g.dtype != dtype:
+    gdtype = g.dtype
+    if gdtype is not dtype and gdtype != dtype:
         g = g.astype(dtype)
     return g
 
