@@ -27,11 +27,16 @@ from fastgrad import numpy_extension as npx  # noqa: E402
 from fastgrad import ndarray as nd  # noqa: E402
 from fastgrad.context import Context, Device, cpu, gpu, num_gpus, current_context  # noqa: E402
 from fastgrad._registry import list_ops  # noqa: E402
+from fastgrad import symbol as sym  # noqa: E402
+from fastgrad import executor  # noqa: E402
+from fastgrad import visualization as viz  # noqa: E402
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np
 _sys.modules[__name__ + ".npx"] = npx
 _sys.modules[__name__ + ".nd"] = nd
+_sys.modules[__name__ + ".sym"] = sym
+_sys.modules[__name__ + ".viz"] = viz
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
-           "current_context", "list_ops", "__version__"]
+           "current_context", "list_ops", "sym", "viz", "__version__"]

@@ -1,0 +1,151 @@
+"""The public functions of ``fastgrad.sym``: variables, groups and one function per op."""
+
+import functools
+import types
+
+import numpy as np
+
+from fastgrad._registry import REGISTRY
+from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_composite,
+                                    constant)
+from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
+
+
+def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs):
+    """A named argument of a symbol graph, given a value at ``bind``.
+
+    Parameters
+    ----------
+    name : str
+    attr : dict, optional
+        Extra string attributes, kept in the JSON.
+    shape : tuple of int, optional
+        The argument's shape, used by ``infer_shape`` when no shape is passed.
+    dtype : dtype, optional
+        The argument's dtype (float32 when not declared).
+    init, stype, **kwargs
+        Accepted for MXNet compatibility; ``stype`` must be dense.
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> x = mx.sym.var('x', shape=(2, 3))
+    >>> mx.sym.exp(x, name='e').list_outputs()
+    ['e_output']
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError("sym.var: name must be a non-empty string, got %r" % (name,))
+    if stype not in (None, "default"):
+        raise ValueError("sym.var: fastgrad arrays are dense; stype must be 'default'")
+    attrs = {str(k): str(v) for k, v in dict(attr or {}).items()}
+    for k, v in kwargs.items():
+        attrs["__%s__" % k] = str(v)
+    if shape is not None:
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise ValueError("sym.var(%r): negative dimension in shape %s" % (name, shape))
+    attrs["shape"] = shape
+    attrs["dtype"] = None if dtype is None else np.dtype(dtype)
+    return Symbol.from_node(SymNode(VARIABLE, name, attrs=attrs))
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One symbol whose outputs are the outputs of ``symbols``, in order."""
+    symbols = list(symbols)
+    if not symbols:
+        raise ValueError("sym.Group needs at least one symbol")
+    entries = []
+    for i, s in enumerate(symbols):
+        if not isinstance(s, Symbol):
+            raise TypeError("sym.Group: item %d is a %s, not a Symbol" % (i, type(s).__name__))
+        entries.extend(s._entries)
+    return Symbol(entries)
+
+
+def const(value, name=None):
+    """A constant stored in the graph (a number or an array)."""
+    return Symbol.from_node(constant(value, name))
+
+
+@functools.lru_cache(maxsize=None)
+def symbol_op(opname):
+    """The ``fastgrad.sym`` function of op ``opname`` (a registry name, ``np.f`` or ``npx.f``).
+
+    The function takes the op's inputs (symbols, numbers or arrays) and parameters as the op
+    does, plus ``name=`` (the node's name; automatic when omitted) and, for ops whose number
+    of outputs depends on their inputs, ``num_outputs=``.
+    """
+    prim = REGISTRY.get(opname)
+    if prim is not None:
+        def op(*args, **kwargs):
+            return apply_primitive(prim, args, kwargs)
+        params = ", ".join(prim.param_names)
+        op.__doc__ = ("Symbolic ``%s`` (the fastgrad op of the same name)%s. Returns a Symbol."
+                      % (opname, "; parameters: " + params if params else ""))
+    else:
+        fn = composites().get(opname)
+        if fn is None:
+            raise AttributeError("fastgrad.sym has no op %r" % opname)
+
+        def op(*args, **kwargs):
+            return apply_composite(opname, fn, args, kwargs)
+        op.__doc__ = ("Symbolic ``fastgrad.%s``: the node calls it on the bound arrays.\n\n%s"
+                      % (opname, fn.__doc__ or ""))
+    op.__name__ = op.__qualname__ = opname.split(".")[-1]
+    return op
+
+
+class _Namespace(types.ModuleType):
+    """``fastgrad.sym.np`` / ``fastgrad.sym.npx``: the module's functions as symbol ops."""
+
+    def __init__(self, prefix):
+        super().__init__("fastgrad.sym." + prefix)
+        self._prefix = prefix
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        full = self._prefix + "." + attr
+        if full in composites():
+            fn = composites()[full]
+            if is_primitive(fn):
+                return symbol_op(fn.name)
+            return symbol_op(full)
+        sub = full + "."
+        if any(k.startswith(sub) for k in composites()):
+            return _Namespace(full)
+        raise AttributeError("fastgrad.sym.%s has no function %r" % (self._prefix, attr))
+
+    def __dir__(self):
+        p = self._prefix + "."
+        return sorted({k[len(p):].split(".")[0] for k in composites() if k.startswith(p)})
+
+
+np_ns = _Namespace("np")
+npx_ns = _Namespace("npx")
+
+
+def op_names():
+    """Every name ``fastgrad.sym`` resolves to an op (registry names and compositions)."""
+    names = set(REGISTRY)
+    for full, fn in composites().items():
+        short = full.split(".", 1)[1]
+        if "." not in short and short not in names:
+            names.add(short)
+    return sorted(names)
+
+
+def resolve(attr):
+    """``fastgrad.sym.<attr>``: a registry op, else a composite of ``np``, else of ``npx``."""
+    if attr in REGISTRY:
+        return symbol_op(attr)
+    for prefix in ("np.", "npx."):
+        fn = composites().get(prefix + attr)
+        if fn is not None:
+            return symbol_op(fn.name) if is_primitive(fn) else symbol_op(prefix + attr)
+    raise AttributeError("module 'fastgrad.sym' has no attribute %r" % attr)

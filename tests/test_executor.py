@@ -1,0 +1,300 @@
+"""The Executor: bind, forward, backward, grad_req, buffers, copy_params_from, optimization."""
+
+import os
+import sys
+
+import numpy as onp
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import fastgrad as mx  # noqa: E402
+
+from _helpers import assert_close, numerical_grad, reset_autograd_state  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _clean_state():
+    reset_autograd_state()
+    yield
+    reset_autograd_state()
+
+
+def rand(shape, seed=0):
+    return onp.random.default_rng(seed).standard_normal(shape)
+
+
+def test_mxnet_docstring_example():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    c = 2 * a + b
+    texec = c._bind(mx.cpu(), {"a": mx.nd.array([1, 2]), "b": mx.nd.array([2, 3])})
+    out = texec.forward()
+    assert isinstance(out, list) and len(out) == 1
+    assert out[0].asnumpy().tolist() == [4, 7]
+    assert isinstance(out[0], mx.nd.NDArray)
+    texec.backward(mx.nd.array([1, 1]))
+    assert texec.grad_dict["a"].asnumpy().tolist() == [2, 2]
+    assert texec.grad_dict["b"].asnumpy().tolist() == [1, 1]
+
+
+def test_args_are_copied_in_and_list_args():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    av = mx.np.array([1.0, 2.0])
+    ex = (a * b).bind(mx.cpu(), [av, mx.np.array([3.0, 4.0])])
+    av[:] = 100
+    assert ex.forward()[0].asnumpy().tolist() == [3, 8]
+    assert ex.arg_dict["a"].asnumpy().tolist() == [1, 2]
+    assert [x.asnumpy().tolist() for x in ex.arg_arrays] == [[1, 2], [3, 4]]
+
+
+def test_bind_errors_name_the_argument():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    c = a + b
+    with pytest.raises(ValueError, match=r"\['b'\]"):
+        c.bind(mx.cpu(), {"a": mx.np.ones(2)})
+    with pytest.raises(ValueError, match="'z'"):
+        c.bind(mx.cpu(), {"a": mx.np.ones(2), "b": mx.np.ones(2), "z": mx.np.ones(2)})
+    with pytest.raises(ValueError, match="2 arguments"):
+        c.bind(mx.cpu(), [mx.np.ones(2)])
+    with pytest.raises(ValueError, match="grad_req"):
+        c.bind(mx.cpu(), [mx.np.ones(2)] * 2, grad_req="sometimes")
+    with pytest.raises(ValueError, match="several arguments named"):
+        (mx.sym.var("a") + mx.sym.var("a")).bind(mx.cpu(), {"a": mx.np.ones(2)})
+    with pytest.raises(ValueError, match="auxiliary"):
+        c.bind(mx.cpu(), [mx.np.ones(2)] * 2, aux_states={"m": mx.np.ones(2)})
+
+
+def _mlp(batch=4, din=5, dh=7, dout=3):
+    x = mx.sym.var("x")
+    w1, b1, w2, b2, w3, b3 = (mx.sym.var(n) for n in ("w1", "b1", "w2", "b2", "w3", "b3"))
+    h1 = mx.sym.tanh(mx.sym.matmul(x, w1) + b1)
+    h2 = mx.sym.relu(mx.sym.matmul(h1, w2) + b2)
+    out = mx.sym.sum(mx.sym.square(mx.sym.matmul(h2, w3) + b3) + h1.sum() * 0.5)
+    shapes = {"x": (batch, din), "w1": (din, dh), "b1": (dh,), "w2": (dh, dh), "b2": (dh,),
+              "w3": (dh, dout), "b3": (dout,)}
+    values = {k: rand(s, i) for i, (k, s) in enumerate(shapes.items())}
+    return out, values
+
+
+def _mlp_imperative(v):
+    h1 = mx.np.tanh(mx.np.matmul(v["x"], v["w1"]) + v["b1"])
+    h2 = mx.npx.relu(mx.np.matmul(h1, v["w2"]) + v["b2"])
+    return mx.np.sum(mx.np.square(mx.np.matmul(h2, v["w3"]) + v["b3"]) + h1.sum() * 0.5)
+
+
+def test_gradients_equal_imperative_exactly():
+    sym, values = _mlp()
+    ex = sym.bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()})
+    arrays = {k: mx.np.array(v) for k, v in values.items()}
+    for a in arrays.values():
+        a.attach_grad()
+    for step in range(3):
+        with mx.autograd.record():
+            y = _mlp_imperative(arrays)
+        y.backward()
+        out = ex.forward(is_train=True)[0]
+        ex.backward()
+        assert onp.array_equal(out.asnumpy(), y.asnumpy())
+        for k, a in arrays.items():
+            assert onp.array_equal(ex.grad_dict[k].asnumpy(), a.grad.asnumpy()), k
+
+
+def test_gradients_match_finite_differences():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    y = mx.sym.sum(mx.sym.sin(x * w) / (1 + mx.sym.exp(w)), axis=0)
+    xv, wv = rand((3, 2), 1), rand((2,), 2)
+    ex = y.bind(mx.cpu(), {"x": mx.np.array(xv), "w": mx.np.array(wv)})
+    ex.forward(is_train=True)
+    ex.backward()
+    gx, gw = numerical_grad(lambda a, b: (onp.sin(a * b) / (1 + onp.exp(b))).sum(0), xv, wv)
+    assert_close(ex.grad_dict["x"], gx, rtol=1e-6, atol=1e-8)
+    assert_close(ex.grad_dict["w"], gw, rtol=1e-6, atol=1e-8)
+
+
+def test_many_uses_of_one_argument_accumulate_like_the_tape():
+    x = mx.sym.var("x")
+    y = mx.sym.exp(x) * x + mx.sym.sin(x) * x + x * x * 3.0 + mx.sym.tanh(x) / x
+    xv = rand((6,), 3)
+    ex = y.bind(mx.cpu(), {"x": mx.np.array(xv)})
+    ex.forward(is_train=True)
+    ex.backward()
+    a = mx.np.array(xv)
+    a.attach_grad()
+    with mx.autograd.record():
+        z = mx.np.exp(a) * a + mx.np.sin(a) * a + a * a * 3.0 + mx.np.tanh(a) / a
+    z.backward()
+    assert onp.array_equal(ex.grad_dict["x"].asnumpy(), a.grad.asnumpy())
+
+
+def test_grad_req_per_argument_and_add_accumulates():
+    a, b, c = mx.sym.var("a"), mx.sym.var("b"), mx.sym.var("c")
+    y = a * b + c
+    args = {"a": mx.np.array([1.0, 2.0]), "b": mx.np.array([3.0, 4.0]),
+            "c": mx.np.array([5.0, 6.0])}
+    ex = y.bind(mx.cpu(), args, grad_req={"a": "write", "b": "add", "c": "null"})
+    assert ex.grad_dict["c"] is None
+    for _ in range(3):
+        ex.forward(is_train=True)
+        ex.backward()
+    assert ex.grad_dict["a"].asnumpy().tolist() == [3, 4]
+    assert ex.grad_dict["b"].asnumpy().tolist() == [3, 6]       # 3 x [1, 2]
+    ex2 = y.bind(mx.cpu(), args, grad_req=["null", "write", "add"])
+    ex2.forward()
+    ex2.backward()
+    ex2.backward()
+    assert ex2.grad_dict["a"] is None
+    assert ex2.grad_dict["c"].asnumpy().tolist() == [2, 2]
+    assert ex2.grad_arrays[0] is None and ex2.grad_arrays[1] is not None
+
+
+def test_args_grad_buffers_are_used():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    ga = mx.np.array([10.0, 10.0])
+    ex = (a * b).bind(mx.cpu(), [mx.np.array([1.0, 2.0]), mx.np.array([3.0, 4.0])],
+                      args_grad={"a": ga}, grad_req="add")
+    ex.forward()
+    ex.backward()
+    assert ex.grad_dict["a"] is ga
+    assert ga.asnumpy().tolist() == [13, 14]
+    assert ex.grad_dict["b"].asnumpy().tolist() == [1, 2]
+    with pytest.raises(ValueError, match="shape"):
+        (a * b).bind(mx.cpu(), [mx.np.ones(2), mx.np.ones(2)], args_grad=[mx.np.ones(3), None])
+
+
+def test_forward_keyword_inputs_and_buffer_reuse():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    ex = mx.sym.matmul(x, w).bind(mx.cpu(), {"x": mx.np.ones((2, 3)), "w": mx.np.ones((3, 4))})
+    first = ex.forward()
+    grad_buf = ex.grad_dict["w"]
+    xv = rand((2, 3))
+    second = ex.forward(x=mx.np.array(xv))
+    assert second[0] is first[0]                         # outputs are reused
+    assert_close(second[0], xv.astype(onp.float32) @ onp.ones((3, 4)), rtol=1e-6)
+    assert ex.arg_dict["x"].dtype == onp.float32           # cast to the argument's dtype
+    ex.backward()
+    assert ex.grad_dict["w"] is grad_buf                   # gradients too
+    assert ex.output_dict[ex._output_names[0]] is first[0]
+    out = ex.forward(x=mx.np.ones((5, 3)))                 # a new batch size
+    assert out[0].shape == (5, 4)
+    ex.backward()
+    assert ex.grad_dict["x"].shape == (5, 3)
+    with pytest.raises(ValueError, match="'y' is not an argument"):
+        ex.forward(y=mx.np.ones(2))
+
+
+def test_backward_out_grads_forms_and_errors():
+    x = mx.sym.var("x")
+    g = mx.sym.Group([x * 2, x * 3])
+    ex = g.bind(mx.cpu(), {"x": mx.np.array([1.0, 1.0])})
+    ex.forward()
+    ex.backward([mx.np.array([1.0, 0.0]), mx.np.array([0.0, 1.0])])
+    assert ex.grad_dict["x"].asnumpy().tolist() == [2, 3]
+    names = g.list_outputs()
+    ex.backward({names[1]: onp.array([1.0, 1.0])})
+    assert ex.grad_dict["x"].asnumpy().tolist() == [3, 3]
+    ex.backward()
+    assert ex.grad_dict["x"].asnumpy().tolist() == [5, 5]
+    with pytest.raises(ValueError, match="shape"):
+        ex.backward([mx.np.ones(3), mx.np.ones(2)])
+    with pytest.raises(ValueError, match="2 outputs"):
+        ex.backward([mx.np.ones(2)])
+
+
+def test_backward_before_forward_runs_forward():
+    x = mx.sym.var("x")
+    ex = mx.sym.square(x).bind(mx.cpu(), {"x": mx.np.array([3.0])})
+    ex.backward()
+    assert ex.grad_dict["x"].asnumpy().tolist() == [6]
+
+
+def test_copy_params_from():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    ex = (a + b).bind(mx.cpu(), {"a": mx.nd.zeros(2), "b": mx.nd.zeros(2)})
+    ex.copy_params_from({"a": mx.nd.array([1, 2], dtype="float64"), "b": onp.array([3, 4])})
+    assert ex.arg_dict["a"].dtype == onp.float32
+    assert ex.forward()[0].asnumpy().tolist() == [4, 6]
+    with pytest.raises(ValueError, match="'c' is not an argument"):
+        ex.copy_params_from({"c": mx.nd.ones(2)})
+    ex.copy_params_from({"c": mx.nd.ones(2)}, allow_extra_params=True)
+    with pytest.raises(ValueError, match="auxiliary"):
+        ex.copy_params_from({}, {"m": mx.nd.ones(2)})
+    ex.copy_params_from({}, {"m": mx.nd.ones(2)}, allow_extra_params=True)
+    with pytest.raises(ValueError, match="shape"):
+        ex.copy_params_from({"a": mx.nd.ones(3)})
+
+
+def test_train_mode_scope_reaches_compositions():
+    x = mx.sym.var("x")
+    y = mx.sym.npx.dropout(x, p=0.5)
+    ex = y.bind(mx.cpu(), {"x": mx.np.ones((200,))})
+    assert onp.array_equal(ex.forward(is_train=False)[0].asnumpy(), onp.ones(200))
+    out = ex.forward(is_train=True)[0].asnumpy()
+    assert set(onp.unique(out)) <= {0.0, 2.0} and (out == 0).any()
+    ex.backward()
+    assert onp.array_equal(ex.grad_dict["x"].asnumpy(), out)   # mask * 1/(1-p)
+    assert not mx.autograd.is_training() and not mx.autograd.is_recording()
+
+
+def test_composite_gradients_match_imperative():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    y = mx.sym.npx.log_softmax(mx.sym.matmul(x, w), axis=-1)
+    loss = mx.sym.np.mean(y * y)
+    xv, wv = rand((4, 3)), rand((3, 5), 1)
+    ex = loss.bind(mx.cpu(), {"x": mx.np.array(xv), "w": mx.np.array(wv)})
+    ex.forward(is_train=True)
+    ex.backward()
+    xa, wa = mx.np.array(xv), mx.np.array(wv)
+    xa.attach_grad()
+    wa.attach_grad()
+    with mx.autograd.record():
+        z = mx.npx.log_softmax(mx.np.matmul(xa, wa), axis=-1)
+        z = mx.np.mean(z * z)
+    z.backward()
+    assert_close(ex.grad_dict["x"], xa.grad, rtol=1e-12, atol=1e-15)
+    assert_close(ex.grad_dict["w"], wa.grad, rtol=1e-12, atol=1e-15)
+
+
+def test_integer_arguments_get_no_gradient():
+    x, idx = mx.sym.var("x"), mx.sym.var("i")
+    y = mx.sym.sum(x * idx)
+    ex = y.bind(mx.cpu(), {"x": mx.np.array([1.0, 2.0]), "i": onp.array([2, 3])})
+    ex.forward()
+    ex.backward()
+    assert ex.grad_dict["i"] is None
+    assert ex.grad_dict["x"].asnumpy().tolist() == [2, 3]
+
+
+def test_multi_output_primitive_backward():
+    x = mx.sym.var("x")
+    parts = mx.sym.split(x, (1,), num_outputs=2)
+    y = mx.sym.sum(parts[1] * 3.0)
+    ex = y.bind(mx.cpu(), {"x": mx.np.array([1.0, 2.0, 3.0])})
+    ex.forward()
+    ex.backward()
+    assert ex.grad_dict["x"].asnumpy().tolist() == [0, 3, 3]
+
+
+def test_get_optimized_symbol_folds_and_merges():
+    x = mx.sym.var("x")
+    c = mx.sym.exp(mx.sym.const(onp.array([0.0, 1.0]))) * 2.0     # all constant: folded
+    y = mx.sym.sin(x) + mx.sym.sin(x) + c
+    ex = y.bind(mx.cpu(), {"x": mx.np.array([0.5, 1.5])})
+    opt = ex.get_optimized_symbol()
+    ops = [n["op"] for n in __import__("json").loads(opt.tojson())["nodes"]]
+    assert ops.count("sin") == 1
+    assert "exp" not in ops and "multiply" not in ops
+    assert opt.list_arguments() == ["x"]
+    assert opt.list_outputs() == y.list_outputs()
+    ex2 = opt.bind(mx.cpu(), {"x": mx.np.array([0.5, 1.5])})
+    assert_close(ex2.forward()[0], ex.forward()[0], rtol=1e-6)
+    ex2.backward()
+    ex.backward()
+    assert_close(ex2.grad_dict["x"], ex.grad_dict["x"], rtol=1e-6)
+
+
+def test_no_gradient_required_backward_is_a_no_op():
+    x = mx.sym.var("x")
+    ex = mx.sym.exp(x).bind(mx.cpu(), {"x": mx.np.ones(2)}, grad_req="null")
+    ex.forward()
+    ex.backward()
+    assert ex.grad_arrays == [None]
