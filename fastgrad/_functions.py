@@ -6,6 +6,9 @@ normalize their arguments here and call one primitive. ``FUNCS`` maps NumPy's fu
 these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_function__``).
 """
 
+import builtins as _builtins
+import types as _types
+
 import numpy as _np
 
 from fastgrad import _array
@@ -15,6 +18,7 @@ from fastgrad._registry import REGISTRY, UFUNC_OPS
 
 _P = REGISTRY
 _DEFAULT_FLOAT = _np.float32
+_max, _min = _builtins.max, _builtins.min
 
 # ---------------------------------------------------------------- elementwise primitives
 add = _P["add"]
@@ -25,22 +29,60 @@ power = _P["power"]
 negative = _P["negative"]
 positive = _P["positive"]
 mod = remainder = _P["mod"]
+fmod = _P["fmod"]
 maximum = _P["maximum"]
 minimum = _P["minimum"]
+fmax = _P["fmax"]
+fmin = _P["fmin"]
+hypot = _P["hypot"]
+arctan2 = _P["arctan2"]
+logaddexp = _P["logaddexp"]
+logaddexp2 = _P["logaddexp2"]
+copysign = _P["copysign"]
+ldexp = _P["ldexp"]
+float_power = _P["float_power"]
+modf = _P["modf"]
+conjugate = conj = _P["conjugate"]
 exp = _P["exp"]
+expm1 = _P["expm1"]
+exp2 = _P["exp2"]
 log = _P["log"]
+log1p = _P["log1p"]
+log2 = _P["log2"]
+log10 = _P["log10"]
+sqrt = _P["sqrt"]
+cbrt = _P["cbrt"]
+square = _P["square"]
+reciprocal = _P["reciprocal"]
+abs = absolute = _P["abs"]
+fabs = _P["fabs"]
 sin = _P["sin"]
 cos = _P["cos"]
 tan = _P["tan"]
+arcsin = asin = _P["arcsin"]
+arccos = acos = _P["arccos"]
+arctan = atan = _P["arctan"]
+atan2 = arctan2
+sinh = _P["sinh"]
+cosh = _P["cosh"]
 tanh = _P["tanh"]
-sqrt = _P["sqrt"]
-square = _P["square"]
-abs = absolute = _P["abs"]
-reciprocal = _P["reciprocal"]
+arcsinh = asinh = _P["arcsinh"]
+arccosh = acosh = _P["arccosh"]
+arctanh = atanh = _P["arctanh"]
+deg2rad = _P["deg2rad"]
+rad2deg = _P["rad2deg"]
+radians = _P["radians"]
+degrees = _P["degrees"]
+sinc = _P["sinc"]
 matmul = _P["matmul"]
+kron = _P["kron"]
 sign = _P["sign"]
 floor = _P["floor"]
 ceil = _P["ceil"]
+trunc = fix = _P["trunc"]
+rint = _P["rint"]
+signbit = _P["signbit"]
+heaviside = _P["heaviside"]
 floor_divide = _P["floor_divide"]
 equal = _P["equal"]
 not_equal = _P["not_equal"]
@@ -51,13 +93,18 @@ greater_equal = _P["greater_equal"]
 logical_not = _P["logical_not"]
 logical_and = _P["logical_and"]
 logical_or = _P["logical_or"]
+logical_xor = _P["logical_xor"]
 isnan = _P["isnan"]
 isinf = _P["isinf"]
 isfinite = _P["isfinite"]
-invert = _P["invert"]
+invert = bitwise_not = _P["invert"]
 bitwise_and = _P["bitwise_and"]
 bitwise_or = _P["bitwise_or"]
 bitwise_xor = _P["bitwise_xor"]
+left_shift = _P["left_shift"]
+right_shift = _P["right_shift"]
+gcd = _P["gcd"]
+lcm = _P["lcm"]
 
 
 def _check_out(name, out):
@@ -91,8 +138,175 @@ def _reduction(prim, name):
 
 sum = _reduction(_P["sum"], "sum")
 mean = _reduction(_P["mean"], "mean")
+prod = _reduction(_P["prod"], "prod")
 max = amax = _reduction(_P["max"], "max")
 min = amin = _reduction(_P["min"], "min")
+nansum = _reduction(_P["nansum"], "nansum")
+nanmean = _reduction(_P["nanmean"], "nanmean")
+nanmax = _reduction(_P["nanmax"], "nanmax")
+nanmin = _reduction(_P["nanmin"], "nanmin")
+nanprod = _reduction(_P["nanprod"], "nanprod")
+
+
+def _moments(prim, name):
+    def moment(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+        if kwargs:
+            raise TypeError("fastgrad.%s() got unexpected keyword argument(s) %s"
+                            % (name, ", ".join(sorted(kwargs))))
+        _check_out(name, out)
+        if dtype is not None:
+            a = astype(a, dtype)
+        return prim(a, _axis(axis), bool(keepdims), ddof)
+    moment.__name__ = moment.__qualname__ = name
+    moment.__doc__ = (
+        "%s of array elements over the given axis (``numpy.%s``), differentiable.\n\n"
+        "Parameters\n----------\na : array_like\naxis : None, int or tuple of ints\n"
+        "ddof : int\n    Delta degrees of freedom: the divisor is ``N - ddof``.\n"
+        "keepdims : bool\n    Keep reduced axes as dimensions of size one.\n" % (name, name))
+    return moment
+
+
+var = _moments(_P["var"], "var")
+std = _moments(_P["std"], "std")
+
+
+def ptp(a, axis=None, keepdims=False):
+    """Range of values, maximum minus minimum, along an axis (``numpy.ptp``)."""
+    return subtract(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+def _cumulative(prim, name):
+    def cumulative(a, axis=None, dtype=None, out=None):
+        _check_out(name, out)
+        if dtype is not None:
+            a = astype(a, dtype)
+        if axis is None:
+            a = reshape(a, (-1,))
+            axis = 0
+        return prim(a, int(axis) % _np.ndim(unwrap(a)))
+    cumulative.__name__ = cumulative.__qualname__ = name
+    cumulative.__doc__ = (
+        "Cumulative %s of the elements along ``axis`` (``numpy.%s``); the flattened array "
+        "when ``axis`` is None." % (name[3:], name))
+    return cumulative
+
+
+cumsum = cumulative_sum = _cumulative(_P["cumsum"], "cumsum")
+cumprod = cumulative_prod = _cumulative(_P["cumprod"], "cumprod")
+nancumsum = _cumulative(_P["nancumsum"], "nancumsum")
+nancumprod = _cumulative(_P["nancumprod"], "nancumprod")
+
+
+def real(val):
+    """The real part (a copy for real arrays), ``numpy.real``."""
+    return _P["real"](val)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN and infinities replaced by finite numbers (``numpy.nan_to_num``); the gradient
+    is zero at the replaced elements."""
+    return _P["nan_to_num"](x, float(nan), posinf, neginf)
+
+
+def median(a, axis=None, keepdims=False, out=None):
+    """The median along ``axis`` (``numpy.median``): the middle sorted element, or the mean
+    of the two middle ones; differentiable through ``sort``."""
+    _check_out("median", out)
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False):
+    """The ``q``-th quantile along ``axis`` with linear interpolation (``numpy.quantile``);
+    differentiable in ``a`` through ``sort``."""
+    _check_out("quantile", out)
+    if method != "linear":
+        raise NotImplementedError("fastgrad.quantile supports method='linear' only")
+    nd = _ndim(a)
+    axes = tuple(range(nd)) if axis is None else (
+        (int(axis) % nd,) if isinstance(axis, (int, _np.integer))
+        else tuple(int(i) % nd for i in axis))
+    last = tuple(range(nd - len(axes), nd))
+    work = moveaxis(a, axes, last)
+    lead = _np.shape(unwrap(work))[:nd - len(axes)]
+    s = sort(reshape(work, lead + (-1,)), axis=-1)
+    n = _np.shape(unwrap(s))[-1]
+    qs = _np.asarray(unwrap(q), dtype=_np.float64)
+    pos = qs * (n - 1)
+    lo = _np.floor(pos).astype(_np.intp)
+    hi = _np.minimum(lo + 1, n - 1)
+    frac = (pos - lo).astype(unwrap(s).dtype)
+    lo_v = take(s, lo, axis=-1)
+    out = lo_v + (take(s, hi, axis=-1) - lo_v) * frac
+    if qs.ndim:        # NumPy puts the quantile axes first
+        k = len(lead)
+        out = moveaxis(out, tuple(range(k, k + qs.ndim)), tuple(range(qs.ndim)))
+    if keepdims:
+        for r in sorted(axes):
+            out = expand_dims(out, qs.ndim + r)
+    return out
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False):
+    """The ``q``-th percentile (``numpy.percentile``); see ``quantile``."""
+    return quantile(a, _np.asarray(unwrap(q)) / 100.0, axis=axis, out=out, method=method,
+                    keepdims=keepdims)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Integral by the trapezoidal rule along ``axis`` (``numpy.trapezoid``)."""
+    nd = _ndim(y)
+    axis = int(axis) % nd
+    n = _np.shape(unwrap(y))[axis]
+    lo = tuple(slice(0, n - 1) if d == axis else slice(None) for d in range(nd))
+    hi = tuple(slice(1, n) if d == axis else slice(None) for d in range(nd))
+    if x is None:
+        d = dx
+    else:
+        d = diff(x, axis=axis if _ndim(x) == nd else -1)
+    return sum(d * (y[lo] + y[hi]) / 2.0, axis=axis)
+
+
+def polyval(p, x):
+    """Value of the polynomial with coefficients ``p`` (highest degree first) at ``x``
+    (``numpy.polyval``), by Horner's rule."""
+    n = _np.shape(unwrap(p))[0]
+    y = zeros_like(x) if isinstance(x, ndarray) else _np.zeros_like(_np.asarray(x, dtype=float))
+    for i in range(n):
+        y = y * x + p[i]
+    return y
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """Weighted average along ``axis`` (``numpy.average``); differentiable in ``a`` and
+    ``weights``.
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> mx.np.average(mx.np.array([1.0, 2.0, 4.0]), weights=mx.np.array([1.0, 1.0, 2.0]))
+    array(2.75)
+    """
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        if returned:
+            n = _np.size(unwrap(a)) // _max(_np.size(unwrap(avg)), 1)
+            return avg, full_like(avg, n)
+        return avg
+    ashape = _np.shape(unwrap(a))
+    wshape = _np.shape(unwrap(weights))
+    if wshape != ashape:
+        if axis is None or len(wshape) != 1 or not isinstance(axis, (int, _np.integer)):
+            raise TypeError("fastgrad.average: weights of shape %s differ from a's shape %s; "
+                            "1-D weights need an int axis" % (wshape, ashape))
+        view = [1] * len(ashape)
+        view[int(axis)] = wshape[0]
+        weights = broadcast_to(reshape(weights, view), ashape)
+    avg = _P["average"](a, weights, _axis(axis), bool(keepdims))
+    if returned:
+        return avg, sum(weights, axis=axis, keepdims=keepdims)
+    return avg
 
 
 # ---------------------------------------------------------------- shape
@@ -186,16 +400,456 @@ def clip(a, a_min=None, a_max=None):
     return _P["clip"](a, unwrap(a_min), unwrap(a_max))
 
 
+def _int_tuple(v):
+    if isinstance(v, (int, _np.integer)):
+        return int(v)
+    return tuple(int(i) for i in v)
+
+
+def _ndim(a):
+    return _np.ndim(unwrap(a))
+
+
+def moveaxis(a, source, destination):
+    """Move axes of an array to new positions (``numpy.moveaxis``)."""
+    nd = _ndim(a)
+    src = (source,) if isinstance(source, (int, _np.integer)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (int, _np.integer)) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError("fastgrad.moveaxis: source and destination need the same number of "
+                         "elements, got %s and %s" % (src, dst))
+    src = tuple(int(s) % nd for s in src) if nd else src
+    dst = tuple(int(d) % nd for d in dst) if nd else dst
+    if src == dst:
+        return a
+    return _P["moveaxis"](a, src, dst)
+
+
+def rollaxis(a, axis, start=0):
+    """Roll ``axis`` backwards until it lies before ``start`` (``numpy.rollaxis``)."""
+    nd = _ndim(a)
+    axis, start = int(axis) % nd, int(start) % (nd + 1)
+    return moveaxis(a, axis, start - 1 if start > axis else start)
+
+
+def ravel(a, order="C"):
+    """The array flattened to one dimension (``numpy.ravel``)."""
+    return reshape(a, (-1,), order=order)
+
+
+def atleast_1d(*arys):
+    """Arrays with at least one dimension (``numpy.atleast_1d``)."""
+    out = [a if _ndim(a) >= 1 else reshape(a, (1,)) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    """Arrays with at least two dimensions (``numpy.atleast_2d``)."""
+    out = [a if _ndim(a) >= 2 else reshape(a, (1, -1) if _ndim(a) else (1, 1)) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    """Arrays with at least three dimensions (``numpy.atleast_3d``)."""
+    out = []
+    for a in arys:
+        nd = _ndim(a)
+        if nd == 0:
+            a = reshape(a, (1, 1, 1))
+        elif nd == 1:
+            a = reshape(a, (1, -1, 1))
+        elif nd == 2:
+            a = expand_dims(a, 2)
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def vstack(tup, dtype=None, casting="same_kind"):
+    """Stack arrays vertically, row-wise (``numpy.vstack``)."""
+    return concatenate([atleast_2d(a) for a in tup], axis=0)
+
+
+row_stack = vstack
+
+
+def hstack(tup, dtype=None, casting="same_kind"):
+    """Stack arrays horizontally, column-wise (``numpy.hstack``)."""
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, axis=0 if _ndim(arrs[0]) == 1 else 1)
+
+
+def dstack(tup):
+    """Stack arrays along the third axis (``numpy.dstack``)."""
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+def column_stack(tup):
+    """Stack 1-D arrays as columns of a 2-D array (``numpy.column_stack``)."""
+    return concatenate([reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in tup], axis=1)
+
+
+def append(arr, values, axis=None):
+    """``values`` appended to the end of ``arr`` (``numpy.append``)."""
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis=axis)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Split into sub-arrays that may differ in size (``numpy.array_split``)."""
+    n = _np.shape(unwrap(ary))[axis]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        sections = int(indices_or_sections)
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        indices = tuple(int(i) for i in _np.cumsum(sizes)[:-1])
+    else:
+        indices = tuple(int(i) for i in indices_or_sections)
+    return list(_P["split"](ary, indices, int(axis)))
+
+
+def hsplit(ary, indices_or_sections):
+    """Split along the second axis (the first for 1-D arrays), ``numpy.hsplit``."""
+    return split(ary, indices_or_sections, axis=1 if _ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """Split along the first axis (``numpy.vsplit``)."""
+    return split(ary, indices_or_sections, axis=0)
+
+
+def broadcast_arrays(*args):
+    """The arguments broadcast to one shape (``numpy.broadcast_arrays``)."""
+    shape = _np.broadcast_shapes(*[_np.shape(unwrap(a)) for a in args])
+    return [broadcast_to(a, shape) for a in args]
+
+
+def tile(A, reps):
+    """Repeat the whole array ``reps`` times (``numpy.tile``)."""
+    return _P["tile"](A, _int_tuple(reps) if not isinstance(reps, (int, _np.integer))
+                      else (int(reps),))
+
+
+def repeat(a, repeats, axis=None):
+    """Repeat each element ``repeats`` times (``numpy.repeat``); ``repeats`` an int or one
+    count per element along ``axis``."""
+    repeats = unwrap(repeats)
+    if _np.ndim(repeats) == 0:
+        repeats = int(repeats)
+    else:
+        repeats = tuple(int(r) for r in _np.ravel(repeats))
+    if axis is not None:
+        axis = int(axis) % _max(_ndim(a), 1)
+    return _P["repeat"](a, repeats, axis)
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along ``axis`` (``numpy.flip``)."""
+    return _P["flip"](m, _axis(axis))
+
+
+def fliplr(m):
+    """Reverse the order of columns (``numpy.fliplr``)."""
+    return flip(m, 1)
+
+
+def flipud(m):
+    """Reverse the order of rows (``numpy.flipud``)."""
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """Roll elements along ``axis``; elements that roll off one end come back at the other
+    (``numpy.roll``)."""
+    return _P["roll"](a, _int_tuple(shift), _axis(axis))
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (``numpy.rot90``)."""
+    return _P["rot90"](m, int(k), tuple(int(a) for a in axes))
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    """Pad an array with a constant (``numpy.pad``; ``mode='constant'`` only)."""
+    if mode != "constant" or kwargs:
+        raise NotImplementedError("fastgrad.pad supports mode='constant' only, got mode=%r"
+                                  % (mode,))
+    nd = _ndim(array)
+    width = _np.broadcast_to(_np.asarray(unwrap(pad_width), dtype=_np.intp), (nd, 2))
+    if (width < 0).any():
+        raise ValueError("fastgrad.pad: negative pad widths %s" % (width.tolist(),))
+    width = tuple((int(b), int(e)) for b, e in width)
+    return _P["pad"](array, width, unwrap(constant_values))
+
+
+def diag(v, k=0):
+    """The diagonal of a 2-D array, or a 2-D array with a 1-D array on its diagonal
+    (``numpy.diag``)."""
+    if _ndim(v) not in (1, 2):
+        raise ValueError("fastgrad.diag: the input must be 1-D or 2-D, got %d-D" % _ndim(v))
+    return _P["diag"](v, int(k))
+
+
+def diagflat(v, k=0):
+    """A 2-D array with the flattened input on its ``k``-th diagonal (``numpy.diagflat``)."""
+    return diag(ravel(v), k)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal along ``axis1`` and ``axis2``, as a new array (``numpy.diagonal``)."""
+    nd = _ndim(a)
+    return _P["diagonal"](a, int(offset), int(axis1) % nd, int(axis2) % nd)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum along a diagonal (``numpy.trace``)."""
+    _check_out("trace", out)
+    nd = _ndim(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    return _P["trace"](a, int(offset), int(axis1) % nd, int(axis2) % nd)
+
+
+def triu(m, k=0):
+    """The upper triangle, elements below the ``k``-th diagonal zeroed (``numpy.triu``)."""
+    return _P["triu"](m, int(k))
+
+
+def tril(m, k=0):
+    """The lower triangle, elements above the ``k``-th diagonal zeroed (``numpy.tril``)."""
+    return _P["tril"](m, int(k))
+
+
+def _indices(name, indices):
+    idx = _np.asarray(unwrap(indices))
+    if idx.dtype.kind not in "iub":
+        if idx.size and not _np.all(idx == _np.floor(idx)):
+            raise IndexError("fastgrad.%s: indices must be integers, got %s" % (name, idx.dtype))
+        idx = idx.astype(_np.intp)
+    return idx
+
+
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """Elements of ``a`` at ``indices`` along ``axis`` (``numpy.take``); the gradient adds
+    up at repeated indices.
+
+    ``mode`` is ``'raise'``, ``'clip'`` or ``'wrap'``.
+    """
+    _check_out("take", out)
+    idx = _indices("take", indices)
+    n = _np.size(unwrap(a)) if axis is None else _np.shape(unwrap(a))[axis]
+    if mode == "clip":
+        idx = _np.clip(idx, 0, n - 1)
+    elif mode == "wrap":
+        idx = idx % n
+    elif mode == "raise":
+        if idx.size and (idx.max() >= n or idx.min() < -n):
+            raise IndexError("fastgrad.take: index out of bounds for an axis of size %d" % n)
+        idx = idx % n if n else idx
+    else:
+        raise ValueError("fastgrad.take: mode must be 'raise', 'clip' or 'wrap', got %r"
+                         % (mode,))
+    return _P["take"](a, idx, None if axis is None else int(axis) % _ndim(a))
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """Values of ``arr`` at ``indices`` along ``axis`` (``numpy.take_along_axis``)."""
+    idx = _indices("take_along_axis", indices)
+    if axis is None:
+        return _P["take_along_axis"](ravel(arr), idx, 0)
+    nd = _ndim(arr)
+    idx = idx % _np.shape(unwrap(arr))[int(axis)]
+    return _P["take_along_axis"](arr, idx, int(axis) % nd)
+
+
+def sort(a, axis=-1, kind=None, order=None, stable=None):
+    """A sorted copy of ``a`` (``numpy.sort``); each element's gradient is the gradient of
+    the place it was sorted to."""
+    if axis is None:
+        a = ravel(a)
+        axis = -1
+    return _P["sort"](a, int(axis) % _max(_ndim(a), 1))
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The ``n``-th discrete difference along ``axis`` (``numpy.diff``)."""
+    if prepend is not None or append is not None:
+        parts = []
+        shape = list(_np.shape(unwrap(a)))
+        for extra in (prepend, append):
+            if extra is None:
+                parts.append(None)
+                continue
+            if _np.ndim(unwrap(extra)) == 0:
+                shape[axis] = 1
+                extra = broadcast_to(extra, tuple(shape))
+            parts.append(extra)
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
+    if n == 0:
+        return a
+    return _P["diff"](a, int(n), int(axis) % _ndim(a))
+
+
+# ---------------------------------------------------------------- products
 def dot(a, b, out=None):
-    """Dot product of two arrays (``numpy.dot``)."""
+    """Dot product of two arrays (``numpy.dot``): a sum product over the last axis of ``a``
+    and the second-to-last of ``b``; multiplication when either is 0-d."""
     _check_out("dot", out)
-    na, nb = _np.ndim(unwrap(a)), _np.ndim(unwrap(b))
-    if na == 0 or nb == 0:
+    if _ndim(a) == 0 or _ndim(b) == 0:
         return multiply(a, b)
-    if nb <= 2:
-        return matmul(a, b)
-    raise NotImplementedError("fastgrad.dot: the second argument has %d dimensions; use "
-                              "matmul or tensordot" % nb)
+    return _P["dot"](a, b)
+
+
+def vdot(a, b):
+    """The dot product of the flattened arrays (``numpy.vdot``, real arrays)."""
+    return _P["dot"](ravel(a), ravel(b))
+
+
+def inner(a, b):
+    """Sum product over the last axes (``numpy.inner``)."""
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return multiply(a, b)
+    return _P["tensordot"](a, b, ((_ndim(a) - 1,), (_ndim(b) - 1,)))
+
+
+def outer(a, b, out=None):
+    """Outer product of the flattened arrays (``numpy.outer``)."""
+    _check_out("outer", out)
+    return _P["outer"](a, b)
+
+
+def tensordot(a, b, axes=2):
+    """Sum products over the given axes (``numpy.tensordot``).
+
+    ``axes`` is an int ``N`` (the last ``N`` axes of ``a`` with the first ``N`` of ``b``) or a
+    pair of axis sequences.
+    """
+    na, nb = _ndim(a), _ndim(b)
+    if isinstance(axes, (int, _np.integer)):
+        n = int(axes)
+        ax, ay = tuple(range(na - n, na)), tuple(range(n))
+    else:
+        ax, ay = axes
+        ax = (ax,) if isinstance(ax, (int, _np.integer)) else tuple(ax)
+        ay = (ay,) if isinstance(ay, (int, _np.integer)) else tuple(ay)
+        ax = tuple(int(i) % na for i in ax)
+        ay = tuple(int(i) % nb for i in ay)
+    if len(ax) != len(ay):
+        raise ValueError("fastgrad.tensordot: axes %s and %s have different lengths" % (ax, ay))
+    return _P["tensordot"](a, b, (ax, ay))
+
+
+def _einsum_parse(subscripts, shapes):
+    """Explicit subscripts (``'ij,jk->ik'``) with every ellipsis spelled out in letters."""
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        lhs, out = subscripts.split("->")
+    else:
+        lhs, out = subscripts, None
+    inputs = lhs.split(",")
+    if len(inputs) != len(shapes):
+        raise ValueError("fastgrad.einsum: %d operands for subscripts %r"
+                         % (len(shapes), subscripts))
+    used = set(c for c in subscripts if c.isalpha())
+    free = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used]
+    nell = 0
+    for sub, shape in zip(inputs, shapes):
+        if "..." in sub:
+            nell = _max(nell, len(shape) - (len(sub) - 3))
+    ell = "".join(free[:nell])
+    expanded = []
+    for sub, shape in zip(inputs, shapes):
+        if "..." in sub:
+            k = len(shape) - (len(sub) - 3)
+            sub = sub.replace("...", ell[nell - k:] if k else "")
+        expanded.append(sub)
+    if out is None:
+        letters = "".join(expanded)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                   and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    return expanded, out
+
+
+def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
+    """Einstein summation (``numpy.einsum``), differentiable in every operand.
+
+    Three or more operands are contracted pairwise from the left.
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> a = mx.np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> mx.np.einsum("ij,ij->", a, a)
+    array(30.)
+    """
+    _check_out("einsum", out)
+    if kwargs:
+        raise TypeError("fastgrad.einsum() got unexpected keyword argument(s) %s"
+                        % ", ".join(sorted(kwargs)))
+    if not isinstance(subscripts, str):
+        raise TypeError("fastgrad.einsum: subscripts must be a string")
+    inputs, output = _einsum_parse(subscripts, [_np.shape(unwrap(o)) for o in operands])
+    if len(operands) == 1:
+        return _P["einsum"](operands[0], "%s->%s" % (inputs[0], output))
+    acc, acc_sub = operands[0], inputs[0]
+    for i in range(1, len(operands)):
+        later = set(output).union(*inputs[i + 1:])
+        both = acc_sub + inputs[i]
+        if i == len(operands) - 1:
+            keep = output
+        else:
+            keep = "".join(dict.fromkeys(c for c in both if c in later))
+        acc = _P["einsum2"](acc, operands[i], "%s,%s->%s" % (acc_sub, inputs[i], keep))
+        acc_sub = keep
+    return acc
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 3-vectors along ``axis`` (``numpy.cross``)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    if axisa != axisb or axisa != axisc:
+        a = moveaxis(a, axisa, -1)
+        b = moveaxis(b, axisb, -1)
+        return moveaxis(_P["cross"](a, b, -1), -1, axisc)
+    for name, v in (("a", a), ("b", b)):
+        if _np.shape(unwrap(v))[axisa] != 3:
+            raise ValueError("fastgrad.cross: %s must have 3 elements along the axis "
+                             "(2-vectors are not supported)" % name)
+    return _P["cross"](a, b, int(axisa))
+
+
+def _convolution_slice(full, n, m, mode, offset_same):
+    if mode == "full":
+        return full
+    if mode == "valid":
+        length, start = _max(n, m) - _min(n, m) + 1, _min(n, m) - 1
+    elif mode == "same":
+        length, start = _max(n, m), offset_same
+    else:
+        raise ValueError("fastgrad: mode must be 'full', 'same' or 'valid', got %r" % (mode,))
+    return full[start:start + length]
+
+
+def convolve(a, v, mode="full"):
+    """Discrete linear convolution of two 1-D arrays (``numpy.convolve``)."""
+    n, m = _np.size(unwrap(a)), _np.size(unwrap(v))
+    if n == 0 or m == 0:
+        raise ValueError("fastgrad.convolve: the arrays must not be empty")
+    full = _P["convolve"](ravel(a), ravel(v))
+    return _convolution_slice(full, n, m, mode, (_min(n, m) - 1) // 2)
+
+
+def correlate(a, v, mode="valid"):
+    """Cross-correlation of two 1-D arrays (``numpy.correlate``, real arrays)."""
+    n, m = _np.size(unwrap(a)), _np.size(unwrap(v))
+    if n == 0 or m == 0:
+        raise ValueError("fastgrad.correlate: the arrays must not be empty")
+    full = _P["convolve"](ravel(a), flip(ravel(v), 0))
+    same = (m - 1) // 2 if n >= m else n + m - 1 - m - (n - 1) // 2
+    return _convolution_slice(full, n, m, mode, same)
 
 
 def astype(a, dtype):
@@ -206,6 +860,197 @@ def astype(a, dtype):
 def copy(a, order="K"):
     """A copy of ``a`` whose gradient flows back to ``a`` (``numpy.copy``)."""
     return _P["copy"](a)
+
+
+# ---------------------------------------------------------------- linalg (fastgrad.np.linalg)
+def _square(name, a):
+    shape = _np.shape(unwrap(a))
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise _np.linalg.LinAlgError("fastgrad.linalg.%s: expected a (stack of) square "
+                                     "matrices, got shape %s" % (name, shape))
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    """Matrix or vector norm (``numpy.linalg.norm``), differentiable.
+
+    Vector norms of any order, and the Frobenius (``'fro'``), nuclear (``'nuc'``), 1, -1, 2,
+    -2, inf and -inf matrix norms. The gradient is undefined where the norm is zero.
+    """
+    nd = _ndim(x)
+    if axis is not None:
+        axis = _axis(axis)
+        if isinstance(axis, tuple) and len(axis) == 1:
+            axis = axis[0]
+    matrix = (isinstance(axis, tuple) and len(axis) == 2) or (axis is None and nd == 2
+                                                              and ord is not None)
+    if matrix and ord in (2, -2, "nuc"):
+        axes = axis if axis is not None else (0, 1)
+        axes = tuple(a % nd for a in axes)
+        s = _svdvals(moveaxis(x, axes, (nd - 2, nd - 1)))
+        red = {2: max, -2: min, "nuc": sum}[ord](s, axis=-1)
+        if keepdims:
+            for a in sorted(axes):
+                red = expand_dims(red, a)
+        return red
+    if axis is None and ord is not None and nd > 2:
+        raise ValueError("fastgrad.linalg.norm: ord=%r needs a 1-D or 2-D array or an axis"
+                         % (ord,))
+    return _P["norm"](x, ord, axis, bool(keepdims))
+
+
+def _vector_norm(x, axis=None, keepdims=False, ord=2):
+    """The vector norm of ``x`` over ``axis`` (all elements if None), ``numpy.linalg.vector_norm``."""
+    if axis is None:
+        x = ravel(x)
+        out = _P["norm"](x, ord, 0, False)
+        if keepdims:
+            out = reshape(out, (1,) * len(_np.shape(unwrap(x))))
+        return out
+    return _P["norm"](x, ord, _axis(axis), bool(keepdims))
+
+
+def _matrix_norm(x, keepdims=False, ord="fro"):
+    """The matrix norm over the last two axes (``numpy.linalg.matrix_norm``)."""
+    return _norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def _inv(a):
+    """The inverse of a (stack of) square matrices (``numpy.linalg.inv``)."""
+    _square("inv", a)
+    return _P["inv"](a)
+
+
+def _det(a):
+    """The determinant of a (stack of) square matrices (``numpy.linalg.det``)."""
+    _square("det", a)
+    return _P["det"](a)
+
+
+def _slogdet(a):
+    """Sign and log of the absolute determinant (``numpy.linalg.slogdet``); the log is
+    differentiable, the sign is not."""
+    _square("slogdet", a)
+    return _P["slogdet"](a)
+
+
+def _solve(a, b):
+    """The solution ``x`` of ``a @ x = b`` (``numpy.linalg.solve``); ``b`` is a vector when
+    it is 1-D, otherwise a (stack of) matrices."""
+    _square("solve", a)
+    return _P["solve"](a, b)
+
+
+def _cholesky(a, upper=False):
+    """The lower Cholesky factor of the symmetric part of ``a`` (``numpy.linalg.cholesky``).
+
+    NumPy reads only the lower triangle; fastgrad factors ``(a + a.T) / 2``, which is the same
+    for symmetric input and makes the gradient symmetric and well defined.
+    """
+    _square("cholesky", a)
+    low = _P["cholesky"](a)
+    return swapaxes(low, -1, -2) if upper else low
+
+
+def _eigh(a, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of the symmetric part of ``a``
+    (``numpy.linalg.eigh``); differentiable where the eigenvalues are distinct."""
+    _square("eigh", a)
+    return _P["eigh"](a)
+
+
+def _eigvalsh(a, UPLO="L"):
+    """Eigenvalues of the symmetric part of ``a`` (``numpy.linalg.eigvalsh``)."""
+    _square("eigvalsh", a)
+    return _P["eigvalsh"](a)
+
+
+def _qr(a, mode="reduced"):
+    """The reduced QR decomposition (``numpy.linalg.qr``); differentiable for matrices with
+    at least as many rows as columns and full rank."""
+    if mode != "reduced":
+        raise NotImplementedError("fastgrad.linalg.qr: only mode='reduced' is supported")
+    m, n = _np.shape(unwrap(a))[-2:]
+    if m < n:
+        raise NotImplementedError("fastgrad.linalg.qr: the derivative needs at least as many "
+                                  "rows as columns, got shape %s" % (_np.shape(unwrap(a)),))
+    return _P["qr"](a)
+
+
+def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """The singular value decomposition ``u, s, vh`` (``numpy.linalg.svd``).
+
+    Differentiable for the reduced decomposition (``full_matrices=False``) where the singular
+    values are distinct and non-zero; ``full_matrices=True`` is accepted for square input.
+    """
+    if not compute_uv:
+        return _svdvals(a)
+    shape = _np.shape(unwrap(a))
+    if full_matrices and shape[-1] != shape[-2]:
+        raise NotImplementedError("fastgrad.linalg.svd: full_matrices=True has no derivative "
+                                  "for non-square input; pass full_matrices=False")
+    return _P["svd"](a)
+
+
+def _svdvals(a):
+    """The singular values, descending (``numpy.linalg.svdvals``)."""
+    return _P["svd"](a)[1]
+
+
+def _pinv(a, rcond=None, hermitian=False):
+    """The pseudo-inverse ``V diag(1/s) U^T`` of a full-rank matrix (``numpy.linalg.pinv``)."""
+    u, s, vt = _P["svd"](a)
+    return matmul(swapaxes(vt, -1, -2) / expand_dims(s, -2), swapaxes(u, -1, -2))
+
+
+def _matrix_power(a, n):
+    """``a`` multiplied by itself ``n`` times (``numpy.linalg.matrix_power``)."""
+    _square("matrix_power", a)
+    n = int(n)
+    if n < 0:
+        a, n = _inv(a), -n
+    if n == 0:
+        shape = _np.shape(unwrap(a))
+        return _wrap(_np.broadcast_to(_np.eye(shape[-1], dtype=unwrap(a).dtype), shape).copy())
+    result, base = None, a
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result
+
+
+def _multi_dot(arrays, out=None):
+    """Chained ``dot`` of several arrays (``numpy.linalg.multi_dot``)."""
+    _check_out("linalg.multi_dot", out)
+    arrays = list(arrays)
+    result = arrays[0]
+    for a in arrays[1:]:
+        result = dot(result, a)
+    return result
+
+
+def _matrix_transpose(x):
+    """Swap the last two axes (``numpy.linalg.matrix_transpose``)."""
+    return swapaxes(x, -1, -2)
+
+
+def _named(fn, name):
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+linalg = _types.SimpleNamespace(**{
+    name: _named(fn, name) for name, fn in [
+        ("norm", _norm), ("vector_norm", _vector_norm), ("matrix_norm", _matrix_norm),
+        ("inv", _inv), ("det", _det), ("slogdet", _slogdet), ("solve", _solve),
+        ("cholesky", _cholesky), ("eigh", _eigh), ("eigvalsh", _eigvalsh), ("qr", _qr),
+        ("svd", _svd), ("svdvals", _svdvals), ("pinv", _pinv),
+        ("matrix_power", _matrix_power), ("multi_dot", _multi_dot),
+        ("matrix_transpose", _matrix_transpose)]})
+"""The functions of ``fastgrad.np.linalg`` (re-exported by ``fastgrad/numpy/linalg.py``)."""
+linalg.LinAlgError = _np.linalg.LinAlgError
 
 
 # ---------------------------------------------------------------- creation (no history)
@@ -316,6 +1161,67 @@ def argmin(a, axis=None, out=None, keepdims=False):
     return _wrap(_np.asarray(_np.argmin(unwrap(a), axis=axis, keepdims=keepdims)))
 
 
+def argsort(a, axis=-1, kind=None, order=None, stable=None):
+    """Indices that would sort an array (not differentiable)."""
+    return _wrap(_np.argsort(unwrap(a), axis=axis, kind=kind))
+
+
+def around(a, decimals=0, out=None):
+    """Round to the given number of decimals (not differentiable)."""
+    _check_out("round", out)
+    return _wrap(_np.asarray(_np.round(unwrap(a), decimals)))
+
+
+round = round_ = around
+
+
+def nonzero(a):
+    """Indices of the non-zero elements, one array per dimension (not differentiable)."""
+    return tuple(_wrap(i) for i in _np.nonzero(unwrap(a)))
+
+
+def flatnonzero(a):
+    """Indices of the non-zero elements of the flattened array (not differentiable)."""
+    return _wrap(_np.flatnonzero(unwrap(a)))
+
+
+def argwhere(a):
+    """Indices of the non-zero elements, grouped by element (not differentiable)."""
+    return _wrap(_np.argwhere(unwrap(a)))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """The number of non-zero elements (not differentiable)."""
+    return _wrap(_np.asarray(_np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims)))
+
+
+def searchsorted(a, v, side="left", sorter=None):
+    """Where to insert ``v`` to keep ``a`` sorted (not differentiable)."""
+    return _wrap(_np.asarray(_np.searchsorted(unwrap(a), unwrap(v), side=side,
+                                              sorter=unwrap(sorter))))
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           equal_nan=True):
+    """The sorted unique elements (not differentiable)."""
+    res = _np.unique(unwrap(ar), return_index=return_index, return_inverse=return_inverse,
+                     return_counts=return_counts, axis=axis)
+    if isinstance(res, tuple):
+        return tuple(_wrap(r) for r in res)
+    return _wrap(res)
+
+
+def bincount(x, weights=None, minlength=0):
+    """Counts of each non-negative integer (not differentiable)."""
+    return _wrap(_np.bincount(unwrap(x), unwrap(weights), minlength))
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """A histogram of the data (not differentiable)."""
+    hist, edges = _np.histogram(unwrap(a), bins, range, density, unwrap(weights))
+    return _wrap(hist), _wrap(edges)
+
+
 def array_equal(a1, a2, equal_nan=False):
     return bool(_np.array_equal(unwrap(a1), unwrap(a2), equal_nan=equal_nan))
 
@@ -366,6 +1272,9 @@ def _array_repr(a):
     return "array(%s, dtype=%s)" % (body, data.dtype)
 
 
+concat = concatenate
+permute_dims = transpose
+
 __all__ = [
     name for name, value in list(globals().items())
     if not name.startswith("_") and name not in ("ndarray", "unwrap",
@@ -373,16 +1282,21 @@ __all__ = [
     and (callable(value))
 ]
 
+
 # ---------------------------------------------------------------- NumPy dispatch
-FUNCS = {
-    _np.sum: sum, _np.mean: mean, _np.max: max, _np.amax: amax, _np.min: min,
-    _np.amin: amin, _np.reshape: reshape, _np.transpose: transpose, _np.swapaxes: swapaxes,
-    _np.expand_dims: expand_dims, _np.squeeze: squeeze, _np.broadcast_to: broadcast_to,
-    _np.where: where, _np.concatenate: concatenate, _np.stack: stack, _np.split: split,
-    _np.clip: clip, _np.dot: dot, _np.copy: copy, _np.zeros_like: zeros_like,
-    _np.ones_like: ones_like, _np.empty_like: empty_like, _np.full_like: full_like,
-    _np.argmax: argmax, _np.argmin: argmin, _np.array_equal: array_equal,
-    _np.array_equiv: array_equiv, _np.allclose: allclose, _np.isclose: isclose,
-    _np.all: all, _np.any: any, _np.shape: shape, _np.ndim: ndim, _np.size: size,
-    _np.result_type: result_type,
-}
+def _dispatch_table():
+    """NumPy function -> fastgrad function, for every NumPy function fastgrad implements
+    (ufuncs are dispatched through the registry's ufunc map instead)."""
+    table = {}
+    for name in __all__:
+        fn = getattr(_np, name, None)
+        if callable(fn) and not isinstance(fn, (_np.ufunc, type)):
+            table[fn] = globals()[name]
+    for name, fn in vars(linalg).items():
+        ref = getattr(_np.linalg, name, None)
+        if callable(ref) and not isinstance(ref, type):
+            table[ref] = fn
+    return table
+
+
+FUNCS = _dispatch_table()

@@ -15,7 +15,40 @@ order. ``tests/test_ops.py`` checks the rules of every op to second order.
 
 import numpy as np
 
-from fastgrad._kernels import normalize_axis
+from fastgrad._array import ndarray
+from fastgrad._kernels import SELU_ALPHA, SELU_SCALE, normalize_axis  # noqa: F401
+
+
+class _Ops:
+    """The table's ops by name (``ops.scatter_add``, ``ops.erf``, ...), for the helpers.
+
+    Like the NumPy functions the helpers call, each runs its kernel directly on NumPy values
+    and the recorded op on fastgrad arrays. Looked up in the registry on first use (the
+    registry is built after this module is imported).
+    """
+
+    def __getattr__(self, name):
+        from fastgrad._registry import REGISTRY
+        try:
+            prim = REGISTRY[name]
+        except KeyError:
+            raise AttributeError("no op named %r in the derivative table" % name) from None
+        kernel = prim.forward
+
+        def call(*args):
+            for a in args:
+                if isinstance(a, ndarray):
+                    return prim(*args)
+            return kernel(*args)
+        call.__name__ = call.__qualname__ = name
+        setattr(self, name, call)
+        return call
+
+
+ops = _Ops()
+
+LN2 = 0.6931471805599453
+LN10 = 2.302585092994046
 
 
 def unreduce(g, shape, axis, keepdims):
@@ -46,27 +79,6 @@ def minmax_backward(g, x, result, axis, keepdims):
     return unreduce(g, shape, axis, keepdims) * hit / count
 
 
-def prod_backward(g, x, result, axis, keepdims):
-    """Gradient of ``prod`` (exact when no element is zero, see Note [prod with zeros])."""
-    # Note [prod with zeros]: result / x divides by zero when an element is zero; the product
-    # of the other elements is then computed directly along the reduced axes.
-    shape = np.shape(x)
-    if np.all(np.asarray(x) != 0):
-        return unreduce(g * result, shape, axis, keepdims) / x
-    axes = normalize_axis(axis, len(shape))
-    moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
-    flat = np.reshape(moved, np.shape(moved)[:len(shape) - len(axes)] + (-1,))
-    n = np.shape(flat)[-1]
-    ones = np.ones(np.shape(flat)[:-1] + (1,), dtype=np.result_type(flat))
-    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
-    right = np.flip(np.cumprod(np.concatenate([ones, np.flip(flat, -1)[..., :-1]], axis=-1),
-                               axis=-1), -1)
-    others = np.reshape(left * right, np.shape(moved))
-    others = np.moveaxis(others, tuple(range(-len(axes), 0)), axes)
-    del n
-    return unreduce(g, shape, axis, keepdims) * others
-
-
 def transpose_backward(g, axes):
     if axes is None:
         return np.transpose(g)
@@ -74,21 +86,23 @@ def transpose_backward(g, axes):
 
 
 def matmul_backward_x(g, x_shape, y):
-    if np.ndim(y) == 1:
-        return np.expand_dims(g, -1) * y
+    # Methods (y.ndim, y.swapaxes) rather than np.ndim/np.swapaxes: the same on NumPy and
+    # fastgrad arrays, without NumPy's dispatch cost on the hot first-order path.
+    if y.ndim == 1:
+        return g[..., None] * y
     if len(x_shape) == 1:
-        return np.matmul(y, np.expand_dims(g, -1))[..., 0]
-    return np.matmul(g, np.swapaxes(y, -1, -2))
+        return np.matmul(y, g[..., None])[..., 0]
+    return np.matmul(g, y.swapaxes(-1, -2))
 
 
 def matmul_backward_y(g, x, y_shape):
-    if np.ndim(x) == 1:
+    if x.ndim == 1:
         if len(y_shape) == 1:
             return g * x
-        return np.expand_dims(x, -1) * np.expand_dims(g, -2)
+        return x[:, None] * g[..., None, :]
     if len(y_shape) == 1:
-        return np.matmul(np.swapaxes(x, -1, -2), np.expand_dims(g, -1))[..., 0]
-    return np.matmul(np.swapaxes(x, -1, -2), g)
+        return np.matmul(x.swapaxes(-1, -2), g[..., None])[..., 0]
+    return np.matmul(x.swapaxes(-1, -2), g)
 
 
 def split_backward(g, axis):
@@ -117,3 +131,463 @@ def clip_mask(x, a_min, a_max):
     if a_max is not None:
         inside = inside & (x <= a_max)
     return inside
+
+
+# ---------------------------------------------------------------- elementwise
+SQRT_2_OVER_PI = 0.7978845608028654
+INV_SQRT2 = 0.7071067811865476
+INV_SQRT_2PI = 0.3989422804014327
+TWO_OVER_SQRT_PI = 1.1283791670955126
+SQRT_PI_OVER_2 = 0.886226925452758
+
+
+def sinc_backward(g, x):
+    """Gradient of ``sinc(x) = sin(pi x)/(pi x)``: ``(cos(pi x) - sinc(x))/x``, zero at 0."""
+    zero = x == 0
+    safe = np.where(zero, 1, x)
+    return np.where(zero, 0, g * (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
+
+
+def gelu_backward(g, x):
+    """Gradient of ``x * Phi(x)``: ``Phi(x) + x * phi(x)`` (Phi, phi: the normal cdf and pdf)."""
+    cdf = 0.5 * (1 + ops.erf(x * INV_SQRT2))
+    pdf = np.exp(-0.5 * x * x) * INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+def gelu_tanh_backward(g, x):
+    """Gradient of the tanh approximation of GELU."""
+    t = np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
+    du = SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du)
+
+
+def silu_backward(g, x):
+    s = ops.sigmoid(x)
+    return g * (s + x * s * (1 - s))
+
+
+def softmax_backward(g, result, axis):
+    """Gradient of ``softmax``: ``s * (g - sum(g * s))`` along ``axis``."""
+    return result * (g - np.sum(g * result, axis=axis, keepdims=True))
+
+
+def log_softmax_backward(g, result, axis):
+    return g - np.exp(result) * np.sum(g, axis=axis, keepdims=True)
+
+
+# ---------------------------------------------------------------- reductions
+def logsumexp_backward(g, x, result, axis, keepdims):
+    shape = np.shape(x)
+    return unreduce(g, shape, axis, keepdims) * np.exp(x - unreduce(result, shape, axis, keepdims))
+
+
+def exclusive_cumprod(a):
+    """The product of the elements before each one along the last axis (1 for the first)."""
+    ones = np.ones_like(a[..., :1])
+    return np.cumprod(np.concatenate([ones, a[..., :-1]], axis=-1), axis=-1)
+
+
+def prod_backward(g, x, result, axis, keepdims):
+    """Gradient of ``prod``: the product of all the other elements (exact with zeros).
+
+    Note [prod with zeros]: ``result / x`` divides by zero where an element is zero; the
+    product of the other elements is then the product of the elements before times the
+    product of the elements after, along the reduced axes flattened into one.
+    """
+    shape = np.shape(x)
+    gu = unreduce(g, shape, axis, keepdims)
+    if not np.any(x == 0):
+        return gu * unreduce(result, shape, axis, keepdims) / x
+    axes = normalize_axis(axis, len(shape))
+    k = len(axes)
+    last = tuple(range(len(shape) - k, len(shape)))
+    moved = np.moveaxis(x, axes, last)
+    flat = np.reshape(moved, np.shape(moved)[:len(shape) - k] + (-1,))
+    others = exclusive_cumprod(flat) * np.flip(exclusive_cumprod(np.flip(flat, -1)), -1)
+    return gu * np.moveaxis(np.reshape(others, np.shape(moved)), last, axes)
+
+
+def var_backward(g, x, axis, keepdims, ddof):
+    """Gradient of ``var``: ``2 (x - mean) / (n - ddof)``."""
+    shape = np.shape(x)
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    return unreduce(g, shape, axis, keepdims) * centered * (2.0 / (reduced_count(shape, axis)
+                                                                  - ddof))
+
+
+def std_backward(g, x, result, axis, keepdims, ddof):
+    return var_backward(g / (2 * result), x, axis, keepdims, ddof)
+
+
+def nanmean_backward(g, x, axis, keepdims):
+    missing = np.isnan(x)
+    count = np.sum(np.logical_not(missing), axis=axis, keepdims=True)
+    return np.where(missing, 0, unreduce(g, np.shape(x), axis, keepdims) / count)
+
+
+def cumsum_backward(g, axis):
+    """Gradient of ``cumsum``: the cumulative sum from the end."""
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+def cumprod_backward(g, x, result, axis):
+    """Gradient of ``cumprod`` (exact with zeros, see Note [prod with zeros])."""
+    if not np.any(x == 0):
+        return cumsum_backward(g * result, axis) / x
+    n = np.shape(x)[axis]
+    xm = np.expand_dims(np.moveaxis(x, axis, -1), -2)           # ... 1 k
+    skip = np.eye(n, dtype=bool)                                 # i k: leave x_i out
+    partial = np.cumprod(np.where(skip, 1, xm), axis=-1)         # ... i j
+    later = np.triu(np.ones((n, n), dtype=bool))                 # j >= i
+    gm = np.expand_dims(np.moveaxis(g, axis, -1), -2)            # ... 1 j
+    return np.moveaxis(np.sum(np.where(later, partial * gm, 0), axis=-1), -1, axis)
+
+
+def average_backward_a(g, w, axis, keepdims):
+    shape = np.shape(w)
+    return unreduce(g, shape, axis, keepdims) * w / np.sum(w, axis=axis, keepdims=True)
+
+
+def average_backward_w(g, a, w, result, axis, keepdims):
+    shape = np.shape(w)
+    centered = a - unreduce(result, shape, axis, keepdims)
+    return unreduce(g, shape, axis, keepdims) * centered / np.sum(w, axis=axis, keepdims=True)
+
+
+def norm_backward(g, x, result, ord, axis, keepdims):
+    """Gradient of ``linalg.norm`` for the vector norms and the Frobenius, 1 and inf matrix
+    norms (the spectral and nuclear norms are compositions of ``svd``)."""
+    shape = np.shape(x)
+    nd = len(shape)
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = tuple(a % nd for a in ((axis,) if isinstance(axis, int) else axis))
+    gu = unreduce(g, shape, axes, keepdims)
+    ru = unreduce(result, shape, axes, keepdims)
+    matrix = len(axes) == 2 and (axis is not None or ord is not None)
+    if matrix and ord not in (None, "fro"):
+        sum_axis, other = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
+        sums = np.sum(np.abs(x), axis=sum_axis, keepdims=True)
+        best = np.max(sums, axis=other, keepdims=True) if ord > 0 else \
+            np.min(sums, axis=other, keepdims=True)
+        hit = sums == best
+        return gu * np.sign(x) * hit / np.sum(hit, axis=other, keepdims=True)
+    if ord is None or ord == 2 or ord == "fro":
+        return gu * x / ru
+    if ord == np.inf or ord == -np.inf:
+        hit = np.abs(x) == ru
+        return gu * np.sign(x) * hit / np.sum(hit, axis=axes, keepdims=True)
+    if ord == 1:
+        return gu * np.sign(x)
+    if ord == 0:
+        return gu * 0
+    return gu * np.sign(x) * (np.abs(x) / ru) ** (ord - 1)
+
+
+# ---------------------------------------------------------------- shape and indexing
+def moveaxis_backward(g, source, destination):
+    return np.moveaxis(g, destination, source)
+
+
+def tile_backward(g, shape, reps):
+    """Gradient of ``tile``: add up the copies."""
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    nd = max(len(shape), len(reps))
+    full = (1,) * (nd - len(shape)) + tuple(shape)
+    reps = (1,) * (nd - len(reps)) + reps
+    split = []
+    for r, n in zip(reps, full):
+        split += [r, n]
+    return np.reshape(np.sum(np.reshape(g, tuple(split)), axis=tuple(range(0, 2 * nd, 2))),
+                      shape)
+
+
+def repeat_backward(g, shape, repeats, axis):
+    """Gradient of ``repeat``: add up the repetitions of every element."""
+    work = (reduced_count(shape, None),) if axis is None else tuple(shape)
+    ax = 0 if axis is None else axis
+    n = work[ax]
+    if isinstance(repeats, int):
+        split = work[:ax] + (n, repeats) + work[ax + 1:]
+        out = np.sum(np.reshape(g, split), axis=ax + 1)
+    else:
+        index = np.repeat(np.arange(n), repeats)
+        out = ops.scatter_add(g, (slice(None),) * ax + (index,), work)
+    return np.reshape(out, shape)
+
+
+def roll_backward(g, shift, axis):
+    back = -shift if isinstance(shift, int) else tuple(-s for s in shift)
+    return np.roll(g, back, axis)
+
+
+def pad_backward(g, shape, pad_width):
+    """Gradient of constant ``pad``: the part of ``g`` that covers the original array."""
+    return g[tuple(slice(before, before + n) for (before, _), n in zip(pad_width, shape))]
+
+
+def diagonal_backward(g, shape, offset, axis1, axis2):
+    """Gradient of ``diagonal``: ``g`` placed on the diagonal of zeros of ``shape``."""
+    nd = len(shape)
+    a1, a2 = axis1 % nd, axis2 % nd
+    others = tuple(shape[d] for d in range(nd) if d not in (a1, a2))
+    k = np.shape(g)[-1]
+    rows = np.arange(k) + max(-offset, 0)
+    cols = np.arange(k) + max(offset, 0)
+    full = ops.scatter_add(g, (Ellipsis, rows, cols), others + (shape[a1], shape[a2]))
+    return np.moveaxis(full, (nd - 2, nd - 1), (a1, a2))
+
+
+def diag_backward(g, shape, k):
+    if len(shape) == 1:
+        return np.diagonal(g, k)
+    return diagonal_backward(g, shape, k, 0, 1)
+
+
+def trace_backward(g, shape, offset, axis1, axis2):
+    n1, n2 = shape[axis1], shape[axis2]
+    k = max(0, min(n1 - max(-offset, 0), n2 - max(offset, 0)))
+    spread = np.broadcast_to(np.expand_dims(g, -1), np.shape(g) + (k,))
+    return diagonal_backward(spread, shape, offset, axis1, axis2)
+
+
+def take_backward(g, shape, indices, axis):
+    """Gradient of ``take``: ``g`` added at the taken positions (repeats add up)."""
+    if axis is None:
+        return np.reshape(ops.scatter_add(g, indices, (reduced_count(shape, None),)), shape)
+    return ops.scatter_add(g, (slice(None),) * axis + (indices,), shape)
+
+
+def along_key(indices, axis, shape):
+    """The advanced-indexing key that takes ``indices`` along ``axis`` of an array of
+    ``shape`` (``a[along_key(i, axis, a.shape)] == take_along_axis(a, i, axis)``)."""
+    indices = np.asarray(indices)
+    nd = len(shape)
+    key = []
+    for d in range(nd):
+        if d == axis:
+            key.append(indices)
+        else:
+            view = [1] * nd
+            view[d] = indices.shape[d]
+            key.append(np.arange(indices.shape[d]).reshape(view))
+    return tuple(key)
+
+
+def take_along_axis_backward(g, shape, indices, axis):
+    return ops.scatter_add(g, along_key(indices, axis, shape), shape)
+
+
+def sort_backward(g, x, axis):
+    """Gradient of ``sort``: every element gets the gradient of the place it was sorted to."""
+    order = np.asarray(np.argsort(np.asarray(x), axis=axis, kind="stable"))
+    return ops.scatter_add(g, along_key(order, axis % np.ndim(x), np.shape(x)), np.shape(x))
+
+
+def diff_backward(g, n, axis):
+    """Gradient of ``diff``: ``n`` times the negated difference of the zero-padded gradient."""
+    for _ in range(n):
+        width = [(0, 0)] * np.ndim(g)
+        width[axis] = (1, 1)
+        g = -np.diff(np.pad(g, width), axis=axis)
+    return g
+
+
+# ---------------------------------------------------------------- linear algebra
+def tensordot_backward_x(g, y, x_ndim, axes):
+    """Gradient of ``tensordot`` in its first argument (``axes`` a pair of int tuples)."""
+    ax, ay = axes
+    fx = [d for d in range(x_ndim) if d not in ax]
+    fy = [d for d in range(np.ndim(y)) if d not in ay]
+    r = np.tensordot(g, y, axes=(list(range(len(fx), len(fx) + len(fy))), fy))
+    held = fx + [ax[ay.index(a)] for a in sorted(ay)]
+    return np.transpose(r, tuple(held.index(d) for d in range(x_ndim)))
+
+
+def tensordot_backward_y(g, x, y_ndim, axes):
+    ax, ay = axes
+    fx = [d for d in range(np.ndim(x)) if d not in ax]
+    fy = [d for d in range(y_ndim) if d not in ay]
+    r = np.tensordot(x, g, axes=(fx, list(range(len(fx)))))
+    held = [ay[ax.index(a)] for a in sorted(ax)] + fy
+    return np.transpose(r, tuple(held.index(d) for d in range(y_ndim)))
+
+
+def dot_axes(x_ndim, y_ndim):
+    """``numpy.dot`` as a ``tensordot``: the last axis of ``x`` with the second-to-last of ``y``."""
+    return (x_ndim - 1,), (max(y_ndim - 2, 0),)
+
+
+def dot_backward_x(g, x_ndim, y):
+    return tensordot_backward_x(g, y, x_ndim, dot_axes(x_ndim, np.ndim(y)))
+
+
+def dot_backward_y(g, x, y_ndim):
+    return tensordot_backward_y(g, x, y_ndim, dot_axes(np.ndim(x), y_ndim))
+
+
+def einsum_backward(g, operands, subscripts, i):
+    """Gradient of ``einsum`` (explicit ``'ab,bc->ac'`` subscripts without ellipses) in operand
+    ``i``: the einsum of ``g`` with the other operands into its subscript, then broadcast along
+    the letters that only it has."""
+    inputs, output = subscripts.split("->")
+    inputs = inputs.split(",")
+    sub = inputs[i]
+    if len(set(sub)) != len(sub):
+        raise NotImplementedError(
+            "fastgrad.einsum: no derivative for operand %d of %r, whose subscript repeats a "
+            "letter (take a diagonal with numpy.diagonal first)" % (i, subscripts))
+    others = [s for j, s in enumerate(inputs) if j != i]
+    seen = set(output).union(*others)
+    kept = "".join(c for c in sub if c in seen)
+    spec = ",".join([output] + others) + "->" + kept
+    r = np.einsum(spec, g, *[o for j, o in enumerate(operands) if j != i])
+    if kept != sub:
+        shape = np.shape(operands[i])
+        r = np.reshape(r, tuple(shape[k] if c in seen else 1 for k, c in enumerate(sub)))
+        r = np.broadcast_to(r, shape)
+    return r
+
+
+def outer_backward_x(g, x_shape, y):
+    return np.reshape(np.matmul(g, np.reshape(y, (-1,))), x_shape)
+
+
+def outer_backward_y(g, x, y_shape):
+    return np.reshape(np.matmul(np.reshape(x, (-1,)), g), y_shape)
+
+
+def _kron_layout(x_shape, y_shape):
+    nd = max(len(x_shape), len(y_shape))
+    xs = (1,) * (nd - len(x_shape)) + tuple(x_shape)
+    ys = (1,) * (nd - len(y_shape)) + tuple(y_shape)
+    return nd, xs, ys
+
+
+def kron_backward_x(g, x_shape, y):
+    """Gradient of ``kron`` in ``x``: ``g`` seen as blocks, each contracted with ``y``."""
+    nd, xs, ys = _kron_layout(x_shape, np.shape(y))
+    blocks = np.reshape(g, tuple(n for pair in zip(xs, ys) for n in pair))
+    yb = np.reshape(y, tuple(n for m in ys for n in (1, m)))
+    return np.reshape(np.sum(blocks * yb, axis=tuple(range(1, 2 * nd, 2))), x_shape)
+
+
+def kron_backward_y(g, x, y_shape):
+    nd, xs, ys = _kron_layout(np.shape(x), y_shape)
+    blocks = np.reshape(g, tuple(n for pair in zip(xs, ys) for n in pair))
+    xb = np.reshape(x, tuple(n for m in xs for n in (m, 1)))
+    return np.reshape(np.sum(blocks * xb, axis=tuple(range(0, 2 * nd, 2))), y_shape)
+
+
+def convolve_backward_x(g, x_shape, y):
+    """Gradient of the full convolution in ``x``: correlate ``g`` with ``y``."""
+    m = np.shape(y)[0]
+    return np.convolve(g, np.flip(y, 0))[m - 1:m - 1 + x_shape[0]]
+
+
+def convolve_backward_y(g, x, y_shape):
+    n = np.shape(x)[0]
+    return np.convolve(g, np.flip(x, 0))[n - 1:n - 1 + y_shape[0]]
+
+
+def mT(a):
+    """The matrix transpose of a stack of matrices."""
+    return np.swapaxes(a, -1, -2)
+
+
+def inv_backward(g, result):
+    return -np.matmul(mT(result), np.matmul(g, mT(result)))
+
+
+def det_backward(g, x, result):
+    return np.expand_dims(g * result, (-1, -2)) * mT(np.linalg.inv(x))
+
+
+def slogdet_backward(g, x):
+    return np.expand_dims(g[1], (-1, -2)) * mT(np.linalg.inv(x))
+
+
+def solve_backward_b(g, a, b_ndim):
+    if b_ndim == 1:
+        return np.linalg.solve(mT(a), np.expand_dims(g, -1))[..., 0]
+    return np.linalg.solve(mT(a), g)
+
+
+def solve_backward_a(g, a, b_ndim, result):
+    gb = solve_backward_b(g, a, b_ndim)
+    if b_ndim == 1:
+        return -np.expand_dims(gb, -1) * np.expand_dims(result, -2)
+    return -np.matmul(gb, mT(result))
+
+
+def symmetrize(a):
+    return (a + mT(a)) / 2
+
+
+def cholesky_backward(g, result):
+    """Gradient of the Cholesky factor ``L`` of the symmetric part of the input:
+    ``sym(L^-T Phi(L^T g) L^-1)``, with ``Phi`` the lower triangle with its diagonal halved."""
+    n = np.shape(result)[-1]
+    m = np.matmul(mT(result), g)
+    phi = np.tril(m) - 0.5 * m * np.eye(n)
+    linv = np.linalg.inv(result)
+    return symmetrize(np.matmul(mT(linv), np.matmul(phi, linv)))
+
+
+def eigh_backward(g, result):
+    """Gradient of ``eigh`` of the symmetric part of the input (distinct eigenvalues):
+    ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized."""
+    gw, gv = g
+    w, v = result
+    n = np.shape(w)[-1]
+    eye = np.eye(n, dtype=bool)
+    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+    f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
+    inner = np.expand_dims(gw, -1) * np.eye(n) + f * np.matmul(mT(v), gv)
+    return symmetrize(np.matmul(v, np.matmul(inner, mT(v))))
+
+
+def eigvalsh_backward(g, x):
+    v = ops.eigh(x)[1]
+    return np.matmul(v * np.expand_dims(g, -2), mT(v))
+
+
+def qr_backward(g, result):
+    """Gradient of the reduced QR decomposition of a matrix with at least as many rows as
+    columns: ``(gQ + Q copyltu(M)) R^-T`` with ``M = R gR^T - gQ^T Q``."""
+    gq, gr = g
+    q, r = result
+    m = np.matmul(r, mT(gr)) - np.matmul(mT(gq), q)
+    low = np.tril(m, -1)
+    copyltu = low + mT(low) + m * np.eye(np.shape(m)[-1])
+    b = gq + np.matmul(q, copyltu)
+    return mT(np.linalg.solve(r, mT(b)))
+
+
+def svd_backward(g, result):
+    """Gradient of the reduced SVD ``A = U diag(s) Vt`` (distinct non-zero singular values)."""
+    gu, gs, gvt = g
+    u, s, vt = result
+    v, gv = mT(vt), mT(gvt)
+    m, n = np.shape(u)[-2], np.shape(v)[-2]
+    k = np.shape(s)[-1]
+    eye = np.eye(k, dtype=bool)
+    s2 = s * s
+    gaps = np.expand_dims(s2, -2) - np.expand_dims(s2, -1)           # s_j^2 - s_i^2
+    f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
+    su = np.matmul(mT(u), gu)
+    sv = np.matmul(mT(v), gv)
+    srow = np.expand_dims(s, -2)
+    scol = np.expand_dims(s, -1)
+    core = (f * (su - mT(su))) * srow + np.expand_dims(gs, -1) * np.eye(k) \
+        + scol * (f * (sv - mT(sv)))
+    out = np.matmul(u, np.matmul(core, vt))
+    if m > k:
+        proj = gu - np.matmul(u, su)
+        out = out + np.matmul(proj / srow, vt)
+    if n > k:
+        proj = gv - np.matmul(v, sv)
+        out = out + np.matmul(u / srow, mT(proj))
+    return out

@@ -1,7 +1,8 @@
 """Neural-network operations in MXNet's ``npx`` names (``fastgrad.npx``).
 
-Ops here are compositions of the table's primitives (or primitives themselves), so they are
-differentiable to any order.
+Every function here is a table op or a composition of table ops, so it is differentiable to
+any order. ``COMPOSITES`` lists the ones that are compositions (checked by
+``tests/test_ops.py`` like the table's ops).
 """
 
 import numpy as _onp
@@ -14,27 +15,102 @@ from fastgrad._array import ndarray, unwrap, _wrap
 
 relu = _P["relu"]
 sigmoid = _P["sigmoid"]
+erf = _P["erf"]
+erfinv = _P["erfinv"]
+softsign = _P["softsign"]
+log_sigmoid = _P["log_sigmoid"]
+silu = _P["silu"]
+
+
+def _pair(name, value, default):
+    if value is None or (isinstance(value, (tuple, list)) and len(value) == 0):
+        return default
+    if isinstance(value, (int, _onp.integer)):
+        return (int(value), int(value))
+    value = tuple(int(v) for v in value)
+    if len(value) != 2:
+        raise NotImplementedError("npx.%s: only 2-D (NCHW) data is supported, got %d "
+                                  "spatial dimensions" % (name, len(value)))
+    return value
 
 
 def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
-    """Softmax along ``axis``, computed stably (the maximum is subtracted first)."""
+    """Softmax along ``axis``, computed stably (``npx.softmax``).
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> mx.npx.softmax(mx.np.array([0.0, 0.0]))
+    array([0.5, 0.5])
+    """
+    if use_length or length is not None:
+        raise NotImplementedError("npx.softmax: use_length/length are not supported")
     if temperature is not None and temperature != 1.0:
         data = data / temperature
-    shifted = data - _onp.max(unwrap(data), axis=axis, keepdims=True)
-    e = F.exp(shifted)
-    return e / F.sum(e, axis=axis, keepdims=True)
+    out = _P["softmax"](data, int(axis))
+    return F.astype(out, dtype) if dtype is not None else out
 
 
 def log_softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
-    """Log of softmax along ``axis``, computed stably (log-sum-exp)."""
+    """Log of softmax along ``axis``, computed stably (``npx.log_softmax``)."""
+    if use_length or length is not None:
+        raise NotImplementedError("npx.log_softmax: use_length/length are not supported")
     if temperature is not None and temperature != 1.0:
         data = data / temperature
-    shifted = data - _onp.max(unwrap(data), axis=axis, keepdims=True)
-    return shifted - F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True))
+    out = _P["log_softmax"](data, int(axis))
+    return F.astype(out, dtype) if dtype is not None else out
+
+
+def softmin(data, axis=-1, temperature=None, dtype=None):
+    """Softmax of ``-data`` (``npx.softmin``)."""
+    return softmax(-data, axis=axis, temperature=temperature, dtype=dtype)
+
+
+def logsumexp(data, axis=None, keepdims=False):
+    """``log(sum(exp(data)))`` over ``axis``, computed stably."""
+    return _P["logsumexp"](data, F._axis(axis), bool(keepdims))
+
+
+def gelu(data, approximation="erf"):
+    """Gaussian error linear unit ``x * Phi(x)``; ``approximation='tanh'`` for the tanh form."""
+    if approximation == "erf":
+        return _P["gelu"](data)
+    if approximation == "tanh":
+        return _P["gelu_tanh"](data)
+    raise ValueError("npx.gelu: approximation must be 'erf' or 'tanh', got %r"
+                     % (approximation,))
+
+
+def leaky_relu(data, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125,
+               upper_bound=0.334, **kwargs):
+    """MXNet's LeakyReLU family (``npx.leaky_relu``).
+
+    ``act_type`` is ``'leaky'`` (``slope`` for negative inputs), ``'prelu'`` (a learned
+    ``gamma``, broadcast along axis 1), ``'elu'`` (``slope`` is alpha), ``'selu'`` or
+    ``'gelu'``.
+    """
+    if act_type == "leaky":
+        return _P["leaky_relu"](data, float(slope))
+    if act_type == "prelu":
+        if gamma is None:
+            raise ValueError("npx.leaky_relu: act_type='prelu' needs gamma")
+        nd = _onp.ndim(unwrap(data))
+        if _onp.ndim(unwrap(gamma)) == 1 and nd > 1:
+            gamma = F.reshape(gamma, (1, -1) + (1,) * (nd - 2))
+        return _P["prelu"](data, gamma)
+    if act_type == "elu":
+        return _P["elu"](data, float(slope))
+    if act_type == "selu":
+        return _P["selu"](data)
+    if act_type == "gelu":
+        return _P["gelu"](data)
+    raise ValueError("npx.leaky_relu: unknown act_type %r (leaky, prelu, elu, selu, gelu)"
+                     % (act_type,))
 
 
 def activation(data, act_type="relu"):
-    """``relu``, ``sigmoid``, ``tanh``, ``softrelu`` or ``softsign`` of ``data``."""
+    """``relu``, ``sigmoid``, ``tanh``, ``softrelu``, ``softsign``, ``log_sigmoid``, ``gelu``
+    or ``silu`` of ``data`` (``npx.activation``)."""
     if act_type == "relu":
         return relu(data)
     if act_type == "sigmoid":
@@ -42,11 +118,27 @@ def activation(data, act_type="relu"):
     if act_type == "tanh":
         return F.tanh(data)
     if act_type == "softrelu":
-        return F.log(1 + F.exp(-F.abs(data))) + relu(data)
+        return _P["softplus"](data)
     if act_type == "softsign":
-        return data / (1 + F.abs(data))
+        return _P["softsign"](data)
+    if act_type == "log_sigmoid":
+        return _P["log_sigmoid"](data)
+    if act_type == "gelu":
+        return _P["gelu"](data)
+    if act_type == "silu":
+        return _P["silu"](data)
     raise ValueError("npx.activation: unknown act_type %r (relu, sigmoid, tanh, softrelu, "
-                     "softsign)" % (act_type,))
+                     "softsign, log_sigmoid, gelu, silu)" % (act_type,))
+
+
+def hard_sigmoid(data, alpha=0.2, beta=0.5):
+    """``clip(alpha * x + beta, 0, 1)`` (``npx.hard_sigmoid``)."""
+    return _P["hard_sigmoid"](data, float(alpha), float(beta))
+
+
+def smooth_l1(data, scalar=1.0):
+    """The smooth L1 (Huber-like) function with ``sigma = scalar`` (``npx.smooth_l1``)."""
+    return _P["smooth_l1"](data, float(scalar))
 
 
 def dropout(data, p=0.5, mode="training", axes=(), cudnn_off=True, **kwargs):
@@ -78,45 +170,266 @@ def fully_connected(x, weight, bias=None, num_hidden=None, no_bias=False, flatte
     return out
 
 
-def pick(data, index, axis=-1, keepdims=False, mode="clip"):
-    """``data`` at ``index`` along ``axis`` (e.g. the score of each label)."""
-    idx = _onp.asarray(unwrap(index)).astype(_onp.int64)
-    n = _onp.shape(unwrap(data))[axis]
+def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
+                num_filter=None, num_group=1, workspace=None, no_bias=False, cudnn_tune=None,
+                cudnn_off=False, layout=None):
+    """2-D convolution of NCHW ``data`` with (F, C, KH, KW) ``weight`` (``npx.convolution``).
+
+    Parameters
+    ----------
+    data : ndarray, shape (N, C, H, W)
+    weight : ndarray, shape (num_filter, C, KH, KW)
+    bias : ndarray, shape (num_filter,), optional
+    kernel, stride, dilate, pad : int or pair of ints
+        ``kernel`` must match the weight; ``stride`` and ``dilate`` default to 1, ``pad``
+        to 0 (zero padding on both sides).
+
+    The gradients are themselves convolutions (table ops), so this is differentiable to any
+    order.
+
+    Examples
+    --------
+    >>> import fastgrad as mx
+    >>> x = mx.np.ones((1, 1, 3, 3))
+    >>> w = mx.np.ones((1, 1, 2, 2))
+    >>> mx.npx.convolution(x, w, kernel=(2, 2), num_filter=1, no_bias=True).shape
+    (1, 1, 2, 2)
+    """
+    if layout not in (None, "NCHW"):
+        raise NotImplementedError("npx.convolution: only layout='NCHW' is supported")
+    if num_group != 1:
+        raise NotImplementedError("npx.convolution: num_group > 1 is not supported")
+    wshape = _onp.shape(unwrap(weight))
+    dshape = _onp.shape(unwrap(data))
+    if len(dshape) != 4 or len(wshape) != 4:
+        raise NotImplementedError("npx.convolution: only 2-D convolution is supported (data "
+                                  "%s, weight %s)" % (dshape, wshape))
+    kernel = _pair("convolution", kernel, tuple(wshape[2:]))
+    if kernel != tuple(wshape[2:]):
+        raise ValueError("npx.convolution: kernel=%s does not match the weight's shape %s"
+                         % (kernel, wshape))
+    if num_filter is not None and int(num_filter) != wshape[0]:
+        raise ValueError("npx.convolution: num_filter=%d but the weight has %d filters"
+                         % (num_filter, wshape[0]))
+    if dshape[1] != wshape[1]:
+        raise ValueError("npx.convolution: data has %d channels, the weight expects %d"
+                         % (dshape[1], wshape[1]))
+    out = _P["conv2d"](data, weight, _pair("convolution", stride, (1, 1)),
+                       _pair("convolution", pad, (0, 0)), _pair("convolution", dilate, (1, 1)))
+    if not no_bias and bias is not None:
+        out = out + F.reshape(bias, (1, -1, 1, 1))
+    return out
+
+
+def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
+            pooling_convention="valid", global_pool=False, cudnn_off=False, p_value=None,
+            count_include_pad=True, layout=None):
+    """2-D max, average or sum pooling of NCHW ``data`` (``npx.pooling``).
+
+    ``stride`` defaults to 1 and ``pad`` to 0, as in MXNet; ``global_pool=True`` pools over
+    the whole image. Max pooling pads with ``-inf``; average pooling counts padding when
+    ``count_include_pad``.
+    """
+    if layout not in (None, "NCHW"):
+        raise NotImplementedError("npx.pooling: only layout='NCHW' is supported")
+    if pooling_convention != "valid":
+        raise NotImplementedError("npx.pooling: only pooling_convention='valid' is supported")
+    if _onp.ndim(unwrap(data)) != 4:
+        raise NotImplementedError("npx.pooling: only 2-D (NCHW) data is supported")
+    if global_pool:
+        if pool_type == "max":
+            return F.max(data, axis=(2, 3), keepdims=True)
+        if pool_type == "avg":
+            return F.mean(data, axis=(2, 3), keepdims=True)
+        if pool_type == "sum":
+            return F.sum(data, axis=(2, 3), keepdims=True)
+        raise ValueError("npx.pooling: unknown pool_type %r (max, avg, sum)" % (pool_type,))
+    if kernel is None:
+        raise ValueError("npx.pooling: kernel is required unless global_pool=True")
+    kernel = _pair("pooling", kernel, None)
+    stride = _pair("pooling", stride, (1, 1))
+    pad = _pair("pooling", pad, (0, 0))
+    if pool_type == "max":
+        return _P["max_pool2d"](data, kernel, stride, pad)
+    if pool_type == "avg":
+        return _P["avg_pool2d"](data, kernel, stride, pad, bool(count_include_pad))
+    if pool_type == "sum":
+        return _P["avg_pool2d"](data, kernel, stride, pad, True) * float(kernel[0] * kernel[1])
+    raise ValueError("npx.pooling: unknown pool_type %r (max, avg, sum)" % (pool_type,))
+
+
+def _update_running(stat, value, momentum):
+    new = momentum * _onp.asarray(unwrap(stat)) + (1 - momentum) * _onp.asarray(unwrap(value))
+    if isinstance(stat, ndarray):
+        stat[...] = new.astype(stat.dtype)
+    else:
+        stat[...] = new
+
+
+def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9,
+               fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1,
+               cudnn_off=False, **kwargs):
+    """Batch normalization (``npx.batch_norm``), MXNet's semantics.
+
+    In training mode (``autograd.is_training()``) the batch mean and (biased) variance over
+    every axis but ``axis`` normalize ``x``, and ``running_mean``/``running_var`` are updated
+    in place: ``running = momentum * running + (1 - momentum) * batch``. In predict mode, or
+    with ``use_global_stats=True``, the running statistics are used and left alone.
+    ``fix_gamma=True`` (MXNet's default) treats ``gamma`` as ones.
+    """
+    nd = _onp.ndim(unwrap(x))
+    axis = int(axis) % nd
+    red = tuple(d for d in range(nd) if d != axis)
+    view = tuple(-1 if d == axis else 1 for d in range(nd))
+    if is_training() and not use_global_stats:
+        mean = F.mean(x, axis=red, keepdims=True)
+        var = F.var(x, axis=red, keepdims=True)
+        _update_running(running_mean, F.reshape(mean, (-1,)), momentum)
+        _update_running(running_var, F.reshape(var, (-1,)), momentum)
+    else:
+        mean = F.reshape(running_mean, view)
+        var = F.reshape(running_var, view)
+    out = (x - mean) / F.sqrt(var + eps)
+    if not fix_gamma:
+        out = out * F.reshape(gamma, view)
+    out = out + F.reshape(beta, view)
+    if output_mean_var:
+        return out, F.reshape(mean, (-1,)), F.reshape(var, (-1,))
+    return out
+
+
+def layer_norm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
+    """Layer normalization over ``axis`` with scale ``gamma`` and shift ``beta``
+    (``npx.layer_norm``)."""
+    nd = _onp.ndim(unwrap(data))
+    axis = int(axis) % nd
+    view = tuple(-1 if d == axis else 1 for d in range(nd))
+    mean = F.mean(data, axis=axis, keepdims=True)
+    var = F.var(data, axis=axis, keepdims=True)
+    out = (data - mean) / F.sqrt(var + eps) * F.reshape(gamma, view) + F.reshape(beta, view)
+    if output_mean_var:
+        return out, mean, F.sqrt(var + eps)
+    return out
+
+
+def group_norm(data, gamma, beta, num_groups=1, eps=1e-5, output_mean_var=False):
+    """Group normalization of NC... ``data``: channels split into ``num_groups`` groups
+    (``npx.group_norm``); ``gamma``/``beta`` have one value per channel."""
+    shape = _onp.shape(unwrap(data))
+    n, c = shape[0], shape[1]
+    if c % num_groups:
+        raise ValueError("npx.group_norm: %d channels do not split into %d groups"
+                         % (c, num_groups))
+    grouped = F.reshape(data, (n, num_groups, -1))
+    mean = F.mean(grouped, axis=2, keepdims=True)
+    var = F.var(grouped, axis=2, keepdims=True)
+    out = F.reshape((grouped - mean) / F.sqrt(var + eps), shape)
+    view = (1, c) + (1,) * (len(shape) - 2)
+    out = out * F.reshape(gamma, view) + F.reshape(beta, view)
+    if output_mean_var:
+        return out, mean, F.sqrt(var + eps)
+    return out
+
+
+def instance_norm(data, gamma, beta, eps=1e-3):
+    """Instance normalization: each sample's channel normalized over its spatial axes."""
+    nd = _onp.ndim(unwrap(data))
+    red = tuple(range(2, nd))
+    mean = F.mean(data, axis=red, keepdims=True)
+    var = F.var(data, axis=red, keepdims=True)
+    view = (1, -1) + (1,) * (nd - 2)
+    return (data - mean) / F.sqrt(var + eps) * F.reshape(gamma, view) + F.reshape(beta, view)
+
+
+def l2_normalization(data, eps=1e-10, mode="instance"):
+    """Divide by the L2 norm over every axis but the first (``mode='instance'``), axis 1
+    (``'channel'``) or axes 2+ (``'spatial'``)."""
+    nd = _onp.ndim(unwrap(data))
+    red = {"instance": tuple(range(1, nd)), "channel": (1,),
+           "spatial": tuple(range(2, nd))}.get(mode)
+    if red is None:
+        raise ValueError("npx.l2_normalization: unknown mode %r" % (mode,))
+    return data / F.sqrt(F.sum(data * data, axis=red, keepdims=True) + eps)
+
+
+def embedding(data, weight, input_dim=None, output_dim=None, dtype="float32",
+              sparse_grad=False):
+    """Rows of ``weight`` at the integer indices ``data`` (``npx.embedding``); the gradient
+    adds up at repeated indices."""
+    return F.take(weight, data, axis=0, mode="clip")
+
+
+def pick(data, index, axis=-1, mode="clip", keepdims=False):
+    """``data`` at ``index`` along ``axis`` (``npx.pick``), e.g. the score of each label.
+
+    ``mode`` is ``'clip'`` or ``'wrap'`` for out-of-range indices.
+    """
+    shape = _onp.shape(unwrap(data))
+    axis = int(axis) % len(shape)
+    idx = _onp.asarray(unwrap(index)).astype(_onp.intp)
+    n = shape[axis]
     idx = _onp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
-    idx = _onp.expand_dims(idx, axis)
-    out = data[_take_along_key(_onp.shape(unwrap(data)), idx, axis)]
+    if idx.ndim == len(shape) - 1:
+        idx = _onp.expand_dims(idx, axis)
+    out = F.take_along_axis(data, idx, axis)
     return out if keepdims else F.squeeze(out, axis)
-
-
-def _take_along_key(shape, idx, axis):
-    axis = axis % len(shape)
-    key = []
-    for d in range(len(shape)):
-        if d == axis:
-            key.append(idx)
-        else:
-            s = [1] * len(shape)
-            s[d] = shape[d]
-            key.append(_onp.arange(shape[d]).reshape(s))
-    return tuple(key)
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     """One-hot encoding of integer ``indices`` (not differentiable)."""
     idx = _onp.asarray(unwrap(indices)).astype(_onp.int64)
     out = _onp.full(idx.shape + (depth,), off_value, dtype=dtype)
-    _onp.put_along_axis(out, idx[..., None], on_value, axis=-1)
+    valid = (idx >= 0) & (idx < depth)
+    _onp.put_along_axis(out, _onp.where(valid, idx, 0)[..., None],
+                        _onp.where(valid, on_value, off_value)[..., None].astype(dtype), axis=-1)
     return _wrap(out)
 
 
 def softmax_cross_entropy(data, label, axis=-1, sparse_label=True):
-    """Mean over the batch of ``-log softmax(data)[label]``."""
+    """The softmax cross-entropy of ``data`` (logits) and ``label`` summed over the batch
+    (MXNet's ``softmax_cross_entropy``); ``label`` holds class indices, or probabilities
+    with ``sparse_label=False``."""
     logp = log_softmax(data, axis=axis)
     if sparse_label:
         nll = -pick(logp, label, axis=axis)
     else:
         nll = -F.sum(logp * label, axis=axis)
-    return F.mean(nll)
+    return F.sum(nll)
+
+
+def batch_flatten(data):
+    """Collapse every axis but the first (``npx.batch_flatten``)."""
+    return F.reshape(data, (_onp.shape(unwrap(data))[0], -1))
+
+
+def batch_dot(a, b, transpose_a=False, transpose_b=False):
+    """Batched matrix product of 3-D arrays (``npx.batch_dot``)."""
+    if transpose_a:
+        a = F.swapaxes(a, -1, -2)
+    if transpose_b:
+        b = F.swapaxes(b, -1, -2)
+    return F.matmul(a, b)
+
+
+def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+    """The ``k`` largest (or smallest) elements along ``axis`` (``npx.topk``); the values
+    are differentiable, the indices are not. ``ret_typ`` is ``'value'``, ``'indices'``,
+    ``'both'`` or ``'mask'``."""
+    raw = _onp.asarray(unwrap(data))
+    order = _onp.argsort(raw if is_ascend else -raw, axis=axis, kind="stable")
+    idx = _onp.take(order, _onp.arange(k), axis=axis)
+    if ret_typ == "indices":
+        return _wrap(idx.astype(dtype))
+    if ret_typ == "mask":
+        mask = _onp.zeros(raw.shape, dtype=raw.dtype)
+        _onp.put_along_axis(mask, idx, 1, axis=axis)
+        return _wrap(mask)
+    values = F.take_along_axis(data, idx, axis)
+    if ret_typ == "value":
+        return values
+    if ret_typ == "both":
+        return values, _wrap(idx.astype(dtype))
+    raise ValueError("npx.topk: unknown ret_typ %r" % (ret_typ,))
 
 
 def seed(s):
@@ -140,6 +453,15 @@ def cpu(device_id=0):
     return _cpu(device_id)
 
 
-__all__ = ["relu", "sigmoid", "softmax", "log_softmax", "activation", "dropout",
-           "fully_connected", "pick", "one_hot", "softmax_cross_entropy", "seed", "set_np",
-           "reset_np", "is_np_array"]
+COMPOSITES = ("softmin", "activation", "dropout", "fully_connected", "convolution", "pooling",
+              "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
+              "embedding", "pick", "softmax_cross_entropy", "batch_flatten", "batch_dot",
+              "topk")
+"""The functions here that are compositions of table ops rather than one op."""
+
+__all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu", "softmax",
+           "log_softmax", "softmin", "logsumexp", "gelu", "leaky_relu", "activation",
+           "hard_sigmoid", "smooth_l1", "dropout", "fully_connected", "convolution", "pooling",
+           "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
+           "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
+           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu"]

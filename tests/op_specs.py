@@ -1,0 +1,593 @@
+"""Input domains and NumPy references for every differentiable op, for ``test_ops.py``.
+
+One ``Spec`` per op of the derivative table (keyed by its registry name) and per composite
+function of ``fastgrad.npx``/``fastgrad.np`` (keyed ``"npx.name"``/``"np.name"``). A spec
+says which inputs to draw (shapes, range, or a maker for structured inputs such as
+positive-definite matrices), the parameters of each case, and the NumPy function the forward
+must equal. Adding an op to the table needs exactly one entry here.
+"""
+import math
+
+import numpy as onp
+
+import fastgrad as mx
+from fastgrad._registry import REGISTRY
+
+_erf = onp.vectorize(math.erf)
+
+
+def _erfinv(y):
+    """The inverse of ``math.erf`` by bisection (independent of fastgrad's kernel)."""
+    lo, hi = onp.full(onp.shape(y), -6.0), onp.full(onp.shape(y), 6.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = _erf(mid) < y
+        lo, hi = onp.where(below, mid, lo), onp.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
+class C:
+    """One test case: the shapes of the inputs and the op's parameters."""
+
+    def __init__(self, *shapes, **params):
+        self.shapes = shapes
+        self.params = params
+
+
+class Spec:
+    """How to test one op.
+
+    ``cases``     list of ``C``; ``domain`` ``(lo, hi)`` or one per input;
+    ``make``      {input index: f(rng, shape) -> array} for structured inputs;
+    ``nondiff``   indices of inputs that are not differentiated (indices, masks);
+    ``ref``       NumPy reference ``ref(*inputs, **params)``; default ``numpy.<name>``;
+    ``call``      how to call the fastgrad function; default the registry op;
+    ``post``      a transform of the outputs applied before comparing (e.g. to remove the sign
+                  freedom of eigenvectors), written with operators that work on both kinds;
+    ``f32``       whether float32 inputs must give float32 outputs;
+    ``order2``    whether to check second derivatives.
+    """
+
+    def __init__(self, cases, domain=(-2.0, 2.0), make=None, nondiff=(), ref=None, call=None,
+                 post=None, f32=True, order2=True, rtol=1e-5, atol=1e-6, variadic=False):
+        self.cases = cases
+        self.domain = domain
+        self.make = make or {}
+        self.nondiff = set(nondiff)
+        self.ref = ref
+        self.call = call
+        self.post = post
+        self.f32 = f32
+        self.order2 = order2
+        self.rtol = rtol
+        self.atol = atol
+        self.variadic = variadic
+
+
+# ---------------------------------------------------------------- input makers
+def well_conditioned(rng, shape):
+    return rng.uniform(-1, 1, shape) + 3 * onp.eye(shape[-2], shape[-1])
+
+
+def spd(rng, shape):
+    a = rng.uniform(-1, 1, shape)
+    return a @ onp.swapaxes(a, -1, -2) + shape[-1] * onp.eye(shape[-1])
+
+
+def with_zero(rng, shape):
+    a = rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)
+    a.flat[1] = 0.0
+    return a
+
+
+def with_nan(rng, shape):
+    a = rng.uniform(-2, 2, shape)
+    a.flat[2] = onp.nan
+    return a
+
+
+def bool_mask(rng, shape):
+    return rng.uniform(size=shape) > 0.5
+
+
+def small_ints(rng, shape):
+    return rng.integers(-2, 3, shape)
+
+
+def away_from_int(rng, shape):
+    return rng.integers(0, 3, shape) + rng.uniform(0.1, 0.9, shape)
+
+
+def positive_weights(rng, shape):
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def distinct(rng, shape):
+    """Values far from ties (max, sort, pooling)."""
+    n = int(onp.prod(shape))
+    return (rng.permutation(n) * 0.37 + rng.uniform(0, 0.1, n)).reshape(shape) - n * 0.18
+
+
+# ---------------------------------------------------------------- NumPy references
+def _sigmoid(x):
+    return 1 / (1 + onp.exp(-x))
+
+
+def _softplus(x):
+    return onp.log1p(onp.exp(-abs(x))) + onp.maximum(x, 0)
+
+
+def _softmax(x, axis=-1):
+    e = onp.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis=-1):
+    return onp.log(_softmax(x, axis))
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    m = onp.max(x, axis=axis, keepdims=True)
+    out = onp.log(onp.sum(onp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else onp.squeeze(out, axis=axis)
+
+
+def _conv_ref(x, w, stride, pad, dilate):
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    xp = onp.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    oh = (h + 2 * pad[0] - dilate[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - dilate[1] * (kw - 1) - 1) // stride[1] + 1
+    out = onp.zeros((n, f, oh, ow), dtype=onp.result_type(x, w))
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(kh):
+                for b in range(kw):
+                    patch = xp[:, :, i * stride[0] + a * dilate[0], j * stride[1] + b * dilate[1]]
+                    out[:, :, i, j] += patch @ w[:, :, a, b].T
+    return out
+
+
+def _conv_input_grad_ref(dy, w, stride, pad, dilate, x_hw):
+    """The adjoint of ``_conv_ref`` in x, by linearity: the transpose of its matrix."""
+    n, c = dy.shape[0], w.shape[1]
+    size = n * c * x_hw[0] * x_hw[1]
+    cols = []
+    for k in range(size):
+        e = onp.zeros(size)
+        e[k] = 1
+        cols.append(_conv_ref(e.reshape(n, c, *x_hw), w, stride, pad, dilate).ravel())
+    return (onp.array(cols) @ dy.ravel()).reshape(n, c, *x_hw)
+
+
+def _conv_weight_grad_ref(x, dy, stride, pad, dilate, kernel):
+    f, c = dy.shape[1], x.shape[1]
+    size = f * c * kernel[0] * kernel[1]
+    cols = []
+    for k in range(size):
+        e = onp.zeros(size)
+        e[k] = 1
+        cols.append(_conv_ref(x, e.reshape(f, c, *kernel), stride, pad, dilate).ravel())
+    return (onp.array(cols) @ dy.ravel()).reshape(f, c, *kernel)
+
+
+def _pool_ref(x, kernel, stride, pad, reduce, fill):
+    n, c, h, w = x.shape
+    xp = onp.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), constant_values=fill)
+    oh = (h + 2 * pad[0] - kernel[0]) // stride[0] + 1
+    ow = (w + 2 * pad[1] - kernel[1]) // stride[1] + 1
+    out = onp.zeros((n, c, oh, ow), dtype=x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride[0]:i * stride[0] + kernel[0],
+                     j * stride[1]:j * stride[1] + kernel[1]]
+            out[:, :, i, j] = reduce(win.reshape(n, c, -1))
+    return out
+
+
+def _max_pool_ref(x, kernel, stride, pad):
+    return _pool_ref(x, kernel, stride, pad, lambda w: w.max(-1), -onp.inf)
+
+
+def _argmax_mask(x, kernel, stride, pad):
+    """mask[n, c, i, j, p, q]: whether x[n, c, p, q] is the maximum of window (i, j)."""
+    n, c, h, w = x.shape
+    y = _max_pool_ref(x, kernel, stride, pad)
+    oh, ow = y.shape[2:]
+    mask = onp.zeros((n, c, oh, ow, h, w))
+    for i in range(oh):
+        for j in range(ow):
+            for p in range(h):
+                for q in range(w):
+                    a, b = p + pad[0] - i * stride[0], q + pad[1] - j * stride[1]
+                    if 0 <= a < kernel[0] and 0 <= b < kernel[1]:
+                        mask[:, :, i, j, p, q] = x[:, :, p, q] == y[:, :, i, j]
+    return mask
+
+
+def _avg_pool_ref(x, kernel, stride, pad, count_include_pad=True):
+    total = _pool_ref(x, kernel, stride, pad, lambda w: w.sum(-1), 0)
+    if count_include_pad:
+        return total / (kernel[0] * kernel[1])
+    return total / _pool_ref(onp.ones_like(x), kernel, stride, pad, lambda w: w.sum(-1), 0)
+
+
+def _avg_pool_backward_ref(dy, kernel, stride, pad, count_include_pad, x_shape):
+    size = int(onp.prod(x_shape))
+    cols = []
+    for k in range(size):
+        e = onp.zeros(size)
+        e[k] = 1
+        cols.append(_avg_pool_ref(e.reshape(x_shape), kernel, stride, pad,
+                                  count_include_pad).ravel())
+    return (onp.array(cols) @ dy.ravel()).reshape(x_shape)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + _erf(x / onp.sqrt(2)))
+
+
+def _batch_norm_ref(x, gamma, beta):
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    var = x.var(axis=(0, 2, 3), keepdims=True)
+    return (x - mean) / onp.sqrt(var + 1e-3) * gamma.reshape(1, -1, 1, 1) \
+        + beta.reshape(1, -1, 1, 1)
+
+
+def _layer_norm_ref(x, gamma, beta):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) / onp.sqrt(var + 1e-5) * gamma + beta
+
+
+def _eigvec_post(outs):
+    w, v = outs
+    return w, v * v[..., :1, :]
+
+
+def _svd_post(outs):
+    u, s, vt = outs
+    return u * u[..., :1, :], s, vt * vt[..., :, :1]
+
+
+def _bn_call(x, gamma, beta):
+    rm = mx.np.zeros((x.shape[1],), dtype=x.dtype)
+    rv = mx.np.ones((x.shape[1],), dtype=x.dtype)
+    with mx.autograd.train_mode():
+        return mx.npx.batch_norm(x, gamma, beta, rm, rv, fix_gamma=False)
+
+
+def _dropout_call(x):
+    mx.npx.seed(3)
+    return mx.npx.dropout(x, p=0.5, mode="always")
+
+
+def _dropout_ref(x):
+    mx.npx.seed(3)
+    from fastgrad.numpy import random
+    keep = random._rng().random(x.shape) >= 0.5
+    return x * keep / 0.5
+
+
+def _split_ref(x, indices, axis=0):
+    return tuple(onp.split(x, indices, axis=axis))
+
+
+# ---------------------------------------------------------------- the specs
+UNARY = [C((3, 4)), C(())]
+BINARY = [C((3, 4), (3, 4)), C((3, 1), (4,)), C((), (2, 3))]
+REDUCE = [C((3, 4)), C((3, 4), axis=1), C((2, 3, 2), axis=(0, 2), keepdims=True),
+          C((4,), axis=0, keepdims=True)]
+MATMUL = [C((3, 4), (4, 2)), C((4,), (4, 2)), C((2, 3, 4), (4,)), C((2, 1, 3, 4), (3, 4, 2))]
+POS = (0.3, 3.0)
+UNIT = (-0.9, 0.9)
+
+SPECS = {}
+
+
+def _unary(names, domain=(-2.0, 2.0), **kw):
+    for name in names.split():
+        SPECS[name] = Spec(UNARY, domain=domain, **kw)
+
+
+def _binary(names, domain=(-2.0, 2.0), **kw):
+    for name in names.split():
+        SPECS[name] = Spec(BINARY, domain=domain, **kw)
+
+
+_binary("add subtract multiply maximum minimum fmax fmin hypot arctan2 logaddexp logaddexp2")
+_binary("divide", domain=[(-2, 2), (0.5, 2)])
+_binary("power", domain=[(0.5, 2), (-1.5, 1.5)])
+_binary("float_power", domain=[(0.5, 2), (-1.5, 1.5)], f32=False)
+_binary("mod fmod", domain=[(0.2, 4), (1.05, 1.45)])
+_binary("copysign", nondiff={1})
+SPECS["ldexp"] = Spec(BINARY, make={1: small_ints}, nondiff={1})
+_unary("negative positive exp expm1 exp2 square sin cos arctan sinh cosh tanh arcsinh "
+       "deg2rad rad2deg radians degrees abs fabs conjugate real nan_to_num sinc")
+_unary("log log2 log10 sqrt cbrt reciprocal", domain=POS)
+_unary("log1p", domain=(-0.5, 2))
+_unary("tan", domain=(-1.2, 1.2))
+_unary("arcsin arccos arctanh", domain=UNIT)
+SPECS["erfinv"] = Spec(UNARY, domain=UNIT, ref=_erfinv)
+_unary("arccosh", domain=(1.2, 3))
+SPECS["rsqrt"] = Spec(UNARY, domain=POS, ref=lambda x: 1 / onp.sqrt(x))
+SPECS["rcbrt"] = Spec(UNARY, domain=POS, ref=lambda x: 1 / onp.cbrt(x))
+_unary("erf", ref=_erf)
+SPECS["modf"] = Spec(UNARY, make={0: away_from_int}, post=lambda outs: outs[0],
+                     ref=lambda x: onp.modf(x))
+SPECS["relu"] = Spec(UNARY, ref=lambda x: onp.maximum(x, 0))
+SPECS["sigmoid"] = Spec(UNARY, ref=_sigmoid)
+SPECS["leaky_relu"] = Spec([C((3, 4)), C((5,), slope=0.1)],
+                           ref=lambda x, slope=0.25: onp.where(x > 0, x, slope * x))
+SPECS["prelu"] = Spec([C((3, 4), (4,)), C((2, 3), ())],
+                      ref=lambda x, a: onp.where(x > 0, x, a * x))
+SPECS["elu"] = Spec([C((3, 4)), C((5,), alpha=0.5)],
+                    ref=lambda x, alpha=1.0: onp.where(x > 0, x, alpha * (onp.exp(x) - 1)))
+SPECS["selu"] = Spec(UNARY, ref=lambda x: 1.0507009873554805 * onp.where(
+    x > 0, x, 1.6732632423543772 * (onp.exp(x) - 1)))
+SPECS["gelu"] = Spec(UNARY, ref=_gelu)
+SPECS["gelu_tanh"] = Spec(UNARY, ref=lambda x: 0.5 * x * (1 + onp.tanh(
+    onp.sqrt(2 / onp.pi) * (x + 0.044715 * x ** 3))))
+SPECS["softplus"] = Spec(UNARY, ref=_softplus)
+SPECS["log_sigmoid"] = Spec(UNARY, ref=lambda x: onp.log(_sigmoid(x)))
+SPECS["softsign"] = Spec(UNARY, ref=lambda x: x / (1 + abs(x)))
+SPECS["silu"] = Spec(UNARY, ref=lambda x: x * _sigmoid(x))
+SPECS["hard_sigmoid"] = Spec([C((3, 4), alpha=0.3, beta=0.4)], domain=(-4, 4),
+                             ref=lambda x, alpha, beta: onp.clip(alpha * x + beta, 0, 1))
+SPECS["smooth_l1"] = Spec([C((3, 4)), C((5,), sigma=2.0)], domain=(-3, 3),
+                          ref=lambda x, sigma=1.0: onp.where(
+                              abs(x) < 1 / sigma ** 2, 0.5 * (sigma * x) ** 2,
+                              abs(x) - 0.5 / sigma ** 2))
+SPECS["softmax"] = Spec([C((3, 4)), C((3, 4), axis=0)], ref=_softmax)
+SPECS["log_softmax"] = Spec([C((3, 4)), C((3, 4), axis=0)], ref=_log_softmax)
+
+# reductions
+for _name in "sum mean max min nansum nanmean nanmax nanmin logsumexp".split():
+    SPECS[_name] = Spec(REDUCE, make={0: distinct} if "max" in _name or "min" in _name else None)
+SPECS["logsumexp"].ref = _logsumexp
+SPECS["prod"] = Spec(REDUCE + [C((3, 4), axis=1)], domain=(0.5, 1.5))
+SPECS["prod_zero"] = Spec([C((3, 4), axis=1), C((3, 4))], make={0: with_zero},
+                          ref=lambda x, **p: onp.prod(x, **p),
+                          call=lambda x, **p: mx.np.prod(x, **p))
+SPECS["nanprod"] = Spec(REDUCE, domain=(0.5, 1.5))
+SPECS["nan_sum_with_nan"] = Spec([C((3, 4), axis=1)], make={0: with_nan},
+                                 ref=lambda x, **p: onp.nansum(x, **p),
+                                 call=lambda x, **p: mx.np.nansum(x, **p))
+SPECS["var"] = Spec(REDUCE + [C((3, 4), axis=0, ddof=1)])
+SPECS["std"] = Spec(REDUCE + [C((3, 4), axis=0, ddof=1)])
+for _name in "cumsum cumprod nancumsum nancumprod".split():
+    SPECS[_name] = Spec([C((3, 4), axis=1), C((5,), axis=0)], domain=(0.5, 1.5))
+SPECS["cumprod_zero"] = Spec([C((3, 4), axis=1), C((5,), axis=0)], make={0: with_zero},
+                             ref=lambda x, axis: onp.cumprod(x, axis=axis),
+                             call=lambda x, axis: mx.np.cumprod(x, axis=axis))
+SPECS["average"] = Spec([C((3, 4), (3, 4), axis=1), C((3, 4), (3, 4)),
+                         C((2, 3), (2, 3), axis=0, keepdims=True)],
+                        make={1: positive_weights},
+                        ref=lambda a, w, axis=None, keepdims=False: onp.average(
+                            a, axis=axis, weights=w, keepdims=keepdims))
+SPECS["norm"] = Spec([C((5,)), C((5,), ord=1, axis=0), C((5,), ord=3, axis=0),
+                      C((5,), ord=onp.inf, axis=0), C((3, 4), axis=1, keepdims=True),
+                      C((3, 4), ord="fro", axis=(0, 1)), C((3, 4), ord=1, axis=(0, 1)),
+                      C((3, 4), ord=onp.inf, axis=(1, 0))], make={0: distinct},
+                     ref=lambda x, ord=None, axis=None, keepdims=False: onp.linalg.norm(
+                         x, ord, axis, keepdims))
+
+# shape and indexing
+SPECS["reshape"] = Spec([C((3, 4), shape=(2, 6)), C((6,), shape=(3, -1))])
+SPECS["transpose"] = Spec([C((3, 4)), C((2, 3, 4), axes=(1, 2, 0))])
+SPECS["swapaxes"] = Spec([C((2, 3, 4), axis1=0, axis2=2)])
+SPECS["moveaxis"] = Spec([C((2, 3, 4), source=(0,), destination=(2,))])
+SPECS["expand_dims"] = Spec([C((3, 4), axis=1), C((3,), axis=(0, 2))])
+SPECS["squeeze"] = Spec([C((3, 1, 4)), C((1, 3, 1), axis=0)])
+SPECS["broadcast_to"] = Spec([C((3, 1), shape=(2, 3, 4))])
+SPECS["sum_to"] = Spec([C((2, 3, 4), shape=(3, 1))],
+                       ref=lambda x, shape: x.sum(axis=(0, 2)).reshape(shape))
+SPECS["getitem"] = Spec([C((4, 5), key=(slice(1, 3), 2)), C((4, 5), key=(onp.array([0, 2, 2]),)),
+                         C((4, 5), key=(onp.arange(20).reshape(4, 5) % 3 == 0,)),
+                         C((3, 4), key=(Ellipsis, None, slice(None, None, -2)))],
+                        ref=lambda x, key: x[key])
+SPECS["scatter_add"] = Spec([C((3,), key=(onp.array([0, 2, 2]),), shape=(4,)),
+                             C((2, 2), key=(slice(1, 3), slice(0, 2)), shape=(4, 3))],
+                            ref=lambda v, key, shape: _scatter_ref(v, key, shape))
+SPECS["take"] = Spec([C((5, 3), indices=onp.array([0, 2, 2, 4]), axis=0),
+                      C((5, 3), indices=onp.array([[1, 0], [7, 7]]), axis=None),
+                      C((2, 5), indices=onp.array(3), axis=1)])
+SPECS["take_along_axis"] = Spec([C((3, 4), indices=onp.array([[0, 1], [3, 3], [2, 0]]),
+                                   axis=1)])
+SPECS["where"] = Spec([C((3, 4), (3, 4), (3, 4)), C((3, 4), (4,), ())], make={0: bool_mask},
+                      nondiff={0})
+SPECS["concatenate"] = Spec([C((2, 3), (4, 3), axis=0, sizes=(2, 4)),
+                             C((2, 3), (2, 1), axis=1, sizes=(3, 1))], variadic=True,
+                            ref=lambda *xs, axis, sizes: onp.concatenate(xs, axis=axis))
+SPECS["stack"] = Spec([C((2, 3), (2, 3), axis=0), C((3,), (3,), (3,), axis=1)],
+                      variadic=True, ref=lambda *xs, axis: onp.stack(xs, axis=axis))
+SPECS["split"] = Spec([C((6, 3), indices=(2, 4), axis=0), C((2, 5), indices=(1,), axis=1)],
+                      ref=_split_ref)
+SPECS["clip"] = Spec([C((3, 4), a_min=-1.0, a_max=1.0), C((5,), a_min=0.0)],
+                     ref=lambda x, a_min=None, a_max=None: onp.clip(x, a_min, a_max))
+SPECS["tile"] = Spec([C((2, 3), reps=(2, 1)), C((3,), reps=(2, 2))])
+SPECS["repeat"] = Spec([C((2, 3), repeats=2, axis=1), C((3,), repeats=(1, 0, 3), axis=0),
+                        C((2, 2), repeats=2)])
+SPECS["flip"] = Spec([C((3, 4)), C((3, 4), axis=(1,))])
+SPECS["roll"] = Spec([C((3, 4), shift=1), C((3, 4), shift=(1, -2), axis=(0, 1))])
+SPECS["rot90"] = Spec([C((3, 4)), C((2, 3, 4), k=3, axes=(1, 2))])
+SPECS["pad"] = Spec([C((3, 4), pad_width=((1, 0), (2, 1)), constant_values=0.5)])
+SPECS["diag"] = Spec([C((3,)), C((3,), k=1), C((3, 4), k=-1), C((4, 3))])
+SPECS["diagonal"] = Spec([C((3, 4)), C((2, 3, 4), offset=1, axis1=2, axis2=0)])
+SPECS["trace"] = Spec([C((3, 4)), C((2, 3, 4), offset=-1, axis1=1, axis2=2)])
+SPECS["triu"] = Spec([C((3, 4)), C((2, 3, 3), k=1)])
+SPECS["tril"] = Spec([C((3, 4)), C((2, 3, 3), k=-1)])
+SPECS["sort"] = Spec([C((3, 4)), C((3, 4), axis=0)], make={0: distinct})
+SPECS["diff"] = Spec([C((3, 5)), C((4, 3), n=2, axis=0)])
+
+# linear algebra
+SPECS["matmul"] = Spec(MATMUL)
+SPECS["dot"] = Spec([C((3, 4), (4,)), C((3, 4), (4, 2)), C((2, 3), (4, 3, 2))])
+SPECS["tensordot"] = Spec([C((3, 4, 5), (4, 5, 2), axes=((1, 2), (0, 1))),
+                           C((3, 4), (5, 3), axes=((0,), (1,))), C((2,), (3,), axes=((), ()))])
+SPECS["einsum"] = Spec([C((3, 4), subscripts="ij->ji"), C((3, 4), subscripts="ij->"),
+                        C((2, 3, 4), subscripts="ijk->ki")],
+                       ref=lambda x, subscripts: onp.einsum(subscripts, x))
+SPECS["einsum2"] = Spec([C((3, 4), (4, 2), subscripts="ij,jk->ik"),
+                         C((3,), (4,), subscripts="i,j->ij"),
+                         C((3, 4), (3, 4), subscripts="ij,ij->"),
+                         C((3, 4), (5,), subscripts="ij,k->ik")],
+                        ref=lambda x, y, subscripts: onp.einsum(subscripts, x, y))
+SPECS["outer"] = Spec([C((3,), (4,)), C((2, 2), (3,))])
+SPECS["kron"] = Spec([C((2, 3), (3, 2)), C((2,), (3,)), C((2, 2), (3,))])
+SPECS["cross"] = Spec([C((3,), (3,)), C((4, 3), (3,))])
+SPECS["convolve"] = Spec([C((5,), (3,)), C((2,), (4,))],
+                         ref=lambda x, y: onp.convolve(x, y, "full"))
+SPECS["inv"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
+                    ref=onp.linalg.inv)
+SPECS["det"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
+                    ref=onp.linalg.det)
+SPECS["slogdet"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
+                        ref=lambda x: tuple(onp.linalg.slogdet(x)))
+SPECS["solve"] = Spec([C((3, 3), (3,)), C((3, 3), (3, 2)), C((2, 3, 3), (2, 3, 2))],
+                      make={0: well_conditioned},
+                      ref=lambda a, b: onp.linalg.solve(a, b))
+SPECS["cholesky"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: spd},
+                         ref=lambda x: onp.linalg.cholesky((x + onp.swapaxes(x, -1, -2)) / 2))
+SPECS["eigh"] = Spec([C((3, 3)), C((2, 4, 4))], post=_eigvec_post,
+                     ref=lambda x: tuple(onp.linalg.eigh((x + onp.swapaxes(x, -1, -2)) / 2)))
+SPECS["eigvalsh"] = Spec([C((3, 3)), C((2, 4, 4))],
+                         ref=lambda x: onp.linalg.eigvalsh((x + onp.swapaxes(x, -1, -2)) / 2))
+SPECS["qr"] = Spec([C((4, 3)), C((3, 3))], make={0: well_conditioned},
+                   ref=lambda x: tuple(onp.linalg.qr(x)))
+SPECS["svd"] = Spec([C((4, 3)), C((3, 4)), C((3, 3))], post=_svd_post,
+                    ref=lambda x: tuple(onp.linalg.svd(x, full_matrices=False)))
+
+# convolution and pooling
+_CONV = [C((2, 2, 4, 4), (3, 2, 3, 3), stride=(1, 1), pad=(1, 1), dilate=(1, 1)),
+         C((1, 2, 6, 5), (2, 2, 2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1))]
+SPECS["conv2d"] = Spec(_CONV, ref=_conv_ref)
+SPECS["conv2d_input_grad"] = Spec(
+    [C((2, 3, 4, 4), (3, 2, 3, 3), stride=(1, 1), pad=(1, 1), dilate=(1, 1), x_hw=(4, 4)),
+     C((1, 2, 2, 6), (2, 2, 2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1), x_hw=(6, 5))],
+    ref=_conv_input_grad_ref)
+SPECS["conv2d_weight_grad"] = Spec(
+    [C((2, 2, 4, 4), (2, 3, 4, 4), stride=(1, 1), pad=(1, 1), dilate=(1, 1), kernel=(3, 3)),
+     C((1, 2, 6, 5), (1, 2, 2, 6), stride=(2, 1), pad=(0, 1), dilate=(2, 1), kernel=(2, 2))],
+    ref=_conv_weight_grad_ref)
+_POOL = [C((2, 2, 4, 4), kernel=(2, 2), stride=(2, 2), pad=(0, 0)),
+         C((1, 2, 5, 4), kernel=(3, 2), stride=(1, 2), pad=(1, 1))]
+SPECS["max_pool2d"] = Spec(_POOL, make={0: distinct}, ref=_max_pool_ref)
+SPECS["max_pool2d_scatter"] = Spec(
+    [C((2, 2, 2, 2), (2, 2, 4, 4), kernel=(2, 2), stride=(2, 2), pad=(0, 0)),
+     C((1, 2, 5, 3), (1, 2, 5, 4), kernel=(3, 2), stride=(1, 2), pad=(1, 1))],
+    make={1: distinct}, nondiff={1},
+    ref=lambda dy, x, **p: onp.einsum("ncij,ncijpq->ncpq", dy, _argmax_mask(x, **p)))
+SPECS["max_pool2d_select"] = Spec(
+    [C((2, 2, 4, 4), (2, 2, 4, 4), kernel=(2, 2), stride=(2, 2), pad=(0, 0)),
+     C((1, 2, 5, 4), (1, 2, 5, 4), kernel=(3, 2), stride=(1, 2), pad=(1, 1))],
+    make={1: distinct}, nondiff={1},
+    ref=lambda h, x, **p: onp.einsum("ncpq,ncijpq->ncij", h, _argmax_mask(x, **p)))
+SPECS["avg_pool2d"] = Spec(_POOL + [C((1, 2, 5, 4), kernel=(3, 2), stride=(1, 2), pad=(1, 1),
+                                      count_include_pad=False)], ref=_avg_pool_ref)
+SPECS["avg_pool2d_backward"] = Spec(
+    [C((2, 2, 2, 2), kernel=(2, 2), stride=(2, 2), pad=(0, 0), count_include_pad=True,
+       x_shape=(2, 2, 4, 4)),
+     C((1, 2, 5, 3), kernel=(3, 2), stride=(1, 2), pad=(1, 1), count_include_pad=False,
+       x_shape=(1, 2, 5, 4))], ref=_avg_pool_backward_ref)
+
+SPECS["astype"] = Spec([C((3, 4), dtype=onp.dtype("float64"))], f32=False,
+                       ref=lambda x, dtype: x.astype(dtype))
+SPECS["copy"] = Spec(UNARY, ref=onp.copy)
+
+
+def _scatter_ref(v, key, shape):
+    out = onp.zeros(shape)
+    onp.add.at(out, key, v)
+    return out
+
+
+# ---------------------------------------------------------------- composites
+npx, np_ = mx.npx, mx.np
+COMPOSITE_SPECS = {
+    "npx.softmin": Spec([C((3, 4))], call=npx.softmin, ref=lambda x: _softmax(-x)),
+    "npx.activation": Spec([C((3, 4))], call=lambda x: npx.activation(x, "softrelu"),
+                           ref=_softplus),
+    "npx.dropout": Spec([C((4, 5))], call=_dropout_call, ref=_dropout_ref, f32=False),
+    "npx.fully_connected": Spec([C((2, 3, 2), (4, 6), (4,))],
+                                call=lambda x, w, b: npx.fully_connected(x, w, b, num_hidden=4),
+                                ref=lambda x, w, b: x.reshape(2, -1) @ w.T + b),
+    "npx.convolution": Spec([C((2, 2, 5, 5), (3, 2, 3, 3), (3,))],
+                            call=lambda x, w, b: npx.convolution(x, w, b, kernel=(3, 3),
+                                                                 stride=2, pad=1, num_filter=3),
+                            ref=lambda x, w, b: _conv_ref(x, w, (2, 2), (1, 1), (1, 1))
+                            + b.reshape(1, -1, 1, 1)),
+    "npx.pooling": Spec([C((2, 3, 4, 4))], call=lambda x: npx.pooling(x, pool_type="avg",
+                                                                      global_pool=True),
+                        ref=lambda x: x.mean(axis=(2, 3), keepdims=True)),
+    "npx.batch_norm": Spec([C((4, 3, 2, 2), (3,), (3,))], call=_bn_call, ref=_batch_norm_ref,
+                           rtol=1e-4, atol=1e-5),
+    "npx.layer_norm": Spec([C((3, 5), (5,), (5,))], call=npx.layer_norm, ref=_layer_norm_ref,
+                           rtol=1e-4, atol=1e-5),
+    "npx.group_norm": Spec([C((2, 4, 3), (4,), (4,))],
+                           call=lambda x, g, b: npx.group_norm(x, g, b, num_groups=2),
+                           ref=lambda x, g, b: (
+                               (x.reshape(2, 2, -1) - x.reshape(2, 2, -1).mean(-1, keepdims=True))
+                               / onp.sqrt(x.reshape(2, 2, -1).var(-1, keepdims=True) + 1e-5)
+                           ).reshape(x.shape) * g.reshape(1, -1, 1) + b.reshape(1, -1, 1),
+                           rtol=1e-4, atol=1e-5),
+    "npx.instance_norm": Spec([C((2, 3, 4), (3,), (3,))], call=npx.instance_norm,
+                              ref=lambda x, g, b: (x - x.mean(-1, keepdims=True))
+                              / onp.sqrt(x.var(-1, keepdims=True) + 1e-3)
+                              * g.reshape(1, -1, 1) + b.reshape(1, -1, 1),
+                              rtol=1e-4, atol=1e-5),
+    "npx.l2_normalization": Spec([C((3, 4))], call=npx.l2_normalization,
+                                 ref=lambda x: x / onp.sqrt((x * x).sum(1, keepdims=True)
+                                                            + 1e-10)),
+    "npx.embedding": Spec([C((5, 3))], call=lambda w: npx.embedding(onp.array([[0, 4], [4, 2]]),
+                                                                     w),
+                          ref=lambda w: w[onp.array([[0, 4], [4, 2]])]),
+    "npx.pick": Spec([C((3, 4))], call=lambda x: npx.pick(x, onp.array([0, 3, 3])),
+                     ref=lambda x: x[onp.arange(3), [0, 3, 3]]),
+    "npx.softmax_cross_entropy": Spec(
+        [C((3, 4))], call=lambda x: npx.softmax_cross_entropy(x, onp.array([1, 0, 3])),
+        ref=lambda x: -_log_softmax(x)[onp.arange(3), [1, 0, 3]].sum()),
+    "npx.batch_flatten": Spec([C((2, 3, 2))], call=npx.batch_flatten,
+                              ref=lambda x: x.reshape(2, -1)),
+    "npx.batch_dot": Spec([C((2, 3, 4), (2, 2, 4))],
+                          call=lambda a, b: npx.batch_dot(a, b, transpose_b=True),
+                          ref=lambda a, b: a @ onp.swapaxes(b, 1, 2)),
+    "npx.topk": Spec([C((3, 5))], make={0: distinct},
+                     call=lambda x: npx.topk(x, k=2, ret_typ="value"),
+                     ref=lambda x: -onp.sort(-x, axis=-1)[:, :2]),
+    "np.median": Spec([C((3, 4), axis=1), C((5,))], make={0: distinct},
+                      call=np_.median, ref=onp.median),
+    "np.quantile": Spec([C((3, 5), axis=1)], make={0: distinct},
+                        call=lambda x, axis: np_.quantile(x, [0.3, 0.8], axis=axis),
+                        ref=lambda x, axis: onp.quantile(x, [0.3, 0.8], axis=axis)),
+    "np.correlate": Spec([C((5,), (3,), mode="same"), C((2,), (4,), mode="same"),
+                          C((5,), (3,), mode="valid")], call=np_.correlate, ref=onp.correlate),
+    "np.convolve": Spec([C((5,), (3,), mode="same"), C((2,), (5,), mode="same")],
+                        call=np_.convolve, ref=onp.convolve),
+    "np.trapezoid": Spec([C((3, 4))], call=np_.trapezoid, ref=onp.trapezoid),
+    "np.polyval": Spec([C((3,), (4,))], call=np_.polyval, ref=onp.polyval),
+    "np.einsum3": Spec([C((2, 3), (3, 4), (4,))],
+                       call=lambda a, b, c: np_.einsum("ij,jk,k->i", a, b, c),
+                       ref=lambda a, b, c: onp.einsum("ij,jk,k->i", a, b, c)),
+    "np.einsum_ellipsis": Spec([C((2, 3, 4), (4, 2))],
+                               call=lambda a, b: np_.einsum("...ij,jk", a, b),
+                               ref=lambda a, b: onp.einsum("...ij,jk", a, b)),
+    "np.linalg.norm_2": Spec([C((3, 4))], call=lambda x: np_.linalg.norm(x, 2),
+                             ref=lambda x: onp.linalg.norm(x, 2)),
+    "np.linalg.norm_nuc": Spec([C((3, 4))], call=lambda x: np_.linalg.norm(x, "nuc"),
+                               ref=lambda x: onp.linalg.norm(x, "nuc")),
+    "np.linalg.pinv": Spec([C((4, 3))], make={0: well_conditioned}, call=np_.linalg.pinv,
+                           ref=onp.linalg.pinv),
+    "np.linalg.matrix_power": Spec([C((3, 3))], call=lambda a: np_.linalg.matrix_power(a, 3),
+                                   ref=lambda a: onp.linalg.matrix_power(a, 3)),
+    "np.inner": Spec([C((2, 3), (4, 3))], call=np_.inner, ref=onp.inner),
+    "np.vdot": Spec([C((2, 3), (2, 3))], call=np_.vdot, ref=onp.vdot),
+    "np.ptp": Spec([C((3, 4), axis=1)], make={0: distinct}, call=np_.ptp, ref=onp.ptp),
+    "np.hstack": Spec([C((2, 3), (2, 1))], call=lambda a, b: np_.hstack([a, b]),
+                      ref=lambda a, b: onp.hstack([a, b])),
+    "np.vstack": Spec([C((3,), (2, 3))], call=lambda a, b: np_.vstack([a, b]),
+                      ref=lambda a, b: onp.vstack([a, b])),
+    "np.average_1d_weights": Spec([C((3, 4), (4,))], make={1: positive_weights},
+                                  call=lambda a, w: np_.average(a, axis=1, weights=w),
+                                  ref=lambda a, w: onp.average(a, axis=1, weights=w)),
+}
