@@ -204,7 +204,7 @@ cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create) exc
         elif create:
             p.acc = P_ADD.apply((acc, g), ())
         elif p.acc_owned:
-            _npadd(acc, g, out=acc)
+            acc += g
         else:
             p.acc = acc + g
             p.acc_owned = True
