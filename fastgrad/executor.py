@@ -49,7 +49,7 @@ _PRIM, _COMPOSITE = 0, 1
 
 class _Step:
     __slots__ = ("kind", "fn", "name", "ins", "params", "outs", "mask", "needs", "n_out",
-                 "tape")
+                 "tape", "rule", "saved_slots", "shape_slots", "result", "need_slots")
 
     def __init__(self, kind, fn, name, ins, params, outs):
         self.kind = kind
@@ -62,6 +62,20 @@ class _Step:
         self.mask = 0
         self.needs = ()
         self.tape = None
+        self.rule = None
+        self.saved_slots = ()
+        self.shape_slots = ()
+        self.result = False
+        self.need_slots = ()
+
+    def prepare_rule(self):
+        """Precompute where the derivative rule's arguments live (Note [Executor plan])."""
+        save_inputs, save_shapes, save_result = self.fn.saves
+        self.rule = self.fn.backward
+        self.saved_slots = tuple(self.ins[j] for j in save_inputs)
+        self.shape_slots = tuple(self.ins[j] for j in save_shapes)
+        self.result = bool(save_result)
+        self.need_slots = tuple((i, self.ins[i]) for i in self.needs)
 
 
 def _diff_flag(prim, i):
@@ -131,6 +145,8 @@ class _Plan:
                 step = _Step(_PRIM, fn, node.name, ins, tuple(node.params), outs)
                 step.mask = mask
                 step.needs = tuple(needs)
+                if mask:
+                    step.prepare_rule()
             else:
                 needs = tuple(i for i, s in enumerate(ins) if requires[s])
                 outs = tuple(new_slot(None, False, bool(needs))
@@ -490,11 +506,22 @@ class Executor:
                     raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
                                        "for %d inputs" % (step.fn.name, len(grads),
                                                           len(step.ins)))
-                for i in step.needs:
+                for i, s in step.need_slots:
                     gi = grads[i]
-                    if gi is not None:
-                        s = step.ins[i]
-                        _accumulate(acc, owned, s, _fit(gi, vals[s], step, i))
+                    if gi is None:
+                        continue
+                    v = vals[s]
+                    if (type(gi) is not ndarray_np or type(v) is not ndarray_np
+                            or gi.shape != v.shape or gi.dtype != v.dtype):
+                        gi = _fit(gi, v, step, i)
+                    cur = acc[s]
+                    if cur is None:
+                        acc[s] = gi
+                    elif owned[s]:
+                        np.add(cur, gi, out=cur)
+                    else:
+                        acc[s] = cur + gi
+                        owned[s] = True
             else:
                 for i, gi in self._backward_composite(step, g):
                     s = step.ins[i]
@@ -565,23 +592,26 @@ class Executor:
         return heads
 
 
+ndarray_np = np.ndarray
+
+
 def _call_rule(step, g, vals):
-    prim = step.fn
-    save_inputs, save_shapes, save_result = prim.saves
+    # The arguments in the order the generated rule takes them (see _registry._compile):
+    # g, needs, saved inputs, saved shapes, result, params.
     args = [g, step.mask]
-    ins = step.ins
-    for j in save_inputs:
-        args.append(vals[ins[j]])
-    for j in save_shapes:
-        v = vals[ins[j]]
-        args.append(v.shape if type(v) is np.ndarray else np.shape(v))
-    if save_result:
+    for s in step.saved_slots:
+        args.append(vals[s])
+    for s in step.shape_slots:
+        v = vals[s]
+        args.append(v.shape if type(v) is ndarray_np else np.shape(v))
+    if step.result:
         if step.n_out == 1:
             args.append(vals[step.outs[0]])
         else:
-            args.append(tuple(vals[s] for s in step.outs))
-    args.extend(step.params)
-    return prim.backward(*args)
+            args.append(tuple([vals[s] for s in step.outs]))
+    if step.params:
+        args.extend(step.params)
+    return step.rule(*args)
 
 
 def _fit(g, value, step, i):
