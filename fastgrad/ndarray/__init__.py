@@ -171,3 +171,69 @@ def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
 
 def waitall():
     """Accepted for MXNet compatibility (fastgrad computes eagerly)."""
+
+
+# ---------------------------------------------------------------- more legacy operator names
+prod, cumsum, norm = F.prod, F.cumsum, F.linalg.norm
+log1p, expm1, log2, log10, cbrt, rsqrt = F.log1p, F.expm1, F.log2, F.log10, F.cbrt, \
+    _npx._P["rsqrt"]
+arcsin, arccos, arctan, sinh, cosh = F.arcsin, F.arccos, F.arctan, F.sinh, F.cosh
+arcsinh, arccosh, arctanh = F.arcsinh, F.arccosh, F.arctanh
+round, rint, trunc, fix = F.round, F.rint, F.trunc, F.fix
+flip, tile, repeat, take, diag = F.flip, F.tile, F.repeat, F.take, F.diag
+erf, erfinv, smooth_l1, log_softmax, softmin = _npx.erf, _npx.erfinv, _npx.smooth_l1, \
+    _npx.log_softmax, _npx.softmin
+batch_dot, topk, Embedding = _npx.batch_dot, _npx.topk, _npx.embedding
+argmax, argmin, argsort, sort = F.argmax, F.argmin, F.argsort, F.sort
+
+
+def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
+                num_filter=None, num_group=1, no_bias=False, **kwargs):
+    """2-D convolution of NCHW data (``nd.Convolution``); see ``npx.convolution``."""
+    return _npx.convolution(data, weight, bias, kernel=kernel, stride=stride, dilate=dilate,
+                            pad=pad, num_filter=num_filter, num_group=num_group,
+                            no_bias=no_bias)
+
+
+def Pooling(data, kernel=None, pool_type="max", global_pool=False, stride=None, pad=None,
+            pooling_convention="valid", count_include_pad=True, **kwargs):
+    """2-D max/avg/sum pooling (``nd.Pooling``); see ``npx.pooling``."""
+    return _npx.pooling(data, kernel=kernel, stride=stride, pad=pad, pool_type=pool_type,
+                        pooling_convention=pooling_convention, global_pool=global_pool,
+                        count_include_pad=count_include_pad)
+
+
+def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
+              fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1,
+              **kwargs):
+    """Batch normalization (``nd.BatchNorm``); see ``npx.batch_norm``."""
+    return _npx.batch_norm(data, gamma, beta, moving_mean, moving_var, eps=eps,
+                           momentum=momentum, fix_gamma=fix_gamma,
+                           use_global_stats=use_global_stats, output_mean_var=output_mean_var,
+                           axis=axis)
+
+
+def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
+    """Layer normalization (``nd.LayerNorm``); see ``npx.layer_norm``."""
+    return _npx.layer_norm(data, gamma, beta, axis=axis, eps=eps,
+                           output_mean_var=output_mean_var)
+
+
+def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):
+    """MXNet's LeakyReLU family (``nd.LeakyReLU``); see ``npx.leaky_relu``."""
+    return _npx.leaky_relu(data, gamma, act_type=act_type, slope=slope)
+
+
+def softmax_cross_entropy(data, label):
+    """The softmax cross-entropy summed over the batch, shape ``(1,)`` (MXNet 1.x)."""
+    return F.reshape(_npx.softmax_cross_entropy(data, label), (1,))
+
+
+def SoftmaxOutput(data, label=None, grad_scale=1.0, **kwargs):
+    """Softmax along the last axis (``nd.SoftmaxOutput``'s forward).
+
+    MXNet's SoftmaxOutput replaces the gradient by ``softmax - one_hot(label)``; here the
+    output is an ordinary softmax, so differentiate a loss such as ``softmax_cross_entropy``
+    instead to get that gradient.
+    """
+    return _npx.softmax(data, axis=-1)
