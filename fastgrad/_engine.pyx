@@ -379,9 +379,15 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                             % (i, type(obj).__name__))
         h = <ndarray>obj
         if h._node is None:
+            if prune and allow_unused:
+                # A constant head (e.g. the derivative of a linear function) reaches no
+                # variable: with the opt-in, every variable gets zeros from it.
+                continue
             raise RuntimeError(
                 "backward: head %d has no recorded history. Compute it inside "
-                "autograd.record() from an array that had attach_grad() called." % i)
+                "autograd.record() from an array that had attach_grad() called%s."
+                % (i, "" if not prune else
+                   ", or pass allow_unused=True to grad() to get zeros for a constant head"))
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
         if h._node.epoch != epoch:
