@@ -204,9 +204,12 @@ cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create) exc
         elif create:
             p.acc = P_ADD.apply((acc, g), ())
         elif p.acc_owned:
-            acc += g
+            acc += g                  # an ndarray this pass allocated: add in place
         else:
-            p.acc = acc + g
+            acc = acc + g
+            if type(acc) is not NP_NDARRAY:
+                acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
+            p.acc = acc
             p.acc_owned = True
         return
     if p.acc is None:

@@ -1057,10 +1057,8 @@ linalg.LinAlgError = _np.linalg.LinAlgError
 def _float_default(obj, dtype):
     if dtype is not None:
         return _np.dtype(dtype)
-    if isinstance(obj, ndarray):
-        return obj.dtype
-    if isinstance(obj, _np.ndarray):
-        return obj.dtype
+    if isinstance(obj, (ndarray, _np.ndarray, _np.generic)):
+        return obj.dtype          # NumPy arrays and scalars keep their dtype
     probe = _np.asarray(obj)
     if probe.dtype.kind in "fiu":
         return _np.dtype(_DEFAULT_FLOAT)

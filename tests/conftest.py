@@ -7,8 +7,6 @@ import pytest
 
 import fastgrad
 
-_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fastgrad")
-
 
 def pytest_report_header(config):
     return "fastgrad %s from %s" % (fastgrad.__version__, os.path.dirname(fastgrad.__file__))

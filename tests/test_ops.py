@@ -118,23 +118,13 @@ class Case:
         return arrs, gs
 
 
-def _cases(specs, marks_for_scalars=()):
-    out = []
-    for name, spec in sorted(specs.items()):
-        for k, case in enumerate(spec.cases):
-            marks = marks_for_scalars if () in case.shapes else ()
-            out.append(pytest.param(name, k, id="%s-%d" % (name, k), marks=marks))
-    return out
+def _cases(specs):
+    return [pytest.param(name, k, id="%s-%d" % (name, k))
+            for name, spec in sorted(specs.items()) for k in range(len(spec.cases))]
 
 
-# Engine issue, reported: the engine adds a third gradient contribution into the buffer of the
-# second in place, but for 0-d gradients that buffer is a NumPy scalar (0-d ``a + b`` is not
-# an array), so the contribution is lost (``y = x*x + x*x + x*x`` gives ``x.grad == 2x``).
-# These cases pass once the engine keeps 0-d sums as arrays.
-_SCALAR_ACCUMULATION = pytest.mark.xfail(
-    strict=False, reason="engine: 0-d gradient accumulation loses contributions")
 CASES = _cases(ALL_SPECS)
-SECOND = _cases({n: s for n, s in ALL_SPECS.items() if s.order2}, (_SCALAR_ACCUMULATION,))
+SECOND = _cases({n: s for n, s in ALL_SPECS.items() if s.order2})
 
 
 def _close(actual, expected, spec, what, scale=1.0):
