@@ -10,7 +10,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import fastgrad as mx  # noqa: E402
 from fastgrad import autograd, nd, np, npx  # noqa: E402
 
 from _helpers import (  # noqa: E402
@@ -567,13 +566,15 @@ class TestBackwardErrors:
             y.backward()
 
     def test_backward_without_history_raises_runtime_error(self):
-        x = f64([1.0, 2.0])
-        x.attach_grad()
-        with pytest.raises(RuntimeError):
-            x.backward()
         z = np.ones((2,))
         with pytest.raises(RuntimeError):
             z.backward()
+        x = f64([1.0, 2.0])
+        x.attach_grad()
+        w = x * 2  # computed outside record(): no history
+        with pytest.raises(RuntimeError):
+            autograd.backward(w)
+        assert_close(x.grad, [0.0, 0.0])
 
 
 # ==========================================================================
@@ -861,8 +862,15 @@ class TestDtypes:
         assert np.array(onp.array([1.0, 2.0])).dtype == onp.float64
         assert np.array(onp.array([1, 2], dtype=onp.int64)).dtype == onp.int64
         assert nd.array([1, 2]).dtype == onp.float32
-        assert nd.array(onp.array([1.0, 2.0])).dtype == onp.float32
         assert nd.array([1, 2], dtype=onp.float64).dtype == onp.float64
+        assert nd.array(onp.array([1.0, 2.0]), dtype=onp.float64).dtype == onp.float64
+
+    @pytest.mark.parametrize("src_dtype", [onp.float64, onp.float16, onp.int64])
+    def test_nd_array_of_numpy_array_is_float32_without_dtype(self, src_dtype):
+        """Like MXNet's ``nd.array``: float32 unless ``dtype=`` is given, whatever the source."""
+        a = nd.array(onp.array([1, 2], dtype=src_dtype))
+        assert a.dtype == onp.float32
+        assert_close(a, onp.array([1.0, 2.0], dtype=onp.float32))
 
     @pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
     def test_attached_gradient_has_variable_dtype(self, dtype):
@@ -1213,6 +1221,62 @@ def test_tenth_derivative_of_sin():
     assert_close(x.grad, -onp.cos(xn), rtol=1e-10, atol=1e-12)
 
 
+_W42 = onp.linspace(-1.0, 1.0, 8).reshape(4, 2)
+_REP = onp.array([0, 2, 0, 1])
+
+# scalar functions of a (3, 4) float64 array, built from several ops each
+HVP_FUNCTIONS = [
+    ("matmul_cube", lambda x: np.sum(np.matmul(x, f64(_W42)) ** 3)),
+    ("mean_keepdims", lambda x: np.sum(np.mean(x * x, axis=1, keepdims=True) * x)),
+    ("rational", lambda x: np.sum(x / (1 + x * x))),
+    ("power_both_sides", lambda x: np.sum(np.power(np.abs(x) + 1, x))),
+    ("gram_tanh", lambda x: np.sum(np.tanh(x.T @ x))),
+    ("dot_square", lambda x: np.sum(np.dot(x, x.T) ** 2)),
+    ("reshape_sigmoid_sqrt",
+     lambda x: np.sum(npx.sigmoid(x.reshape(2, 6)) * np.sqrt(x * x + 1).reshape(2, 6))),
+    ("max_min", lambda x: np.sum(np.maximum(x, 0.1) ** 2 * np.minimum(x, 0.2))),
+    ("broadcast_row", lambda x: np.sum((x + x[0:1]) ** 3)),
+    ("logsumexp", lambda x: np.sum(np.log(np.sum(np.exp(x), axis=0)))),
+    ("index_repeats", lambda x: np.sum(x[_fg_int_array(_REP)] ** 3) + np.sum(np.exp(x[x > 0]))),
+    ("transpose_cos", lambda x: np.sum(np.cos(np.transpose(x)) * np.transpose(x) ** 2)),
+]
+
+
+def _fg_int_array(values):
+    return np.array(onp.array(values, dtype=onp.int64))
+
+
+def _fg_gradient(fn, xn):
+    x = f64(xn)
+    x.attach_grad()
+    with autograd.record():
+        y = fn(x)
+    return to_numpy(autograd.grad(y, x))
+
+
+@pytest.mark.parametrize("fn", [h[1] for h in HVP_FUNCTIONS], ids=[h[0] for h in HVP_FUNCTIONS])
+def test_hessian_vector_product_matches_finite_differences_of_gradient(fn):
+    """Double backward: d/dx sum(grad f(x) * v) = H v, compared with central differences of
+    the first-order gradient (itself checked elsewhere)."""
+    rng = _rng(21)
+    # stay away from the kinks of abs/maximum/minimum and from x == 0 (x > 0 mask)
+    xn = rng.uniform(0.25, 0.9, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+    xn[xn > 0] += 0.05
+    vn = rng.uniform(-1, 1, (3, 4))
+    x = f64(xn)
+    x.attach_grad()
+    with autograd.record():
+        y = fn(x)
+        g = autograd.grad(y, x, create_graph=True)
+        h = np.sum(g * f64(vn))
+    assert_close(g, _fg_gradient(fn, xn), rtol=1e-12, atol=1e-12)
+    fd_g = numerical_grad(lambda a: fn(f64(a)).asnumpy(), xn)[0]
+    assert_close(g, fd_g, rtol=1e-6, atol=1e-6)
+    h.backward()
+    fd_hv = numerical_grad(lambda a: _fg_gradient(fn, a) * vn, xn, eps=1e-5)[0]
+    assert_close(x.grad, fd_hv, rtol=1e-5, atol=1e-6)
+
+
 # ==========================================================================
 # dropout and train mode
 # ==========================================================================
@@ -1282,10 +1346,6 @@ class TestDropout:
 # ==========================================================================
 # Indexing
 # ==========================================================================
-
-def _fg_int_array(values):
-    return np.array(onp.array(values, dtype=onp.int64))
-
 
 INDEXES = [
     ("int", lambda xn: (1, 1)),
@@ -1451,6 +1511,55 @@ class TestDetachAndComparisons:
             m.backward()
         z.backward()
         assert_close(x.grad, (xn > 1).astype(onp.float64))
+
+
+# ==========================================================================
+# In-place writes
+# ==========================================================================
+
+class TestInPlaceWrites:
+    def test_inplace_write_on_recorded_array_raises_inside_record(self):
+        x = f64([1.0, 2.0])
+        x.attach_grad()
+        with autograd.record():
+            y = x * 2
+            with pytest.raises(RuntimeError):
+                y += 1
+            with pytest.raises(RuntimeError):
+                y[:] = 0.0
+        assert_close(y, [2.0, 4.0])
+        y.backward()
+        assert_close(x.grad, [2.0, 2.0])
+
+    def test_modifying_a_saved_array_then_backward_raises(self):
+        """y = x * w saves w; changing w afterwards must not give a silently wrong gradient."""
+        x = f64([1.0, 2.0])
+        x.attach_grad()
+        w = f64([3.0, 4.0])
+        with autograd.record():
+            y = x * w
+        w[:] = 5.0
+        assert_close(w, [5.0, 5.0])
+        with pytest.raises(RuntimeError):
+            y.backward()
+        assert_close(x.grad, [0.0, 0.0])
+
+    def test_modifying_a_copy_keeps_gradient_correct(self):
+        x = f64([1.0, 2.0])
+        x.attach_grad()
+        w = f64([3.0, 4.0])
+        with autograd.record():
+            y = x * w.copy()
+        w[:] = 5.0
+        y.backward()
+        assert_close(x.grad, [3.0, 4.0])
+
+    def test_inplace_write_on_unrecorded_array_is_allowed_inside_record(self):
+        c = f64([1.0, 2.0])
+        with autograd.record():
+            c += 1
+            c[0] = 10.0
+        assert_close(c, [10.0, 3.0])
 
 
 # ==========================================================================

@@ -9,7 +9,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import fastgrad as mx  # noqa: E402,F401
 from fastgrad import autograd, np  # noqa: E402
 
 from _helpers import assert_close, f64, reset_autograd_state, to_numpy  # noqa: E402
@@ -22,6 +21,15 @@ def _clean_state():
     reset_autograd_state()
     yield
     reset_autograd_state()
+
+
+@pytest.fixture
+def fast_thread_switching():
+    """Make the interpreter switch threads very often so that concurrent jobs interleave."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(old)
 
 
 def _run_in_thread(fn):
@@ -164,7 +172,7 @@ def test_record_scope_in_thread_restores_thread_state_on_exception():
 N_THREADS = 8
 
 
-def _thread_job(k, steps=300):
+def _thread_job(k, steps=2000):
     """Records a graph of ``steps`` ops on a private variable and checks nothing itself;
     returns the gradient and the inputs for the caller to verify.
 
@@ -185,7 +193,7 @@ def _thread_job(k, steps=300):
     return xn, to_numpy(x.grad), to_numpy(y)
 
 
-def test_threads_record_and_backward_independent_graphs_concurrently():
+def test_threads_record_and_backward_independent_graphs_concurrently(fast_thread_switching):
     results = _run_concurrently([lambda k=k: _thread_job(k) for k in range(N_THREADS)])
     for k, (xn, g, y) in enumerate(results):
         expected_y = onp.sum(onp.sin(xn) * k + xn ** 2)
@@ -193,7 +201,7 @@ def test_threads_record_and_backward_independent_graphs_concurrently():
         assert_close(g, onp.cos(xn) * k + 2 * xn, rtol=1e-9, atol=1e-9)
 
 
-def test_threads_use_grad_on_a_shared_variable_concurrently():
+def test_threads_use_grad_on_a_shared_variable_concurrently(fast_thread_switching):
     """Every thread builds its own graph from the same variable and asks autograd.grad
     (which leaves .grad alone) for k * cos(x)."""
     xn = onp.linspace(-2, 2, 11)
@@ -202,7 +210,7 @@ def test_threads_use_grad_on_a_shared_variable_concurrently():
 
     def job(k):
         out = []
-        for _ in range(20):
+        for _ in range(200):
             with autograd.record():
                 y = np.sin(x) * k
             out.append(to_numpy(autograd.grad(y, x)))
@@ -215,7 +223,7 @@ def test_threads_use_grad_on_a_shared_variable_concurrently():
     assert_close(x.grad, onp.zeros_like(xn))
 
 
-def test_threads_each_with_own_recording_and_train_modes():
+def test_threads_each_with_own_recording_and_train_modes(fast_thread_switching):
     """Half of the threads record in train mode, half in predict mode; each sees its own mode."""
 
     def job(k):
@@ -235,6 +243,36 @@ def test_threads_each_with_own_recording_and_train_modes():
     for train, modes, g in results:
         assert set(modes) == {(True, train)}
         assert_close(g, onp.full(4, 4.0 if train else 1.0))
+
+
+class _Cube(autograd.Function):
+    def forward(self, x):
+        self.save_for_backward(x)
+        return x * x * x
+
+    def backward(self, dy):
+        (x,) = self.saved_tensors
+        return dy * 3 * x * x
+
+
+def test_threads_use_custom_functions_and_higher_order_concurrently(fast_thread_switching):
+    """Each thread mixes autograd.Function calls with second-order autograd.grad."""
+
+    def job(k):
+        xn = onp.linspace(-1.0, 1.0, 7) + 0.1 * k
+        x = f64(xn)
+        x.attach_grad()
+        for _ in range(50):
+            with autograd.record():
+                y = np.sum(_Cube()(x) * k + np.sin(x))
+                g = autograd.grad(y, x, create_graph=True)
+            g.backward()
+        return xn, to_numpy(g), to_numpy(x.grad)
+
+    results = _run_concurrently([lambda k=k: job(k) for k in range(1, N_THREADS + 1)])
+    for k, (xn, g, gg) in enumerate(results, start=1):
+        assert_close(g, 3 * k * xn ** 2 + onp.cos(xn), rtol=1e-12, atol=1e-12)
+        assert_close(gg, 6 * k * xn - onp.sin(xn), rtol=1e-12, atol=1e-12)
 
 
 # ==========================================================================
@@ -306,3 +344,37 @@ def test_long_chain_with_grad_function():
     g = autograd.grad(y, [x])[0]
     assert_close(g, onp.cos(xn), rtol=1e-9)
     assert_close(x.grad, onp.zeros(2))
+
+
+def test_fan_in_of_an_intermediate():
+    """h = sin(x) used 100,000 times: gradient 100,000 * cos(x)."""
+    n = 100_000
+    xn = onp.array([0.3, -1.1])
+    x = f64(xn)
+    x.attach_grad()
+    with autograd.record():
+        h = np.sin(x)
+        s = h
+        for _ in range(n - 1):
+            s = s + h
+    s.backward()
+    assert_close(x.grad, n * onp.cos(xn), rtol=1e-10)
+
+
+def test_long_chain_second_derivative():
+    """y = x^2 * c^n through a 50,000-op chain; d/dx = 2 c^n x, d2/dx2 = 2 c^n.
+    The double backward walks a graph twice as long without recursion."""
+    n = 50_000
+    c = 1.00001
+    xn = onp.array([0.7, -1.3])
+    x = f64(xn)
+    x.attach_grad()
+    with autograd.record():
+        y = x * x
+        for _ in range(n):
+            y = y * c
+        g = autograd.grad(y, x, create_graph=True)
+    cn = onp.power(onp.float64(c), n)
+    assert_close(g, 2 * cn * xn, rtol=1e-9)
+    g.backward()
+    assert_close(x.grad, onp.full(2, 2 * cn), rtol=1e-9)
