@@ -225,10 +225,14 @@ cdef class Primitive:
                 r = a
             Py_INCREF(r)
             PyTuple_SET_ITEM(raws, i, r)
-        if PyTuple_GET_SIZE(params):
-            out = self.forward(*raws, *params)
-        else:
-            out = self.forward(*raws)
+        try:
+            if PyTuple_GET_SIZE(params):
+                out = self.forward(*raws, *params)
+            else:
+                out = self.forward(*raws)
+        except Exception as exc:
+            _annotate(exc, self, raws, params)
+            raise
         cdef Node node = None
         if self.n_out == 1:
             if type(out) is not NP_NDARRAY:
@@ -316,6 +320,23 @@ cdef class Primitive:
         if is_anomaly_c():
             node.trace = _capture_trace()
         return node
+
+
+cdef void _annotate(object exc, Primitive op, tuple raws, tuple params):
+    """Add the op, its inputs' shapes and dtypes and its parameters to an error's message."""
+    parts = []
+    for r in raws:
+        if isinstance(r, NP_NDARRAY):
+            parts.append("array of shape %s and dtype %s" % (r.shape, r.dtype))
+        else:
+            parts.append("%s %r" % (type(r).__name__, r))
+    note = "in fastgrad.%s(%s)" % (op.name, ", ".join(parts))
+    if params:
+        note += " with %s" % ", ".join("%s=%r" % (n, v) for n, v in zip(op.param_names, params))
+    try:
+        exc.add_note(note)
+    except AttributeError:      # Python < 3.11: no notes
+        pass
 
 
 def record_custom(op, tuple inputs, tuple outputs):
