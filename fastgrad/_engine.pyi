@@ -1,0 +1,12 @@
+"""Type stubs for ``fastgrad._engine``: the backward pass."""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fastgrad._array import Primitive, ndarray
+
+def install(sum_to: Callable[..., Any], prims: Mapping[str, Primitive],
+            anomaly_report: Callable[..., None]) -> None: ...
+def run_backward(heads: list[ndarray], head_grads: list[Any] | None,
+                 variables: list[ndarray] | None, retain_graph: bool, create_graph: bool,
+                 train_mode: bool, allow_unused: bool = ...) -> list[ndarray] | None: ...
