@@ -570,6 +570,10 @@ cdef class ndarray:
 
         Notes
         -----
+        ``.grad`` stays the same array object across backward passes, but a pass may give it
+        a new data buffer (a gradient the pass computed is moved in rather than copied): read
+        it through ``x.grad`` after each pass instead of keeping a NumPy view of its old data.
+
         Inside ``record()``, calling it on an array computed from variables keeps the history
         through the array (MXNet 2.x): gradients still flow to the variables it came from, and
         the array's own ``.grad`` receives the gradient with respect to it.

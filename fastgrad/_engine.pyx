@@ -16,9 +16,14 @@ Note [Accumulation]
 Derivative rules never unbroadcast or cast: the engine sums each gradient back to the shape
 of the input it belongs to and casts it to that input's dtype. The first gradient reaching a
 node is kept as it is (no copy; it may be shared with another node, e.g. the two inputs of
-``add`` receive the same array). The second is added out of place, which gives a buffer this
-pass owns; later ones are added into that buffer in place. Under ``create_graph`` every one of
-these steps is a recorded operation, so the gradient itself can be differentiated.
+``add`` receive the same array). A gradient is *exclusive* when it is a fresh, writeable
+ndarray that owns its memory and that only the engine's own references hold (checked with its
+reference count, as PyTorch's engine does with use counts): a rule's freshly computed result
+is, a gradient passed through (``add``'s ``g``), a view or anything a user or a node still
+holds is not. Contributions are added in place into an exclusive buffer; otherwise the sum is
+computed out of place once, which gives a buffer this pass owns for the later ones. So a large
+backward allocates no more than its rules' results. Under ``create_graph`` every one of these
+steps is a recorded operation, so the gradient itself can be differentiated.
 
 Note [Release]
 ~~~~~~~~~~~~~~
@@ -30,13 +35,16 @@ says to use ``retain_graph=True``.
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, Py_REFCNT
+cimport numpy as cnp
 from fastgrad._node cimport Node
 from fastgrad._array cimport ndarray, Primitive, wrap, GRAD_NULL, GRAD_WRITE, GRAD_ADD
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
 
 import threading
 import numpy as _np
+
+cnp.import_array()
 
 cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
@@ -195,16 +203,30 @@ cdef void _check_fit(tuple gshape, tuple shape, Node consumer, Py_ssize_t i) exc
                          % (consumer.op.name if consumer.op is not None else "?", i, gshape, shape))
 
 
-cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create) except *:
+cdef inline bint _exclusive(object g, Py_ssize_t refs):
+    """Whether ``g`` is a writeable ndarray that owns its memory and that nothing but the
+    engine's ``refs`` references hold (Note [Accumulation]): safe to add into in place."""
+    return (type(g) is NP_NDARRAY and Py_REFCNT(g) == refs
+            and cnp.PyArray_BASE(<cnp.ndarray>g) == NULL
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
+
+
+cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create,
+                             bint exclusive) except *:
     cdef object acc
     if p.n_out == 1:
         acc = p.acc
         if acc is None:
             p.acc = g
+            p.acc_owned = exclusive
         elif create:
             p.acc = P_ADD.apply((acc, g), ())
         elif p.acc_owned:
-            acc += g                  # an ndarray this pass allocated: add in place
+            acc += g                  # a buffer only this pass holds: add in place
+        elif exclusive and g.shape == acc.shape:
+            g += acc                  # the new contribution is ours: add the old into it
+            p.acc = g
+            p.acc_owned = True
         else:
             acc = acc + g
             if type(acc) is not NP_NDARRAY:
@@ -374,6 +396,8 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
     cdef bint prune = variables is not None
     cdef tuple parents, poidx
     cdef int mask
+    cdef bint excl
+    cdef object fitted
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -441,7 +465,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
         for obj in seeds:
             n = <Node>obj[0]
             if n.needed:
-                _accumulate(n, obj[1], obj[2], create)
+                _accumulate(n, obj[1], obj[2], create, False)
         for obj in seeds:
             n = <Node>obj[0]
             if n.needed and n.deps == 0:
@@ -485,7 +509,14 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                     gi = <object>PyTuple_GET_ITEM(grads, i)
                     if gi is not None:
                         k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-                        _accumulate(p, k, _fit(gi, p, k, n, i, create), create)
+                        fitted = _fit(gi, p, k, n, i, create)
+                        # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone
+                        # (plus `gi` when it was converted from a non-array).
+                        excl = not create and _exclusive(
+                            fitted, 3 if fitted is gi else 1)
+                        gi = None
+                        _accumulate(p, k, fitted, create, excl)
+                        fitted = None
             if not retain:
                 n.saved = None
                 n.result = None
