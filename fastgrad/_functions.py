@@ -1273,11 +1273,37 @@ def _array_repr(a):
 concat = concatenate
 permute_dims = transpose
 
+# Written out so type checkers see the namespace; tests/test_api_surface.py checks that it
+# lists every public function of this module.
 __all__ = [
-    name for name, value in list(globals().items())
-    if not name.startswith("_") and name not in ("ndarray", "unwrap",
-                                                 "normalize_axis", "REGISTRY", "UFUNC_OPS")
-    and (callable(value))
+    'abs', 'absolute', 'acos', 'acosh', 'add', 'all', 'allclose', 'amax', 'amin', 'any',
+    'append', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2',
+    'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'around', 'array', 'array_equal',
+    'array_equiv', 'array_split', 'asarray', 'asin', 'asinh', 'astype', 'atan', 'atan2',
+    'atanh', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'average', 'bincount', 'bitwise_and',
+    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'broadcast_arrays', 'broadcast_to', 'cbrt',
+    'ceil', 'clip', 'column_stack', 'concat', 'concatenate', 'conj', 'conjugate',
+    'convolve', 'copy', 'copysign', 'correlate', 'cos', 'cosh', 'count_nonzero', 'cross',
+    'cumprod', 'cumsum', 'cumulative_prod', 'cumulative_sum', 'deg2rad', 'degrees', 'diag',
+    'diagflat', 'diagonal', 'diff', 'divide', 'dot', 'dstack', 'einsum', 'empty',
+    'empty_like', 'equal', 'exp', 'exp2', 'expand_dims', 'expm1', 'eye', 'fabs', 'fix',
+    'flatnonzero', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_divide',
+    'fmax', 'fmin', 'fmod', 'full', 'full_like', 'gcd', 'greater', 'greater_equal',
+    'heaviside', 'histogram', 'hsplit', 'hstack', 'hypot', 'inner', 'invert', 'isclose',
+    'isfinite', 'isinf', 'isnan', 'kron', 'lcm', 'ldexp', 'left_shift', 'less',
+    'less_equal', 'linspace', 'log', 'log10', 'log1p', 'log2', 'logaddexp', 'logaddexp2',
+    'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'matmul', 'max', 'maximum',
+    'mean', 'median', 'min', 'minimum', 'mod', 'modf', 'moveaxis', 'multiply', 'nan_to_num',
+    'nancumprod', 'nancumsum', 'nanmax', 'nanmean', 'nanmin', 'nanprod', 'nansum', 'ndim',
+    'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pad', 'percentile',
+    'permute_dims', 'polyval', 'positive', 'power', 'prod', 'ptp', 'quantile', 'rad2deg',
+    'radians', 'ravel', 'real', 'reciprocal', 'remainder', 'repeat', 'reshape',
+    'result_type', 'right_shift', 'rint', 'roll', 'rollaxis', 'rot90', 'round', 'round_',
+    'row_stack', 'searchsorted', 'shape', 'sign', 'signbit', 'sin', 'sinc', 'sinh', 'size',
+    'sort', 'split', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'subtract', 'sum',
+    'swapaxes', 'take', 'take_along_axis', 'tan', 'tanh', 'tensordot', 'tile', 'trace',
+    'transpose', 'trapezoid', 'tril', 'triu', 'true_divide', 'trunc', 'unique', 'var',
+    'vdot', 'vsplit', 'vstack', 'where', 'zeros', 'zeros_like',
 ]
 
 

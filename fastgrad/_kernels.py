@@ -159,7 +159,8 @@ except ImportError:  # SciPy is optional: fall back to the standard library, one
 
     def _erf(x):
         x = np.asarray(x)
-        return _erf_scalar(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+        # frompyfunc gives an object array, or a bare Python float for a 0-d input.
+        return np.asarray(_erf_scalar(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
 
     def _erfinv(y):
         # Newton's method on erf(x) = y from a rational first guess; exact to rounding.
@@ -169,7 +170,7 @@ except ImportError:  # SciPy is optional: fall back to the standard library, one
         t = 2 / (np.pi * a) + ln / 2
         x = np.sign(y) * np.sqrt(np.sqrt(t * t - ln / a) - t)
         for _ in range(4):
-            x = x - (_erf(x) - y) * (np.sqrt(np.pi) / 2) * np.exp(x * x)
+            x = x - (_erf(x) - y) * (_math.sqrt(_math.pi) / 2) * np.exp(x * x)
         return x
 
 

@@ -5,8 +5,8 @@ arrays, and is recorded inside ``autograd.record()`` when an input depends on a 
 """
 
 from fastgrad._array import ndarray
+from fastgrad import _functions
 from fastgrad._functions import *  # noqa: F401,F403
-from fastgrad._functions import __all__ as _all
 from fastgrad.numpy import random  # noqa: F401
 from fastgrad.numpy import linalg  # noqa: F401
 
@@ -23,4 +23,5 @@ uint8, bool_ = _onp.uint8, _onp.bool_
 dtype = _onp.dtype
 finfo, iinfo = _onp.finfo, _onp.iinfo
 
-__all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"] + list(_all)
+__all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"]
+__all__ += _functions.__all__
