@@ -23,7 +23,7 @@ DIRECTIVES = {
     "binding": False,
 }
 
-MODULES = ["_state", "_node", "_array", "_engine"]
+MODULES = ["_state", "_node", "_array", "_engine", "_plan"]
 
 extensions = [
     Extension(

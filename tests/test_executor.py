@@ -298,3 +298,122 @@ def test_no_gradient_required_backward_is_a_no_op():
     ex.forward()
     ex.backward()
     assert ex.grad_arrays == [None]
+
+
+# ---------------------------------------------------------------- the persistent tape
+# Note [Executor plan] in fastgrad/_plan.pyx: the bound graph is a tape of Nodes built once and
+# run backward by the same engine as imperative code, so gradients agree with ==.
+
+def _mlp_values(dtype, batch=6, din=5, dh=8, dout=4):
+    shapes = {"x": (batch, din), "w1": (din, dh), "b1": (dh,), "w2": (dh, dh), "b2": (dh,),
+              "w3": (dh, dout), "b3": (dout,)}
+    return {k: (rand(s, 10 + i) * 0.5).astype(dtype) for i, (k, s) in enumerate(shapes.items())}
+
+
+def _mlp_loss_sym():
+    x = mx.sym.var("x")
+    h = x
+    for i in (1, 2):
+        h = mx.sym.relu(mx.sym.matmul(h, mx.sym.var("w%d" % i)) + mx.sym.var("b%d" % i))
+    out = mx.sym.matmul(h, mx.sym.var("w3")) + mx.sym.var("b3")
+    return mx.sym.mean(mx.sym.square(out))
+
+
+def _mlp_loss_imperative(p):
+    h = p["x"]
+    for i in (1, 2):
+        h = mx.npx.relu(mx.np.matmul(h, p["w%d" % i]) + p["b%d" % i])
+    out = mx.np.matmul(h, p["w3"]) + p["b3"]
+    return mx.np.mean(mx.np.square(out))
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_mlp_gradients_equal_imperative_bit_for_bit(dtype):
+    values = _mlp_values(dtype)
+    ex = _mlp_loss_sym().bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()})
+    arrays = {k: mx.np.array(v) for k, v in values.items()}
+    for a in arrays.values():
+        a.attach_grad()
+    for step in range(3):
+        # New inputs and parameters every step, as in training.
+        new = _mlp_values(dtype, dh=8)
+        new = {k: (v * (1 + step)).astype(dtype) for k, v in new.items()}
+        ex.copy_params_from({k: mx.np.array(v) for k, v in new.items()})
+        for k, v in new.items():
+            arrays[k][...] = v
+        out = ex.forward(is_train=True)[0]
+        ex.backward()
+        with mx.autograd.record():
+            y = _mlp_loss_imperative(arrays)
+        y.backward()
+        assert out.dtype == dtype and ex.grad_dict["w1"].dtype == dtype
+        assert (out.asnumpy() == y.asnumpy()).all()
+        for k, a in arrays.items():
+            assert (ex.grad_dict[k].asnumpy() == a.grad.asnumpy()).all(), (k, step)
+
+
+def test_grad_req_add_over_several_steps_equals_imperative():
+    values = _mlp_values(onp.float32)
+    ex = _mlp_loss_sym().bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()},
+                              grad_req={k: ("null" if k == "x" else "add") for k in values})
+    arrays = {k: mx.np.array(v) for k, v in values.items()}
+    for k, a in arrays.items():
+        if k != "x":
+            a.attach_grad(grad_req="add")
+    for step in range(4):
+        xv = (rand((6, 5), 100 + step) * 0.5).astype(onp.float32)
+        ex.forward(is_train=True, x=mx.np.array(xv))
+        ex.backward()
+        arrays["x"] = mx.np.array(xv)
+        with mx.autograd.record():
+            y = _mlp_loss_imperative(arrays)
+        y.backward()
+    assert ex.grad_dict["x"] is None
+    for k, a in arrays.items():
+        if k != "x":
+            assert (ex.grad_dict[k].asnumpy() == a.grad.asnumpy()).all(), k
+
+
+def test_softmax_cross_entropy_composite_equals_imperative():
+    x, w, b, label = (mx.sym.var(n) for n in ("x", "w", "b", "label"))
+    logits = mx.sym.matmul(x, w) + b
+    logp = mx.sym.npx.log_softmax(logits, axis=-1)           # a composite step
+    loss = -mx.sym.mean(mx.sym.sum(logp * label, axis=-1))
+    xv, wv, bv = rand((7, 4), 1), rand((4, 5), 2), rand((5,), 3)
+    onehot = onp.eye(5)[onp.random.default_rng(4).integers(0, 5, 7)]
+    ex = loss.bind(mx.cpu(), {"x": mx.np.array(xv), "w": mx.np.array(wv),
+                              "b": mx.np.array(bv), "label": mx.np.array(onehot)},
+                   grad_req={"x": "write", "w": "write", "b": "write", "label": "null"})
+    arrays = {"x": mx.np.array(xv), "w": mx.np.array(wv), "b": mx.np.array(bv)}
+    for a in arrays.values():
+        a.attach_grad()
+    for _ in range(2):
+        out = ex.forward(is_train=True)[0]
+        ex.backward()
+        with mx.autograd.record():
+            lg = mx.np.matmul(arrays["x"], arrays["w"]) + arrays["b"]
+            y = -mx.np.mean(mx.np.sum(mx.npx.log_softmax(lg, axis=-1) * mx.np.array(onehot),
+                                      axis=-1))
+        y.backward()
+        assert (out.asnumpy() == y.asnumpy()).all()
+        for k, a in arrays.items():
+            assert (ex.grad_dict[k].asnumpy() == a.grad.asnumpy()).all(), k
+
+
+def test_plan_nodes_are_built_once_and_outputs_have_no_history():
+    values = _mlp_values(onp.float64)
+    ex = _mlp_loss_sym().bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()})
+    nodes = [s.tape_node for s in ex._plan.steps_list]
+    leaves = ex._plan.arg_leaves
+    assert all(n is not None for n in nodes) and all(n is not None for n in leaves)
+    assert [n.seq for n in nodes] == sorted(n.seq for n in nodes)
+    for _ in range(3):
+        out = ex.forward(is_train=True)[0]
+        ex.backward()
+    assert [s.tape_node for s in ex._plan.steps_list] == nodes
+    assert ex._plan.arg_leaves == leaves
+    assert out.node is None                  # outputs are plain arrays, off the tape
+    g = ex.grad_dict["w2"].asnumpy()
+    out[...] = 123.0                         # writing into an output changes no gradient
+    ex.backward()
+    assert (ex.grad_dict["w2"].asnumpy() == g).all()

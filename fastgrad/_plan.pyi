@@ -1,0 +1,26 @@
+"""Type stubs for ``fastgrad._plan``: the persistent tape of a bound symbol (``Executor``)."""
+
+from typing import Any, final
+
+from fastgrad._array import ndarray
+from fastgrad._node import Node
+
+@final
+class Step:
+    @property
+    def tape_node(self) -> Node | None: ...
+
+@final
+class Plan:
+    @property
+    def any_grad(self) -> bool: ...
+    def __init__(self, symbol: Any, arg_names: list[str], reqs: list[str],
+                 arg_arrays: list[ndarray], grad_arrays: list[ndarray | None],
+                 own_grads: list[bool], out_cls: type[ndarray]) -> None: ...
+    def set_grad(self, k: int, grad: ndarray) -> None: ...
+    @property
+    def steps_list(self) -> list[Step]: ...
+    @property
+    def arg_leaves(self) -> list[Node | None]: ...
+    def forward(self, is_train: bool) -> list[ndarray]: ...
+    def backward(self, head_grads: list[Any] | None, train_mode: bool) -> None: ...
