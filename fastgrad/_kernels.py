@@ -37,7 +37,7 @@ def sum_to(x, shape):
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
     if axes:
-        x = x.sum(axis=axes, keepdims=True)
+        x = _add_reduce(x, axis=axes, keepdims=True)
     if lead:
         x = x.reshape(shape)
     if x.shape != shape:
@@ -49,12 +49,30 @@ def broadcast_to(x, shape):
     return np.broadcast_to(x, shape)
 
 
+_add_reduce = np.add.reduce
+
+
 def reduce_sum(x, axis, keepdims):
+    # np.add.reduce is what np.sum runs, minus two layers of Python.
+    if type(x) is np.ndarray:
+        return _add_reduce(x, axis=axis, keepdims=keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 
 def reduce_mean(x, axis, keepdims):
-    return np.mean(x, axis=axis, keepdims=keepdims)
+    # np.mean on a floating array, as NumPy computes it (sum, then divide by the count as an
+    # intp), without its Python layers.
+    if type(x) is not np.ndarray or x.dtype.kind not in "fc":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    count = x.size
+    if axis is not None:
+        count = 1
+        for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis):
+            count *= x.shape[a]
+    total = _add_reduce(x, axis=axis, keepdims=keepdims)
+    if type(total) is np.ndarray:
+        return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
+    return total.dtype.type(total / np.intp(count))
 
 
 def reduce_prod(x, axis, keepdims):

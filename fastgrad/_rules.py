@@ -55,7 +55,7 @@ def unreduce(g, shape, axis, keepdims):
     """Broadcast the gradient of a reduction back to the reduced array's ``shape``."""
     if not keepdims and axis is not None:
         axes = normalize_axis(axis, len(shape))
-        g = np.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+        g = g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
     return np.broadcast_to(g, shape)
 
 
