@@ -50,6 +50,7 @@ cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
 cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
+cdef object _add_reduce = _np.add.reduce
 cdef object _isfinite_all = None
 cdef unsigned long long _epoch = 0
 cdef object _lock = threading.RLock()
@@ -176,11 +177,38 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
         g = (<ndarray>g)._data if isinstance(g, ndarray) else _asarray(g)
     gshape = g.shape
     if gshape != shape:
-        _check_fit(gshape, shape, consumer, i)
-        g = _sum_to(g, shape)
+        g = _sum_to_raw(g, gshape, shape, consumer, i)
     gdtype = g.dtype
     if gdtype is not dtype and gdtype != dtype:
         g = g.astype(dtype)
+    return g
+
+
+cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_ssize_t i):
+    """``_kernels.sum_to`` for the first-order pass: the axes found in C, one reduction."""
+    cdef Py_ssize_t ns = len(shape), lead = len(gshape) - ns, k
+    cdef bint widen = False
+    if lead < 0:
+        _check_fit(gshape, shape, consumer, i)
+        return _sum_to(g, shape)
+    cdef list axes = list(range(lead))
+    for k in range(ns):
+        t = shape[k]
+        d = gshape[lead + k]
+        if t == d:
+            continue
+        if t == 1:
+            axes.append(lead + k)
+        elif d == 1:
+            widen = True
+        else:
+            _check_fit(gshape, shape, consumer, i)
+    if axes:
+        g = _add_reduce(g, axis=tuple(axes), keepdims=True)
+    if lead:
+        g = g.reshape(g.shape[lead:])
+    if widen:
+        g = _np.broadcast_to(g, shape)
     return g
 
 
