@@ -21,6 +21,7 @@ import argparse
 import ctypes
 import ctypes.util
 import gc
+import math
 import os
 import platform
 import statistics
@@ -28,10 +29,29 @@ import sys
 import textwrap
 import time
 import tracemalloc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import numpy as onp
+#: Environment variables that cap the threads of BLAS and OpenMP pools.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _limit_threads(argv: Sequence[str]) -> None:
+    """Apply ``--threads N`` before NumPy, torch or JAX start their pools."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--threads", type=int, default=None)
+    n = early.parse_known_args(argv)[0].threads
+    if n is not None and n > 0:
+        for var in THREAD_VARIABLES:
+            os.environ[var] = str(n)
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+
+
+if __name__ == "__main__":
+    _limit_threads(sys.argv[1:])
+
+import numpy as onp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,6 +109,43 @@ class PeakRSS:
         return 1024 * self._status_kib("VmHWM:")
 
 
+class CpuContention:
+    """CPU time used by *other* processes while this one runs.
+
+    The busy time of all CPUs (from ``/proc/stat``) minus this process's own
+    CPU time (all its threads), divided by the wall time: the average number
+    of cores that other work took away from the benchmark.
+    """
+
+    def __init__(self) -> None:
+        self._start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float] | None:
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        # user nice system idle iowait irq softirq steal ...: busy = all but idle, iowait
+        busy = sum(fields[:8]) - fields[3] - fields[4]
+        own = os.times()
+        return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system, time.perf_counter()
+
+    def cores(self) -> float | None:
+        """Average number of cores used by other processes since creation."""
+        end = self._sample()
+        if self._start is None or end is None or end[2] <= self._start[2]:
+            return None
+        other = (end[0] - self._start[0]) - (end[1] - self._start[1])
+        return max(0.0, other / (end[2] - self._start[2]))
+
+
+#: Average number of cores used by other processes above which timings are
+#: flagged as unreliable.
+CONTENTION_WARNING = 0.2
+
+
 @dataclass
 class Result:
     """Outcome of one workload on one backend."""
@@ -96,16 +153,21 @@ class Result:
     workload: wl.Workload
     backend: str
     status: str = "ok"  # ok | missing | error
-    times: List[float] = field(default_factory=list)
-    first_time: Optional[float] = None
-    peak_bytes: Optional[int] = None
+    times: list[float] = field(default_factory=list)
+    first_time: float | None = None
+    number: int = 1
+    peak_bytes: int | None = None
     memory_method: str = ""
-    check: Optional[wl.GradCheck] = None
+    check: wl.GradCheck | None = None
     message: str = ""
 
     @property
-    def median(self) -> Optional[float]:
+    def median(self) -> float | None:
         return statistics.median(self.times) if self.times else None
+
+
+#: Shortest duration of one timing sample, in seconds.
+MIN_SAMPLE = 0.02
 
 
 def _call(step: Callable, backend: wl.Backend):
@@ -118,12 +180,12 @@ def measure(
     result: Result,
     step: Callable,
     backend: wl.Backend,
-    reference: Optional[Sequence[onp.ndarray]],
+    reference: Sequence[onp.ndarray] | None,
     repeat: int,
     budget: float,
     rss: PeakRSS,
     memory: str = "auto",
-) -> Optional[List[onp.ndarray]]:
+) -> list[onp.ndarray] | None:
     """Warm up, check gradients, time and measure memory for one cell.
 
     Parameters
@@ -137,10 +199,10 @@ def measure(
     reference : sequence of numpy.ndarray or None
         NumPy gradients to check against (None for NumPy itself).
     repeat : int
-        Maximum number of timed runs.
+        Maximum number of timing samples.
     budget : float
-        Seconds after which no further timed runs are started (at least
-        three are made unless the first run alone took a third of it).
+        Seconds after which no further samples are started (at least three
+        are taken unless the warm-up run alone took a third of it).
     rss : PeakRSS
         Peak-RSS probe.
     memory : {"auto", "tracemalloc", "rss", "none"}
@@ -157,17 +219,31 @@ def measure(
     out = _call(step, backend)
     result.first_time = time.perf_counter() - t0
     grads = [backend.to_numpy(g) for g in out]
-    del out
     if reference is not None:
         result.check = wl.check_gradients(grads, reference, result.workload.rtol)
 
+    # Like timeit: a sample runs the step ``number`` times so that it lasts at
+    # least MIN_SAMPLE seconds; the collector runs before each sample, not
+    # between the steps of a sample (a full collection evicts the caches).
+    # The warm-up may include one-time costs, so calibrate on a second run.
+    number = 1
+    if result.first_time < budget:
+        del out
+        t0 = time.perf_counter()
+        out = _call(step, backend)
+        t_step = time.perf_counter() - t0
+        if t_step < MIN_SAMPLE:
+            number = min(10_000, math.ceil(MIN_SAMPLE / max(t_step, 1e-9)))
+    del out
+    result.number = number
     min_runs = 3 if 3 * result.first_time <= budget else 1
     start = time.perf_counter()
     while len(result.times) < repeat:
         gc.collect()
         t0 = time.perf_counter()
-        out = _call(step, backend)
-        result.times.append(time.perf_counter() - t0)
+        for _ in range(number):
+            out = _call(step, backend)
+        result.times.append((time.perf_counter() - t0) / number)
         del out
         if len(result.times) >= min_runs and time.perf_counter() - start >= budget:
             break
@@ -219,7 +295,12 @@ def blas_info() -> str:
         return "unknown BLAS"
 
 
-def machine_lines(backends: Sequence[wl.Backend]) -> List[str]:
+def _thread_setting() -> str:
+    limits = [f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ]
+    return ", ".join(limits) if limits else "default threads"
+
+
+def machine_lines(backends: Sequence[wl.Backend]) -> list[str]:
     """Describe the machine and the library versions, one fact per line."""
     n_cpu = os.cpu_count()
     try:
@@ -230,7 +311,7 @@ def machine_lines(backends: Sequence[wl.Backend]) -> List[str]:
         f"CPU: {cpu_model()}, {n_cpu} logical cores ({usable} usable)",
         f"OS: {platform.system()} {platform.release()} {platform.machine()}",
         f"Python: {platform.python_version()} ({platform.python_implementation()})",
-        f"NumPy: {onp.__version__} (BLAS: {blas_info()}, default threads)",
+        f"NumPy: {onp.__version__} (BLAS: {blas_info()}, {_thread_setting()})",
     ]
     for b in backends:
         if b.name == "numpy":
@@ -248,38 +329,45 @@ def machine_lines(backends: Sequence[wl.Backend]) -> List[str]:
 # ---------------------------------------------------------------------------
 
 
-def fmt_time(seconds: Optional[float]) -> str:
+def _num(value: float) -> str:
+    return f"{value:.0f}" if value >= 99.95 else f"{value:.3g}"
+
+
+def fmt_time(seconds: float | None) -> str:
+    """Format a duration with three significant digits."""
     if seconds is None:
         return ""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+        if seconds >= scale * 0.9995:
+            return f"{_num(seconds / scale)} {unit}"
+    return f"{_num(seconds / 1e-9)} ns"
 
 
-def fmt_ratio(x: Optional[float]) -> str:
+def fmt_ratio(x: float | None) -> str:
+    """Format a time ratio."""
     if x is None:
         return ""
     return f"{x:.2f}x" if x < 10 else f"{x:.3g}x" if x < 1000 else f"{x:.0f}x"
 
 
-def fmt_bytes(n: Optional[int], method: str) -> str:
+def fmt_bytes(n: int | None, method: str) -> str:
+    """Format a byte count with the measuring method's tag."""
     if n is None:
         return "n/a"
     tag = {"tracemalloc": "t", "rss": "r"}.get(method, "?")
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit} ({tag})"
+        if n >= scale * 0.9995:
+            return f"{_num(n / scale)} {unit} ({tag})"
     return f"{n} B ({tag})"
 
 
 HEADERS = ("backend", "median", "per op", "vs NumPy", "vs torch", "peak mem", "grads", "runs")
 
 
-def table_rows(results: Sequence[Result]) -> Tuple[List[Tuple[str, List[Tuple[str, ...]]]], List[str]]:
+def table_rows(results: Sequence[Result]) -> tuple[list[tuple[str, list[tuple[str, ...]]]], list[str]]:
     """Group results by workload into printable rows and footnotes."""
-    by_workload: Dict[str, Dict[str, Result]] = {}
-    order: List[wl.Workload] = []
+    by_workload: dict[str, dict[str, Result]] = {}
+    order: list[wl.Workload] = []
     for r in results:
         if r.workload.key not in by_workload:
             by_workload[r.workload.key] = {}
@@ -326,7 +414,7 @@ def table_rows(results: Sequence[Result]) -> Tuple[List[Tuple[str, List[Tuple[st
                     fmt_ratio(med / t_torch) if t_torch else "",
                     fmt_bytes(r.peak_bytes, r.memory_method),
                     grads,
-                    str(len(r.times)),
+                    f"{len(r.times)}x{r.number}" if r.number > 1 else str(len(r.times)),
                 )
             )
         groups.append((f"[{work.key}] {work.title}", rows))
@@ -334,7 +422,7 @@ def table_rows(results: Sequence[Result]) -> Tuple[List[Tuple[str, List[Tuple[st
 
 
 FOOTER = [
-    "median: median wall time of one forward+backward step, after one warm-up run.",
+    "median: median over the samples of the wall time of one forward+backward step, after one warm-up run.",
     "per op: median divided by the number of recorded operations (op chains only).",
     "vs NumPy, vs torch: median divided by that of hand-written NumPy, of PyTorch,"
     " on the same workload (below 1 = faster).",
@@ -343,9 +431,9 @@ FOOTER = [
     " through /proc/self/clear_refs, after malloc_trim) over the RSS before the run:"
     " all allocations, page-granular; used for torch and JAX, whose allocators"
     " tracemalloc cannot see.",
-    "grads: gradients of the warm-up run against the NumPy reference ('ref'):"
-    " ok or MISMATCH.",
-    "runs: number of timed runs.",
+    "grads: gradients of the warm-up run against the NumPy reference ('ref'): ok or MISMATCH.",
+    "runs: number of timing samples (x steps per sample, for steps shorter than"
+    f" {MIN_SAMPLE * 1e3:g} ms; the garbage collector runs before each sample).",
 ]
 
 
@@ -361,7 +449,10 @@ def render_text(groups, notes, lines_before: Sequence[str]) -> str:
         out.append("  " + header)
         for row in rows:
             out.append(
-                "  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+                "  "
+                + "  ".join(
+                    c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+                ).rstrip()
             )
         out.append("")
     for item in FOOTER:
@@ -391,19 +482,26 @@ def render_markdown(groups, notes, lines_before: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller problems and fewer runs (< 30 s)")
-    p.add_argument("--workloads", default="", help="comma-separated workload numbers, e.g. 1,2 (default: all)")
+    p.add_argument(
+        "--workloads", default="", help="comma-separated workload numbers, e.g. 1,2 (default: all)"
+    )
     p.add_argument(
         "--backends",
         default="",
         help=f"comma-separated backends among {','.join(wl.BACKEND_NAMES)} (default: all; "
         "numpy always runs as the reference)",
     )
-    p.add_argument("--repeat", type=int, default=None, help="maximum timed runs per cell (default 10, quick 3)")
     p.add_argument(
-        "--budget", type=float, default=None, help="seconds of timed runs per cell before stopping (default 2, quick 0.3)"
+        "--repeat", type=int, default=None, help="maximum timing samples per cell (default 10, quick 3)"
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds of timing per cell before stopping (default 2, quick 0.25)",
     )
     p.add_argument(
         "--memory",
@@ -411,12 +509,28 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         default="auto",
         help="peak-memory method: auto = tracemalloc for numpy/fastgrad/autograd, RSS for torch/jax",
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="cap BLAS/OpenMP/torch threads (sets OMP_NUM_THREADS etc.; default: libraries' defaults)",
+    )
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = p.parse_args(argv)
+    args.workloads = [k.strip() for k in args.workloads.split(",") if k.strip()]
+    for key in args.workloads:
+        try:
+            wl.get_workload(key)
+        except ValueError as exc:
+            p.error(str(exc))
+    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(args.backends) - set(wl.BACKEND_NAMES))
+    if unknown:
+        p.error(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(wl.BACKEND_NAMES)}")
     if args.repeat is None:
         args.repeat = 3 if args.quick else 10
     if args.budget is None:
-        args.budget = 0.3 if args.quick else 2.0
+        args.budget = 0.25 if args.quick else 2.0
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
     return args
@@ -426,24 +540,19 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parse_args(argv)
-    keys = [k.strip() for k in args.workloads.split(",") if k.strip()]
-    works = [wl.get_workload(k).scaled(args.quick) for k in keys] if keys else [w.scaled(args.quick) for w in wl.WORKLOADS]
-    names = [b.strip() for b in args.backends.split(",") if b.strip()] or list(wl.BACKEND_NAMES)
-    names = ["numpy"] + [n for n in wl.BACKEND_NAMES if n in names and n != "numpy"]
-    backends = [wl.get_backend(n) for n in names]
+def run_cells(
+    backends: Sequence[wl.Backend], works: Sequence[wl.Workload], args: argparse.Namespace
+) -> list[Result]:
+    """Measure every workload on every backend, backend by backend.
 
-    started = time.perf_counter()
-    for b in backends:
-        b.load()
-        log(f"{b.name}: " + (f"{b.version}" if b.available else f"missing ({b.error})"))
-
+    Running one library's cells together keeps thread pools of two libraries
+    from interleaving.  NumPy runs first: its gradients are the reference.
+    """
     rss = PeakRSS()
     inputs = {w.key: w.make_inputs() for w in works}
-    reference: Dict[str, List[onp.ndarray]] = {}
-    results: List[Result] = []
-    for b in backends:  # backend by backend: no thread pools of two libraries interleave
+    reference: dict[str, list[onp.ndarray]] = {}
+    results: list[Result] = []
+    for b in backends:
         for w in works:
             r = Result(w, b.name)
             results.append(r)
@@ -453,6 +562,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if b.name != "numpy" and w.key not in reference:
                 r.status, r.message = "error", "no NumPy reference"
                 continue
+            cell_start = time.perf_counter()
             try:
                 step = w.build(b, inputs[w.key])
                 grads = measure(r, step, b, reference.get(w.key), args.repeat, args.budget, rss, args.memory)
@@ -467,15 +577,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"  {b.name:9s} [{w.key}] {w.slug:18s} "
                 + (f"{fmt_time(r.median)} median of {len(r.times)}" if r.status == "ok" else r.status)
                 + (f"  {r.message}" if r.message else "")
+                + f"  ({time.perf_counter() - cell_start:.1f} s)"
             )
             gc.collect()
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    chosen = [wl.get_workload(k) for k in args.workloads] if args.workloads else wl.WORKLOADS
+    works = [w.scaled(args.quick) for w in chosen]
+    names = args.backends or list(wl.BACKEND_NAMES)
+    names = ["numpy"] + [n for n in wl.BACKEND_NAMES if n in names and n != "numpy"]
+    backends = [wl.get_backend(n) for n in names]
+
+    contention = CpuContention()
+    started = time.perf_counter()
+    for b in backends:
+        b.load()
+        log(f"{b.name}: " + (f"{b.version}" if b.available else f"missing ({b.error})"))
+
+    # Objects that exist now (the imported libraries) are moved out of the
+    # collector's reach, so that the collections before each sample only
+    # scan what the workloads create, and take microseconds, not 0.1 s.
+    gc.collect()
+    gc.freeze()
+    try:
+        results = run_cells(backends, works, args)
+    finally:
+        gc.unfreeze()
     log(f"total {time.perf_counter() - started:.1f} s")
 
+    others = contention.cores()
     head = machine_lines(backends)
-    head.append(
-        f"Run: {'--quick, ' if args.quick else ''}at most {args.repeat} timed runs or {args.budget:g} s per cell, "
-        f"wall time {time.perf_counter() - started:.0f} s"
-    )
+    run = "--quick, " if args.quick else ""
+    run += f"at most {args.repeat} samples or {args.budget:g} s per cell, "
+    run += f"wall time {time.perf_counter() - started:.0f} s"
+    if others is not None:
+        run += f", other processes used {others:.2f} cores on average"
+    head.append(f"Run: {run}")
+    if others is not None and others > CONTENTION_WARNING:
+        head.append("Warning: other processes competed for the CPU during the run; timings are unreliable.")
     groups, notes = table_rows(results)
     render = render_markdown if args.markdown else render_text
     print(render(groups, notes, head))

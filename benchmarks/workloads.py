@@ -45,8 +45,9 @@ import importlib
 import importlib.metadata
 import os
 import sys
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as onp
 
@@ -66,7 +67,7 @@ BACKEND_NAMES = ("numpy", "fastgrad", "autograd", "torch", "jax")
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-Step = Callable[[], Tuple[Any, ...]]
+Step = Callable[[], tuple[Any, ...]]
 
 
 # ---------------------------------------------------------------------------
@@ -74,7 +75,7 @@ Step = Callable[[], Tuple[Any, ...]]
 # ---------------------------------------------------------------------------
 
 
-def _dist_version(name: str) -> Optional[str]:
+def _dist_version(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -103,10 +104,10 @@ class Backend:
     memory_method = "tracemalloc"
 
     def __init__(self) -> None:
-        self._state: Optional[bool] = None
-        self.error: Optional[str] = None
-        self.version: Optional[str] = None
-        self.details: Dict[str, str] = {}
+        self._state: bool | None = None
+        self.error: str | None = None
+        self.version: str | None = None
+        self.details: dict[str, str] = {}
         self.ops: Any = None
 
     def load(self) -> bool:
@@ -394,10 +395,9 @@ NUMPY_OPS = SimpleNamespace(
 )
 
 _BACKEND_CLASSES = {
-    cls.name: cls
-    for cls in (NumpyBackend, FastgradBackend, HipsAutogradBackend, TorchBackend, JaxBackend)
+    cls.name: cls for cls in (NumpyBackend, FastgradBackend, HipsAutogradBackend, TorchBackend, JaxBackend)
 }
-_BACKENDS: Dict[str, Backend] = {}
+_BACKENDS: dict[str, Backend] = {}
 
 
 def get_backend(name: str) -> Backend:
@@ -450,9 +450,7 @@ class GradCheck:
         return f"GradCheck(ok={self.ok}, max_error={self.max_error:.3g}, note={self.note!r})"
 
 
-def check_gradients(
-    got: Sequence[onp.ndarray], expected: Sequence[onp.ndarray], rtol: float
-) -> GradCheck:
+def check_gradients(got: Sequence[onp.ndarray], expected: Sequence[onp.ndarray], rtol: float) -> GradCheck:
     """Compare gradients elementwise, relative to each gradient's scale.
 
     An element passes when ``|got - expected| <= rtol * (|expected| +
@@ -529,20 +527,20 @@ class Workload:
 
     key = ""
     slug = ""
-    params: Tuple[str, ...] = ()
-    consts: Tuple[str, ...] = ()
-    n_ops: Optional[int] = None
+    params: tuple[str, ...] = ()
+    consts: tuple[str, ...] = ()
+    n_ops: int | None = None
     rtol = 1e-8
     seed = 0
     #: Attribute values of the reduced ``--quick`` variant.
-    quick_overrides: Dict[str, Any] = {}
+    quick_overrides: dict[str, Any] = {}
 
     @property
     def title(self) -> str:
         """str: short description for tables (reflects the problem size)."""
         raise NotImplementedError
 
-    def scaled(self, quick: bool) -> "Workload":
+    def scaled(self, quick: bool) -> Workload:
         """Return this workload, or its smaller variant if ``quick``.
 
         Parameters
@@ -561,7 +559,7 @@ class Workload:
         new.__dict__.update(self.quick_overrides)
         return new
 
-    def make_inputs(self) -> Dict[str, onp.ndarray]:
+    def make_inputs(self) -> dict[str, onp.ndarray]:
         """Return the (deterministic) NumPy inputs of the workload."""
         raise NotImplementedError
 
@@ -569,11 +567,11 @@ class Workload:
         """The scalar function differentiated, over the namespace ``ops``."""
         raise NotImplementedError
 
-    def numpy_step(self, inputs: Dict[str, onp.ndarray]) -> Step:
+    def numpy_step(self, inputs: dict[str, onp.ndarray]) -> Step:
         """Hand-written NumPy forward and backward pass."""
         raise NotImplementedError
 
-    def build(self, backend: Backend, inputs: Dict[str, onp.ndarray]) -> Step:
+    def build(self, backend: Backend, inputs: dict[str, onp.ndarray]) -> Step:
         """Prepare one backend's step function.
 
         Parameters
@@ -602,13 +600,13 @@ class Workload:
             [inputs[n] for n in self.consts],
         )
 
-    def value(self, inputs: Dict[str, onp.ndarray]) -> float:
+    def value(self, inputs: dict[str, onp.ndarray]) -> float:
         """Evaluate the loss in float64 NumPy (no gradient)."""
         arrays = [onp.asarray(inputs[n], dtype=onp.float64) for n in self.params + self.consts]
         return float(self.loss(NUMPY_OPS, *arrays))
 
     def finite_difference_error(
-        self, inputs: Dict[str, onp.ndarray], grads: Sequence[onp.ndarray], eps: float = 1e-7
+        self, inputs: dict[str, onp.ndarray], grads: Sequence[onp.ndarray], eps: float = 1e-7
     ) -> float:
         """Check gradients against a central difference along a random direction.
 
@@ -730,7 +728,7 @@ class MLPStep(Workload):
     def make_inputs(self):
         rng = onp.random.default_rng(self.seed + 2)
         f32 = onp.float32
-        out: Dict[str, onp.ndarray] = {}
+        out: dict[str, onp.ndarray] = {}
         for i, (n_in, n_out) in enumerate(zip(self.sizes[:-1], self.sizes[1:]), start=1):
             out[f"W{i}"] = (rng.standard_normal((n_in, n_out)) * onp.sqrt(2.0 / n_in)).astype(f32)
             out[f"b{i}"] = (0.1 * rng.standard_normal(n_out)).astype(f32)
@@ -844,7 +842,7 @@ class LongChain(Workload):
     n_ops = 100_000
     rtol = 1e-8
     factor = 1.0000001
-    quick_overrides = {"n_ops": 10_000}
+    quick_overrides = {"n_ops": 5_000}
 
     @property
     def title(self):
@@ -1081,7 +1079,7 @@ class RecurrentTanh(Workload):
 
 
 #: All workloads, in command-line order.
-WORKLOADS: List[Workload] = [
+WORKLOADS: list[Workload] = [
     OpChain(),
     MLPStep(),
     LargeElementwise(),

@@ -1,0 +1,153 @@
+"""pytest-benchmark suite: fastgrad and hand-written NumPy on every workload.
+
+Each test times one forward+backward step of a workload from
+:mod:`workloads` with the ``benchmark`` fixture, for one backend, and then
+checks the gradients it returned (values, never timing):
+
+* ``[numpy]``: the hand-written gradients agree with a central finite
+  difference of the loss (this validates the reference itself);
+* ``[fastgrad]``: fastgrad's gradients equal the hand-written NumPy ones
+  within the workload's tolerance, with the same shapes and dtypes.
+
+``test_compare_script_runs`` also runs ``compare.py`` briefly, so that the
+comparison script keeps working.
+
+Run the timings and keep a history for regression tracking::
+
+    pytest benchmarks/ --benchmark-autosave
+    pytest benchmarks/ --benchmark-compare
+
+Run as a quick correctness smoke test (every step runs exactly once)::
+
+    pytest benchmarks/ --benchmark-disable
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as onp
+import pytest
+
+pytest.importorskip("pytest_benchmark", reason="needs the pytest-benchmark plugin")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import workloads as wl  # noqa: E402
+
+#: Backends tracked for regressions.
+BACKENDS = ("numpy", "fastgrad")
+
+#: Largest accepted relative error of the finite-difference check.
+FD_TOLERANCE = 1e-4
+
+_reference_cache: dict[str, list[onp.ndarray]] = {}
+
+
+def _reference(work: wl.Workload, inputs: dict[str, onp.ndarray]) -> list[onp.ndarray]:
+    """Hand-written NumPy gradients of ``work`` (computed once per session)."""
+    if work.key not in _reference_cache:
+        numpy_backend = wl.get_backend("numpy")
+        numpy_backend.load()
+        step = work.build(numpy_backend, inputs)
+        _reference_cache[work.key] = [numpy_backend.to_numpy(g) for g in step()]
+    return _reference_cache[work.key]
+
+
+def _bench(benchmark, key: str, backend_name: str) -> None:
+    """Benchmark workload ``key`` on a backend, then check its gradients.
+
+    Parameters
+    ----------
+    benchmark : pytest_benchmark.fixture.BenchmarkFixture
+        The fixture; when disabled it calls the step once.
+    key : str
+        Workload number.
+    backend_name : str
+        ``"numpy"`` or ``"fastgrad"``.
+    """
+    work = wl.get_workload(key)
+    backend = wl.get_backend(backend_name)
+    if not backend.load():
+        pytest.fail(f"{backend_name} cannot be imported: {backend.error}")
+    inputs = work.make_inputs()
+    step = work.build(backend, inputs)
+
+    benchmark.group = f"[{work.key}] {work.title}"
+    if work.n_ops:
+        benchmark.extra_info["n_ops"] = work.n_ops
+    out = benchmark(step)
+    backend.block(out)
+    grads = [backend.to_numpy(g) for g in out]
+
+    if backend_name == "numpy":
+        err = work.finite_difference_error(inputs, grads)
+        assert err < FD_TOLERANCE, f"hand-written gradient off by {err:.2e} (finite differences)"
+    else:
+        expected = _reference(work, inputs)
+        check = wl.check_gradients(grads, expected, work.rtol)
+        assert check.ok, f"{backend_name} gradients differ from NumPy's: {check}"
+        assert not check.note, check.note
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_op_chain_300(benchmark, backend):
+    """[1] 300 small elementwise ops on (16,): per-op tape overhead."""
+    _bench(benchmark, "1", backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mlp_step(benchmark, backend):
+    """[2] MLP 784-256-256-10 training step, batch 128, float32."""
+    _bench(benchmark, "2", backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_large_elementwise(benchmark, backend):
+    """[3] sum(sin(x) * exp(-x*x) + x*x) on 4e6 float64 values."""
+    _bench(benchmark, "3", backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_long_chain_100k(benchmark, backend):
+    """[4] 100,000-op chain on (1,): deep tape, no recursion."""
+    _bench(benchmark, "4", backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fourth_derivative(benchmark, backend):
+    """[5] 4th derivative of sum(sin(x) * x) by nested create_graph."""
+    _bench(benchmark, "5", backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_broadcast_relu(benchmark, backend):
+    """[6] sum(relu(x + b)): gradient reduced over a broadcast axis."""
+    _bench(benchmark, "6", backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_recurrent_tanh(benchmark, backend):
+    """[7] 2,000 steps of h = tanh(h @ W): long chain of small matmuls."""
+    _bench(benchmark, "7", backend)
+
+
+def test_compare_script_runs(capsys):
+    """``compare.py`` runs end to end and its gradient checks pass (no timing asserted)."""
+    import compare
+
+    code = compare.main(
+        ["--quick", "--workloads", "1,5", "--backends", "numpy,fastgrad", "--repeat", "1", "--memory", "none"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = [line.split() for line in out.splitlines() if line.startswith(("  numpy ", "  fastgrad "))]
+    assert [(row[0], row[-2]) for row in rows] == [
+        ("numpy", "ref"),
+        ("fastgrad", "ok"),
+        ("numpy", "ref"),
+        ("fastgrad", "ok"),
+    ], out
