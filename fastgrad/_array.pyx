@@ -153,6 +153,12 @@ cdef class Primitive:
         self.differentiable = differentiable
         self.order = order
 
+    def _set_graph_rule(self, fn):
+        """Set the rule used under ``create_graph`` (once, at import; Note [Two bindings])."""
+        if self.backward_graph is not None:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.backward_graph = fn
+
     @property
     def saves(self):
         """Indices of the inputs the derivative rule keeps, and whether it keeps the output."""

@@ -382,6 +382,8 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
+    if create and op.backward_graph is not None:
+        return op.backward_graph(*args)
     return op.backward(*args)
 
 

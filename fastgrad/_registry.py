@@ -109,14 +109,21 @@ def _compile(op, names, variadic, pnames, namespace):
     source = "def %s(%s):\n%s" % (fname, ", ".join(args), body)
     filename = "<fastgrad derivative of %s>" % op.name
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = {}
-    exec(compile(source, filename, "exec"), namespace, scope)
-    fn = scope[fname]
-    fn.__qualname__ = fname
-    fn.__module__ = "fastgrad._derivatives"
+    code = compile(source, filename, "exec")
+    fn = _define(code, fname, namespace)
+    _SOURCES[op.name] = (code, fname)
     save_inputs = tuple(names.index(n) for n in saved)
     save_shapes = tuple(names.index(n) for n in shapes)
     return fn, save_inputs, save_shapes, uses.result, tuple(diff)
+
+
+def _define(code, fname, namespace):
+    scope = {}
+    exec(code, namespace, scope)
+    fn = scope[fname]
+    fn.__qualname__ = fname
+    fn.__module__ = "fastgrad._derivatives"
+    return fn
 
 
 def _dual(prim, kernel):
@@ -160,8 +167,37 @@ def build(table):
     return registry, ufuncs
 
 
+_SOURCES = {}   # op name -> (compiled rule, function name), for the graph namespace
 _registry, UFUNC_OPS = build(_derivatives.TABLE)
 REGISTRY = types.MappingProxyType(_registry)
+
+
+def install_graph_rules(functions):
+    """Give every op its rule bound to fastgrad's own functions (Note [Two bindings]).
+
+    Note [Two bindings]
+    ~~~~~~~~~~~~~~~~~~~
+    A rule's formula is compiled once and bound twice: to NumPy's functions, for a plain
+    backward pass on NumPy arrays, and to fastgrad's functions of the same names, for
+    ``create_graph``. Both read the same text, so there is one implementation of each rule;
+    the second binding only spares ``create_graph`` NumPy's ``__array_ufunc__`` and
+    ``__array_function__`` dispatch on every call the formula makes (helpers of ``_rules.py``
+    still dispatch through NumPy). Called once at import, after ``functions`` (the module of
+    fastgrad's NumPy-style functions) exists.
+    """
+    namespace = _namespace()
+    for ufunc, prim in UFUNC_OPS.items():
+        if namespace.get(ufunc.__name__) is ufunc:
+            namespace[ufunc.__name__] = prim
+    for name in functions.__all__:
+        value = namespace.get(name)
+        if value is not None and not isinstance(value, np.ufunc) and callable(value):
+            namespace[name] = getattr(functions, name)
+    for name, prim in _registry.items():
+        if not hasattr(np, name):
+            namespace[name] = prim
+    for name, (code, fname) in _SOURCES.items():
+        _registry[name]._set_graph_rule(_define(code, fname, namespace))
 
 
 def list_ops():

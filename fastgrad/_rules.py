@@ -17,6 +17,7 @@ import numpy as np
 
 from fastgrad._array import ndarray
 from fastgrad._kernels import SELU_ALPHA, SELU_SCALE, normalize_axis  # noqa: F401
+from fastgrad._kernels import broadcast_to as _broadcast_to
 
 
 class _Ops:
@@ -56,7 +57,9 @@ def unreduce(g, shape, axis, keepdims):
     if not keepdims and axis is not None:
         axes = normalize_axis(axis, len(shape))
         g = g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
-    return np.broadcast_to(g, shape)
+    if isinstance(g, ndarray):
+        return np.broadcast_to(g, shape)       # recorded (create_graph)
+    return _broadcast_to(g, shape)
 
 
 def reduced_count(shape, axis):
