@@ -193,3 +193,47 @@ def test_list_ops_reports_every_op_and_its_order():
     assert ops["sin"] == {"differentiable": True, "order": "any", "inputs": 1, "params": ()}
     assert ops["less"]["differentiable"] is False and ops["less"]["order"] == 0
     assert len(ops) >= 50
+
+
+def test_gradient_penalty_through_a_conv_net_matches_finite_differences():
+    """nnabla's gradient-penalty example in fastgrad's API: conv, relu, max pooling, fully
+    connected and softmax cross-entropy; the penalty on the norms of the parameters'
+    gradients is added to the loss and differentiated (second order through every op)."""
+    rng = onp.random.default_rng(3)
+    data = np.array(rng.standard_normal((2, 1, 6, 6)))
+    labels = onp.array([0, 2])
+    shapes = {"w": (3, 1, 3, 3), "b": (3,), "fw": (3, 12), "fb": (3,)}
+    values = {k: rng.standard_normal(s) * 0.5 for k, s in shapes.items()}
+    lam = 0.1
+
+    def total(vals, keep=None):
+        params = {k: np.array(v) for k, v in vals.items()}
+        for p in params.values():
+            p.attach_grad()
+        with autograd.record():
+            h = npx.convolution(data, params["w"], params["b"], kernel=(3, 3), num_filter=3,
+                                pad=(1, 1))
+            h = npx.pooling(npx.relu(h), kernel=(3, 3), stride=(3, 3), pool_type="max")
+            logits = npx.fully_connected(h, params["fw"], params["fb"], num_hidden=3)
+            loss = npx.softmax_cross_entropy(logits, labels)
+            grads = autograd.grad(loss, list(params.values()), create_graph=True)
+            penalty = sum((g * g).sum() for g in grads)
+            objective = loss + lam * penalty
+        if keep is not None:
+            objective.backward()
+            keep.update({k: p.grad.asnumpy() for k, p in params.items()})
+        return float(objective)
+
+    analytic = {}
+    total(values, analytic)
+    eps = 1e-6
+    for name, value in values.items():
+        numeric = onp.zeros_like(value)
+        for idx in onp.ndindex(value.shape):
+            up = {k: v.copy() for k, v in values.items()}
+            down = {k: v.copy() for k, v in values.items()}
+            up[name][idx] += eps
+            down[name][idx] -= eps
+            numeric[idx] = (total(up) - total(down)) / (2 * eps)
+        onp.testing.assert_allclose(analytic[name], numeric, rtol=1e-5, atol=1e-7,
+                                    err_msg=name)
