@@ -1,6 +1,4 @@
-# The persistent tape of a bound symbol.  See Note [Executor plan] in _plan.pyx.
-
-from fastgrad._node cimport Node
+# The plan of a bound symbol.  See Note [Executor plan] in _plan.pyx.
 
 
 cdef class _Composite:
@@ -9,37 +7,53 @@ cdef class _Composite:
     cdef Py_ssize_t n_out
     cdef object tape                 # (variables, outputs) recorded by the last forward, or None
 
+    cdef tuple backward_c(self, object g, int needs)
+
 
 cdef class Step:
     cdef object kernel               # a primitive's NumPy kernel, or the composite function
-    cdef str name                    # the symbol node's name
+    cdef readonly str name           # the symbol node's name
+    cdef readonly str op             # the op's name
     cdef tuple ins                   # slot index of every input
     cdef tuple outs                  # slot index of every output
     cdef Py_ssize_t n_in
     cdef Py_ssize_t n_out
     cdef tuple params                # the kernel's non-array arguments
-    cdef Node node                   # the persistent tape node; None when no gradient flows
+    cdef readonly bint linked        # a gradient flows through the step
+    # --- the backward replay (Note [Backward replay]); set when linked ---
+    cdef object rule                 # the primitive's derivative rule (None for a composite)
+    cdef int needs                   # bit mask of the inputs that want a gradient
+    cdef object needs_obj            # the same as a Python int (the rule's argument)
+    cdef tuple gslots                # per input: the slot its gradient goes to, or -1
     cdef tuple saved_slots           # slots of the inputs the rule reads (rule order)
     cdef tuple shape_slots           # slots of the inputs whose shapes the rule reads
     cdef bint save_result            # the rule reads the output
     cdef _Composite composite        # set for a composite step
+    cdef readonly Py_ssize_t index   # position in the plan
 
 
 cdef class Plan:
     cdef list values                 # one value per slot (Note [Executor plan])
     cdef list steps                  # the Steps, in creation order
+    cdef list bsteps                 # the linked Steps, in reverse creation order
     cdef list arg_arrays             # the executor's argument arrays (shared list)
     cdef tuple arg_slots             # per argument: its slot
-    cdef list leaves                 # per argument: its leaf Node, or None ('null')
-    cdef list sinks                  # per argument: the array holding the leaf and .grad
-    cdef list heads                  # per output: an array on the output's node, or None
-    cdef list grad_heads             # the heads that are not None
-    cdef list head_index             # their output indices
+    cdef tuple grad_args             # the arguments that get a gradient (indices)
+    cdef list bufs                   # per argument: its gradient buffer (an ndarray) or None
+    cdef list reqs                   # per argument: GRAD_WRITE or GRAD_ADD (None: no gradient)
+    cdef list swappable              # per argument: the buffer may take the pass's array
+    cdef tuple head_slots            # the slots of the outputs a gradient flows back from
+    cdef tuple head_index            # their output indices
     cdef list ones                   # per grad head: ones of its shape (the default gradient)
-    cdef list zero_sinks             # 'write' arguments no output reaches
+    cdef list acc                    # per slot: the gradient accumulated so far (backward only)
+    cdef bytearray owned             # per slot: acc is a buffer the pass owns
+    cdef bytearray multi             # per slot: an output of a multi-output step
     cdef tuple out_slots
     cdef list outputs                # the output arrays handed to the user (reused)
     cdef type out_cls
     cdef readonly bint any_grad
 
     cdef list _store_outputs(self)
+    cdef void _accumulate(self, Py_ssize_t s, object g, bint exclusive) except *
+    cdef void _replay(self, list head_grads) except *
+    cdef void _write_grads(self) except *

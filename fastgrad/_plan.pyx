@@ -1,4 +1,4 @@
-"""The persistent tape of a bound symbol (``Executor``).
+"""The plan of a bound symbol (``Executor``): its forward schedule and its backward replay.
 
 Note [Executor plan]
 ~~~~~~~~~~~~~~~~~~~~
@@ -14,43 +14,60 @@ in a list of values, and the nodes become *steps* in creation order (Note [Symbo
 * a composition (``npx.softmax``, ``npx.dropout``, ...) is a step that calls its function on
   fastgrad arrays, recorded on a small tape of its own when a gradient will be needed.
 
-The backward pass is *not* a second implementation: the plan is a tape of ordinary ``Node``
-objects (Note [The tape] in ``_node.pyx``), built once at bind and run by the engine of
-``_engine.pyx`` like any recorded graph. Each argument that wants a gradient gets a leaf node,
-held by an internal array whose ``.grad`` is the executor's gradient buffer with the
-argument's ``grad_req``; each step through which a gradient flows gets a node whose parents are
-the nodes of the inputs that need one, exactly as ``Primitive._record`` would link them. The
-forward pass refreshes, in place, what a node holds for its rule: ``saved`` (the raw values of
-the inputs the rule reads, then the shapes it reads, in rule order), ``result`` and the
-output's shape and dtype. Nothing is allocated per step but the kernel's outputs and that
-tuple. ``backward`` then calls ``run_backward`` on arrays sitting on the output nodes, with
-``retain_graph`` so that the tape survives for the next call.
+A slot *is linked* when a gradient flows through it: the slot of an argument that wants one,
+and the outputs of a step with a linked input (through an input the op can differentiate).
+A linked step knows at bind everything the engine of ``_engine.pyx`` works out per pass for a
+recorded node: the mask of the inputs that want a gradient (``needs``), the slots of the
+inputs its rule reads by value and by shape, whether it reads the result, and for every input
+the slot its gradient goes to. The forward pass runs kernels and nothing else: the values the
+rule reads stay in their slots until the next forward.
 
-Because the nodes are created in the order of the symbol's operations, their ``seq`` order is
-the order in which the same program records them imperatively, the engine schedules them the
-same way, calls the same rules with the same arguments and input masks, and accumulates the
-contributions in the same order: the executor's gradients equal the imperative ones bit for
-bit (``tests/test_executor.py`` checks it). A composite step's node has an op object with
-``node_backward`` (the protocol of custom ``Function`` nodes): it runs the engine over the
-step's own small tape, so a composite whose input also feeds other steps may round its input's
-gradient differently from a fully imperative tape (the composite's contributions are summed
-first, then added).
+Note [Backward replay]
+~~~~~~~~~~~~~~~~~~~~~~
+``backward`` replays the linked steps in reverse creation order over per-slot accumulators,
+without a graph walk, a heap, dependency counts or tape nodes. That is exactly the engine's
+order for the same program recorded imperatively: the engine runs the ready node with the
+largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
+consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
+recorded in the symbol's order is reverse creation order. Within a step the input gradients
+are delivered in input order, the head gradients are seeded first in output order, and every
+accumulation step follows Note [Accumulation] of ``_engine.pyx``: the first contribution is
+kept as it is; later ones are added in place into a buffer only the pass holds (a rule's fresh
+result, checked with its reference count), otherwise out of place (always out of place for an
+output of a multi-output step). Gradients are summed back to the input's shape over the
+broadcast axes (found in C from the input's value in its slot) and cast to its dtype. So each
+gradient is the same sum of the same terms in the same order as imperatively, and the
+executor's gradients equal the imperative ones bit for bit (``tests/test_executor.py``).
+
+Each argument's gradient is then written like the engine writes a variable's: ``'write'``
+copies it into the buffer, or makes the buffer take the pass's own array when the executor
+allocated that buffer; ``'add'`` adds into it; an argument that wants a gradient but gets none
+(no output reaches it, or every path carries ``None``) gets zeros under ``'write'``. The
+default head gradients (ones) are allocated when the outputs' shapes change, not per call;
+they are never written into, because a seed is never owned by the pass.
+
+A composite step is differentiated through its own small tape by the engine: a composite
+whose input also feeds other steps may round that input's gradient differently from a fully
+imperative tape (the composite's contributions are summed first, then added).
 """
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.list cimport PyList_GET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, Py_REFCNT
+from cpython.bytearray cimport PyByteArray_AS_STRING
 cimport numpy as cnp
-from fastgrad._node cimport Node, new_node, new_leaf
+from fastgrad._node cimport new_leaf
 from fastgrad._array cimport ndarray, Primitive, wrap, GRAD_WRITE, GRAD_ADD
-from fastgrad._state cimport set_recording_c, set_training_c, is_training_c
+from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 
-import weakref
+import types
 import numpy as _np
 
 from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
+from fastgrad._kernels import sum_to as _sum_to
+from fastgrad._anomaly import report as _anomaly_report
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
 
@@ -59,14 +76,17 @@ cnp.import_array()
 cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
 cdef object _nparray = _np.array
-cdef object _copyto = _np.copyto
 cdef object _npshape = _np.shape
-cdef object _EMPTY = _np.empty(0)
+cdef object _copyto = _np.copyto
+cdef object _npadd = _np.add
+cdef object _add_reduce = _np.add.reduce
+cdef object _zeros = _np.zeros
+cdef object _broadcast_to = _np.broadcast_to
 
 
 @cython.final
 cdef class _Composite:
-    """The op of a composite step's node: differentiates the step's own small tape."""
+    """How a composite step is differentiated: through the step's own small tape."""
 
     def __init__(self, str name, Py_ssize_t n_in, Py_ssize_t n_out):
         self.name = name
@@ -74,7 +94,7 @@ cdef class _Composite:
         self.n_out = n_out
         self.tape = None
 
-    def node_backward(self, node, g, needs, create_graph):
+    cdef tuple backward_c(self, object g, int needs):
         cdef list res = [None] * self.n_in
         if self.tape is None:
             return tuple(res)
@@ -96,18 +116,38 @@ cdef class _Composite:
                 res[i] = (<ndarray>gr)._data
         return tuple(res)
 
-    def release(self):
-        self.tape = None
-
 
 @cython.final
 cdef class Step:
     """One operation of a plan (internal; see Note [Executor plan])."""
 
     @property
-    def tape_node(self):
-        """The step's node on the plan's tape (``None`` when no gradient flows through it)."""
-        return self.node
+    def input_slots(self):
+        return self.ins
+
+    @property
+    def output_slots(self):
+        return self.outs
+
+    @property
+    def gradient_slots(self):
+        """Per input: the slot its gradient goes to, or -1 (Note [Backward replay])."""
+        return self.gslots
+
+    def __repr__(self):
+        return "<fastgrad plan step %d %s (%s)>" % (self.index, self.name, self.op)
+
+
+cdef class _AnomalySite:
+    """What ``_anomaly.report`` reads of a node, for a step."""
+    cdef readonly str name
+    cdef readonly Py_ssize_t seq
+    cdef readonly object forward_trace
+
+    def __init__(self, str name, Py_ssize_t seq):
+        self.name = name
+        self.seq = seq
+        self.forward_trace = None
 
 
 cdef inline object _slot(list vals, tuple idx, Py_ssize_t i):
@@ -131,14 +171,87 @@ cdef bint _same_layout(cnp.ndarray a, cnp.ndarray b):
     return a.dtype == b.dtype
 
 
+cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b):
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != cnp.PyArray_NDIM(b):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
+            return False
+    return True
+
+
+cdef inline bint _exclusive(object g, Py_ssize_t refs):
+    """Whether ``g`` is a writeable ndarray that owns its memory and that nothing but the
+    replay's ``refs`` references hold (Note [Accumulation] in ``_engine.pyx``)."""
+    return (type(g) is NP_NDARRAY and Py_REFCNT(g) == refs
+            and cnp.PyArray_BASE(<cnp.ndarray>g) == NULL
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
+
+
+cdef str _fit_error(Step st, Py_ssize_t i, tuple gshape, tuple shape):
+    return ("fastgrad.%s: the gradient for argument %d has shape %s, which cannot be summed to "
+            "the argument's shape %s" % (st.op, i, gshape, shape))
+
+
+cdef object _sum_back(object g, object like, Step st, Py_ssize_t i):
+    """``g`` summed over the axes it was broadcast along, to the shape of ``like`` (as the
+    engine's ``_sum_to_raw`` does, with the axes found in C and one reduction)."""
+    cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>g), ns = cnp.PyArray_NDIM(<cnp.ndarray>like)
+    cdef int lead = nd - ns, k
+    cdef cnp.npy_intp t, d
+    cdef bint widen = False, keep = False
+    if lead < 0:
+        if _np.broadcast_shapes(g.shape, like.shape) != like.shape:
+            raise ValueError(_fit_error(st, i, g.shape, like.shape))
+        return _sum_to(g, like.shape)
+    cdef list axes = list(range(lead))
+    for k in range(ns):
+        t = cnp.PyArray_DIMS(<cnp.ndarray>like)[k]
+        d = cnp.PyArray_DIMS(<cnp.ndarray>g)[lead + k]
+        if t == d:
+            continue
+        if t == 1:
+            axes.append(lead + k)
+            keep = True
+        elif d == 1:
+            widen = True
+        else:
+            raise ValueError(_fit_error(st, i, g.shape, like.shape))
+    out = g
+    if keep:
+        out = _add_reduce(g, axis=tuple(axes), keepdims=True)
+        if lead:
+            out = out.reshape(out.shape[lead:])
+    elif lead:
+        # Only leading axes: the same reduction without keepdims gives an array of its own.
+        out = _add_reduce(g, axis=tuple(axes))
+    if widen:
+        out = _broadcast_to(out, like.shape)
+    return out
+
+
+cdef inline object _fit(object g, object like, Step st, Py_ssize_t i):
+    """``g`` summed back to the shape of ``like`` (the input's value) and cast to its dtype."""
+    if type(g) is not NP_NDARRAY:
+        g = (<ndarray>g)._data if isinstance(g, ndarray) else _asarray(g)
+    if type(like) is not NP_NDARRAY:
+        like = _asarray(like)
+    if not _same_shape(<cnp.ndarray>g, <cnp.ndarray>like):
+        g = _sum_back(g, like, st, i)
+    if <void*>cnp.PyArray_DESCR(<cnp.ndarray>g) != <void*>cnp.PyArray_DESCR(<cnp.ndarray>like):
+        dtype = (<cnp.ndarray>like).dtype
+        if g.dtype != dtype:
+            g = g.astype(dtype)
+    return g
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef void _run_primitive(Step st, list vals) except *:
-    cdef Py_ssize_t i, n_in = st.n_in, npar = PyTuple_GET_SIZE(st.params), ns, nsh
+    cdef Py_ssize_t i, n_in = st.n_in, npar = PyTuple_GET_SIZE(st.params)
     cdef tuple args = PyTuple_New(n_in + npar)
-    cdef tuple saved
     cdef object v, out
-    cdef Node node
     for i in range(n_in):
         v = _slot(vals, st.ins, i)
         Py_INCREF(v)
@@ -152,51 +265,23 @@ cdef void _run_primitive(Step st, list vals) except *:
         if type(out) is not NP_NDARRAY:
             out = _asarray(out)
         vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, 0)] = out
-    else:
-        out = tuple([_as_np(o) for o in out])
-        if PyTuple_GET_SIZE(out) != st.n_out:
-            raise ValueError("%s (op %s) produced %d outputs, its node declares %d"
-                             % (st.name, st.kernel.__name__, len(out), st.n_out))
-        for i in range(st.n_out):
-            vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, i)] = \
-                <object>PyTuple_GET_ITEM(out, i)
-    node = st.node
-    if node is None:
         return
-    # Refresh what the rule reads, as Primitive._record stores it: inputs, then shapes.
-    ns = PyTuple_GET_SIZE(st.saved_slots)
-    nsh = PyTuple_GET_SIZE(st.shape_slots)
-    if ns or nsh:
-        saved = PyTuple_New(ns + nsh)
-        for i in range(ns):
-            v = _slot(vals, st.saved_slots, i)
-            Py_INCREF(v)
-            PyTuple_SET_ITEM(saved, i, v)
-        for i in range(nsh):
-            v = _slot(vals, st.shape_slots, i)
-            v = v.shape if type(v) is NP_NDARRAY else _npshape(v)
-            Py_INCREF(v)
-            PyTuple_SET_ITEM(saved, ns + i, v)
-        node.saved = saved
-    if st.save_result:
-        node.result = out
-    if st.n_out == 1:
-        node.out_shape = out.shape
-        node.out_dtype = out.dtype
-    else:
-        node.out_shape = tuple([o.shape for o in out])
-        node.out_dtype = tuple([o.dtype for o in out])
+    out = tuple([_as_np(o) for o in out])
+    if PyTuple_GET_SIZE(out) != st.n_out:
+        raise ValueError("%s (op %s) produced %d outputs, its node declares %d"
+                         % (st.name, st.kernel.__name__, len(out), st.n_out))
+    for i in range(st.n_out):
+        vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, i)] = <object>PyTuple_GET_ITEM(out, i)
 
 
 cdef void _run_composite(Step st, list vals) except *:
     cdef Py_ssize_t i
     cdef ndarray a
-    cdef Node node = st.node
     inputs = []
     variables = []
     for i in range(st.n_in):
         a = wrap(_slot(vals, st.ins, i), None, 0)
-        if (node is not None and <object>PyTuple_GET_ITEM(node.parents, i) is not None
+        if (st.linked and <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, i) >= 0
                 and a._data.dtype.kind in "fc"):
             # A fresh variable of the step's own tape (its gradient is returned, not stored).
             a._node = new_leaf(a._data.shape, a._data.dtype, None)
@@ -209,15 +294,50 @@ cdef void _run_composite(Step st, list vals) except *:
         set_recording_c(prev)
     for i in range(st.n_out):
         vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, i)] = (<ndarray>outs[i])._data
-    if node is None:
-        return
-    st.composite.tape = (variables, outs) if variables else None
-    if st.n_out == 1:
-        node.out_shape = (<ndarray>outs[0])._data.shape
-        node.out_dtype = (<ndarray>outs[0])._data.dtype
-    else:
-        node.out_shape = tuple([(<ndarray>o)._data.shape for o in outs])
-        node.out_dtype = tuple([(<ndarray>o)._data.dtype for o in outs])
+    if st.linked:
+        st.composite.tape = (variables, outs) if variables else None
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef tuple _call_rule(Step st, list vals, object g):
+    """``rule(g, needs, *saved inputs, *saved shapes, [result], *params)`` from the slots."""
+    cdef Py_ssize_t ns = PyTuple_GET_SIZE(st.saved_slots)
+    cdef Py_ssize_t nsh = PyTuple_GET_SIZE(st.shape_slots)
+    cdef Py_ssize_t npar = PyTuple_GET_SIZE(st.params), k, j
+    cdef tuple args = PyTuple_New(2 + ns + nsh + st.save_result + npar)
+    cdef object s
+    Py_INCREF(g)
+    PyTuple_SET_ITEM(args, 0, g)
+    s = st.needs_obj
+    Py_INCREF(s)
+    PyTuple_SET_ITEM(args, 1, s)
+    j = 2
+    for k in range(ns):
+        s = _slot(vals, st.saved_slots, k)
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    for k in range(nsh):
+        s = _slot(vals, st.shape_slots, k)
+        s = s.shape if type(s) is NP_NDARRAY else _npshape(s)
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    if st.save_result:
+        if st.n_out == 1:
+            s = _slot(vals, st.outs, 0)
+        else:
+            s = tuple([_slot(vals, st.outs, k) for k in range(st.n_out)])
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    for k in range(npar):
+        s = <object>PyTuple_GET_ITEM(st.params, k)
+        Py_INCREF(s)
+        PyTuple_SET_ITEM(args, j, s)
+        j += 1
+    return st.rule(*args)
 
 
 def _diff_flag(Primitive prim, Py_ssize_t i):
@@ -228,7 +348,7 @@ def _diff_flag(Primitive prim, Py_ssize_t i):
 
 @cython.final
 cdef class Plan:
-    """Slots, steps and the persistent tape of a bound symbol (Note [Executor plan]).
+    """Slots, steps and the backward replay of a bound symbol (Note [Executor plan]).
 
     ``arg_arrays`` and ``grad_arrays`` are the executor's lists (one entry per argument of
     ``arg_names``); ``reqs`` the arguments' ``grad_req``. The plan reads the arguments' values
@@ -237,49 +357,49 @@ cdef class Plan:
 
     def __init__(self, symbol, list arg_names, list reqs, list arg_arrays, list grad_arrays,
                  list own_grads, type out_cls):
-        cdef ndarray sink
-        cdef Node leaf, node
         cdef Step st
+        cdef Py_ssize_t i, k
         self.values = []
         self.steps = []
         self.arg_arrays = arg_arrays
         self.out_cls = out_cls
         self.outputs = None
+        self.ones = None
         n_args = len(arg_names)
         index = {n: i for i, n in enumerate(arg_names)}
         arg_slots = [None] * n_args
-        self.leaves = [None] * n_args
-        self.sinks = [None] * n_args
+        self.bufs = [None] * n_args
+        self.reqs = [None] * n_args
+        self.swappable = [False] * n_args
+        grad_args = []
         slot = {}
         static = []       # per slot: a value fixed at bind
-        links = []        # per slot: (node, output index) when a gradient flows through it
+        linked = []       # per slot: a gradient flows through it
+        multi = []        # per slot: an output of a multi-output step
         values = self.values
 
-        def new_slot(value, is_static, link):
+        def new_slot(value, is_static, is_linked, is_multi=False):
             values.append(value)
             static.append(is_static)
-            links.append(link)
+            linked.append(is_linked)
+            multi.append(is_multi)
             return len(values) - 1
 
         for snode in topo_nodes(symbol._entries):
             if snode.op == VARIABLE:
                 k = index[snode.name]
-                link = None
-                if reqs[k] != "null" and grad_arrays[k] is not None:
-                    data = (<ndarray>arg_arrays[k])._data
-                    sink = wrap(data, None, 0)
-                    leaf = new_leaf(data.shape, data.dtype, weakref.ref(sink))
-                    sink._node = leaf
-                    self.leaves[k] = leaf
-                    self.sinks[k] = sink
-                    self._attach(k, grad_arrays[k], reqs[k], own_grads[k])
-                    link = (leaf, 0)
-                s = new_slot(None, False, link)
+                wants = reqs[k] != "null" and grad_arrays[k] is not None
+                s = new_slot(None, False, wants)
+                if wants:
+                    self.bufs[k] = grad_arrays[k]
+                    self.reqs[k] = parse_grad_req(reqs[k])
+                    self.swappable[k] = bool(own_grads[k])
+                    grad_args.append(k)
                 slot[(snode.id, 0)] = s
                 arg_slots[k] = s
                 continue
             if snode.op == CONSTANT:
-                slot[(snode.id, 0)] = new_slot(snode.value, True, None)
+                slot[(snode.id, 0)] = new_slot(snode.value, True, False)
                 continue
             fn = snode.fn
             ins = tuple([slot[(p.id, k)] for p, k in snode.inputs])
@@ -291,6 +411,7 @@ cdef class Plan:
             st.n_out = n_out
             st.saved_slots = ()
             st.shape_slots = ()
+            gslots = [-1] * len(ins)
             if is_primitive(fn):
                 if all([static[s] for s in ins]):
                     with _np.errstate(all="ignore"):
@@ -300,23 +421,16 @@ cdef class Plan:
                         raise ValueError("bind: %s (op %s) produced %d outputs, its node "
                                          "declares %d" % (snode.name, snode.op, len(outs), n_out))
                     for i, o in enumerate(outs):
-                        slot[(snode.id, i)] = new_slot(_asarray(o), True, None)
+                        slot[(snode.id, i)] = new_slot(_asarray(o), True, False)
                     continue
-                parents = [None] * len(ins)
-                oidx = None
-                linked = False
+                st.op = fn.name
                 if fn.differentiable:
                     for i, s in enumerate(ins):
-                        if links[s] is None:
+                        if not linked[s]:
                             continue
                         flag = _diff_flag(fn, i)
                         if flag == 1:
-                            parents[i] = links[s][0]
-                            if links[s][1]:
-                                if oidx is None:
-                                    oidx = [0] * len(ins)
-                                oidx[i] = links[s][1]
-                            linked = True
+                            gslots[i] = s
                         elif flag == -1:
                             raise NotImplementedError(
                                 "bind: fastgrad.%s (node %r) has no derivative with respect "
@@ -324,120 +438,75 @@ cdef class Plan:
                                 "gradient; use grad_req='null' for it" % (fn.name, snode.name, i))
                 st.kernel = fn.forward
                 st.params = tuple(snode.params)
-                if linked:
-                    node = new_node(fn)
-                    save_inputs, save_shapes, save_result = fn.saves
-                    st.saved_slots = tuple([ins[j] for j in save_inputs])
-                    st.shape_slots = tuple([ins[j] for j in save_shapes])
-                    st.save_result = save_result
+                st.rule = fn.backward
+                save_inputs, save_shapes, save_result = fn.saves
+                st.saved_slots = tuple([ins[j] for j in save_inputs])
+                st.shape_slots = tuple([ins[j] for j in save_shapes])
+                st.save_result = save_result
             else:
-                parents = [links[s][0] if links[s] is not None else None for s in ins]
-                oidx = None
+                st.op = snode.op
                 for i, s in enumerate(ins):
-                    if links[s] is not None and links[s][1]:
-                        if oidx is None:
-                            oidx = [0] * len(ins)
-                        oidx[i] = links[s][1]
-                linked = any([p is not None for p in parents])
+                    if linked[s]:
+                        gslots[i] = s
                 st.kernel = fn
                 st.params = snode.params
                 st.composite = _Composite(snode.op, len(ins), n_out)
-                if linked:
-                    node = new_node(st.composite)
-            if linked:
-                node.parents = tuple(parents)
-                node.parent_oidx = tuple(oidx) if oidx is not None else None
-                node.params = st.params if is_primitive(fn) else ()
-                node.saved = ()
-                node.n_out = n_out
-                st.node = node
-            outs = tuple([new_slot(None, False, (node, i) if linked else None)
-                          for i in range(n_out)])
+            st.gslots = tuple(gslots)
+            st.linked = any([s >= 0 for s in gslots])
+            needs = 0
+            for i, s in enumerate(gslots):
+                if s >= 0:
+                    needs |= (1 << i) if i < 30 else (1 << 30)
+            st.needs = needs
+            st.needs_obj = needs
+            outs = tuple([new_slot(None, False, st.linked, n_out > 1) for i in range(n_out)])
             for i in range(n_out):
                 slot[(snode.id, i)] = outs[i]
             st.outs = outs
+            st.index = len(self.steps)
             self.steps.append(st)
 
         self.arg_slots = tuple(arg_slots)
+        self.grad_args = tuple(grad_args)
         self.out_slots = tuple([slot[(n.id, k)] for n, k in symbol._entries])
-        self.heads = []
-        self.grad_heads = []
-        self.head_index = []
-        for i, s in enumerate(self.out_slots):
-            link = links[s]
-            if link is None:
-                self.heads.append(None)
-                continue
-            h = wrap(_EMPTY, <Node>link[0], link[1])
-            self.heads.append(h)
-            self.grad_heads.append(h)
-            self.head_index.append(i)
-        # Arguments that want a gradient but that no output reaches: 'write' gives zeros.
-        reached = set()
-        stack = [(<ndarray>h)._node for h in self.grad_heads]
-        while stack:
-            node = stack.pop()
-            if id(node) in reached:
-                continue
-            reached.add(id(node))
-            if node.parents is not None:
-                stack.extend([p for p in node.parents if p is not None])
-        self.zero_sinks = [sink for k, sink in enumerate(self.sinks) if sink is not None
-                           and reqs[k] == "write" and id(self.leaves[k]) not in reached]
-        self.any_grad = bool(self.grad_heads) or bool(self.zero_sinks)
-
-    def _attach(self, Py_ssize_t k, grad, str req, bint own):
-        """Make ``grad`` (an array) the gradient buffer of argument ``k``.
-
-        A buffer the executor allocated (``own``) may take a gradient the pass computed
-        instead of a copy of it, as ``attach_grad`` buffers do; an ``args_grad`` array keeps
-        its memory.
-        """
-        cdef ndarray sink = <ndarray>self.sinks[k]
-        sink._grad = grad
-        sink._grad_req = parse_grad_req(req)
-        sink._grad_swappable = own
+        self.head_slots = tuple([s for s in self.out_slots if linked[s]])
+        self.head_index = tuple([i for i, s in enumerate(self.out_slots) if linked[s]])
+        self.bsteps = [st for st in reversed(self.steps) if st.linked]
+        self.acc = [None] * len(values)
+        self.owned = bytearray(len(values))
+        self.multi = bytearray(multi)
+        self.any_grad = bool(grad_args)
 
     def set_grad(self, Py_ssize_t k, grad):
         """Argument ``k`` has a new gradient buffer of the executor's (a forward with a new
         shape)."""
-        if self.sinks[k] is not None:
-            (<ndarray>self.sinks[k])._grad = grad
-            (<ndarray>self.sinks[k])._grad_swappable = True
+        if self.bufs[k] is not None:
+            self.bufs[k] = grad
+            self.swappable[k] = True
 
     @property
     def steps_list(self):
-        """The steps (for introspection and tests)."""
+        """The steps, in the order forward runs them (for introspection and tests)."""
         return list(self.steps)
 
     @property
-    def arg_leaves(self):
-        """Per argument: its leaf node, or ``None`` when it wants no gradient."""
-        return list(self.leaves)
+    def backward_steps(self):
+        """The steps backward replays, in its order (Note [Backward replay])."""
+        return list(self.bsteps)
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def forward(self, bint is_train):
         """Run every step and return the output arrays (reused while shapes do not change)."""
         cdef list vals = self.values
-        cdef Py_ssize_t k, n = len(self.arg_slots)
-        cdef ndarray a
-        cdef Node leaf
+        cdef Py_ssize_t k, n = PyTuple_GET_SIZE(self.arg_slots)
         cdef Step st
         cdef int prev_train = set_training_c(is_train)
         cdef int prev_rec = set_recording_c(0)
         try:
             for k in range(n):
-                a = <ndarray>self.arg_arrays[k]
-                data = a._data
-                vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)] = data
-                obj = self.leaves[k]
-                if obj is not None and (<ndarray>self.sinks[k])._data is not data:
-                    # A new array (a forward with a new shape): the leaf follows it.
-                    leaf = <Node>obj
-                    leaf.out_shape = data.shape
-                    leaf.out_dtype = data.dtype
-                    (<ndarray>self.sinks[k])._data = data
+                vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)] = \
+                    (<ndarray>PyList_GET_ITEM(self.arg_arrays, k))._data
             for obj in self.steps:
                 st = <Step>obj
                 if st.composite is None:
@@ -454,21 +523,17 @@ cdef class Plan:
         cdef list outs = self.outputs
         cdef Py_ssize_t i, n = PyTuple_GET_SIZE(self.out_slots)
         cdef bint fresh = outs is None
-        cdef ndarray o
-        for i in range(n):
-            v = _as_np(_slot(vals, self.out_slots, i))
-            h = self.heads[i]
-            if h is not None:
-                (<ndarray>h)._data = v
-            if not fresh:
-                o = <ndarray>outs[i]
-                if not _same_layout(o._data, v):
+        if not fresh:
+            for i in range(n):
+                if not _same_layout((<ndarray>outs[i])._data, _as_np(_slot(vals, self.out_slots, i))):
                     fresh = True
+                    break
         if fresh:
             self.outputs = [wrap(_nparray(_slot(vals, self.out_slots, i)), None, 0,
                                  self.out_cls) for i in range(n)]
-            # The default head gradients; the engine never writes into a head gradient.
-            self.ones = [_np.ones_like((<ndarray>h)._data) for h in self.grad_heads]
+            # The default head gradients; a seed is never written into (Note [Backward replay]).
+            self.ones = [_np.ones_like(_as_np(_slot(vals, self.head_slots, i)))
+                         for i in range(PyTuple_GET_SIZE(self.head_slots))]
             return self.outputs
         for i in range(n):
             if cnp.PyArray_CopyInto((<ndarray>outs[i])._data,
@@ -477,18 +542,139 @@ cdef class Plan:
         return outs
 
     def backward(self, list head_grads, bint train_mode):
-        """Run the engine over the plan's tape; fill the gradient buffers.
+        """Replay the linked steps backward; fill the gradient buffers.
 
-        ``head_grads``: one gradient (or ``None`` for ones) per output, or ``None``.
+        ``head_grads``: one gradient per output (an ndarray of its shape and dtype), or
+        ``None`` for ones.
         """
-        cdef ndarray buf
-        if self.grad_heads:
+        cdef Py_ssize_t i
+        cdef int prev_rec = set_recording_c(0)
+        cdef int prev_train = set_training_c(train_mode)
+        try:
+            self._replay(head_grads)
+            self._write_grads()
+        finally:
+            set_recording_c(prev_rec)
+            set_training_c(prev_train)
+            for i in range(len(self.acc)):
+                self.acc[i] = None
+
+    cdef void _accumulate(self, Py_ssize_t s, object g, bint exclusive) except *:
+        """Add ``g`` to the gradient of slot ``s`` (Note [Accumulation] in ``_engine.pyx``)."""
+        cdef list accs = self.acc
+        cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
+        cdef object acc = <object>PyList_GET_ITEM(accs, s)
+        if acc is None:
+            accs[s] = g
+            owned[s] = exclusive
+        elif self.multi[s]:
+            accs[s] = acc + g
+        elif owned[s]:
+            acc += g                  # a buffer only this pass holds: add in place
+        elif exclusive and _same_shape(<cnp.ndarray>g, <cnp.ndarray>acc):
+            g += acc                  # the new contribution is ours: add the old into it
+            accs[s] = g
+            owned[s] = True
+        else:
+            acc = acc + g
+            if type(acc) is not NP_NDARRAY:
+                acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
+            accs[s] = acc
+            owned[s] = True
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef void _replay(self, list head_grads) except *:
+        cdef list vals = self.values
+        cdef list accs = self.acc
+        cdef Py_ssize_t i, k, s, nh = PyTuple_GET_SIZE(self.head_slots)
+        cdef Step st
+        cdef object g, gi, fitted
+        cdef tuple grads
+        cdef bint excl, anomaly = is_anomaly_c()
+        # Seeds first, in output order (never owned: a head gradient is not the pass's).
+        for i in range(nh):
+            s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.head_slots, i)
             if head_grads is None:
-                hg = self.ones
+                g = self.ones[i]
             else:
-                hg = [head_grads[i] for i in self.head_index]
-            run_backward(self.grad_heads, hg, None, True, False, train_mode, False)
-        for sink in self.zero_sinks:
-            buf = <ndarray>(<ndarray>sink)._grad
-            buf._data[...] = 0
+                g = head_grads[<Py_ssize_t><object>PyTuple_GET_ITEM(self.head_index, i)]
+            self._accumulate(s, g, False)
+        for obj in self.bsteps:
+            st = <Step>obj
+            if st.n_out == 1:
+                s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, 0)
+                g = <object>PyList_GET_ITEM(accs, s)
+                if g is None:
+                    continue
+                accs[s] = None
+            else:
+                g = [accs[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, k)]
+                     for k in range(st.n_out)]
+                if all([gk is None for gk in g]):
+                    continue
+                for k in range(st.n_out):
+                    accs[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, k)] = None
+            if st.composite is not None:
+                grads = st.composite.backward_c(g, st.needs)
+            else:
+                if st.n_out > 1:
+                    # Outputs no gradient reached get zeros (the engine's _complete).
+                    g = tuple([gk if gk is not None else
+                               _zeros(_npshape(vals[<Py_ssize_t>st.outs[k]]),
+                                      dtype=_as_np(vals[<Py_ssize_t>st.outs[k]]).dtype)
+                               for k, gk in enumerate(g)])
+                grads = _call_rule(st, vals, g)
+            g = None
+            if PyTuple_GET_SIZE(grads) != st.n_in:
+                raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
+                                   "for %d inputs" % (st.op, len(grads), st.n_in))
+            if anomaly:
+                _anomaly_report(_AnomalySite(st.op, st.index), grads)
+            for i in range(st.n_in):
+                s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, i)
+                if s < 0:
+                    continue
+                gi = <object>PyTuple_GET_ITEM(grads, i)
+                if gi is None:
+                    continue
+                fitted = _fit(gi, <object>PyList_GET_ITEM(vals, s), st, i)
+                # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone.
+                excl = _exclusive(fitted, 3 if fitted is gi else 1)
+                gi = None
+                self._accumulate(s, fitted, excl)
+                fitted = None
+
+    cdef void _write_grads(self) except *:
+        """Write every argument's gradient into its buffer (as the engine writes a
+        variable's)."""
+        cdef list accs = self.acc
+        cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
+        cdef Py_ssize_t j, k, s
+        cdef ndarray buf
+        cdef object g
+        cdef int req
+        for j in range(PyTuple_GET_SIZE(self.grad_args)):
+            k = <Py_ssize_t><object>PyTuple_GET_ITEM(self.grad_args, j)
+            s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)
+            g = <object>PyList_GET_ITEM(accs, s)
+            accs[s] = None
+            buf = <ndarray>self.bufs[k]
+            req = <int>self.reqs[k]
+            if g is None:
+                # No gradient reaches it: the gradient is zero.
+                if req == GRAD_WRITE:
+                    buf._data[...] = 0
+                    buf._version += 1
+                continue
+            if type(g) is not NP_NDARRAY:
+                g = _asarray(g)
+            if req == GRAD_WRITE:
+                if (owned[s] and self.swappable[k]
+                        and _same_layout(<cnp.ndarray>g, <cnp.ndarray>buf._data)):
+                    buf._data = g
+                else:
+                    _copyto(buf._data, g)
+            else:
+                _npadd(buf._data, g, out=buf._data)
             buf._version += 1

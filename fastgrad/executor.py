@@ -1,7 +1,7 @@
 """The executor: a symbol bound to argument values, run forward and backward from a plan.
 
-The plan, a persistent tape that the engine of ``_engine.pyx`` runs backward, is built once
-at bind: see Note [Executor plan] in ``fastgrad/_plan.pyx``.
+The plan, a forward schedule and a backward replay in the engine's order, is built once at
+bind: see Note [Executor plan] and Note [Backward replay] in ``fastgrad/_plan.pyx``.
 
 Note [Executor buffers]
 ~~~~~~~~~~~~~~~~~~~~~~~

@@ -300,9 +300,9 @@ def test_no_gradient_required_backward_is_a_no_op():
     assert ex.grad_arrays == [None]
 
 
-# ---------------------------------------------------------------- the persistent tape
-# Note [Executor plan] in fastgrad/_plan.pyx: the bound graph is a tape of Nodes built once and
-# run backward by the same engine as imperative code, so gradients agree with ==.
+# ---------------------------------------------------------------- the backward replay
+# Note [Backward replay] in fastgrad/_plan.pyx: the bound graph is replayed backward in the
+# engine's order with its accumulation rules, so gradients agree with the imperative ones (==).
 
 def _mlp_values(dtype, batch=6, din=5, dh=8, dout=4):
     shapes = {"x": (batch, din), "w1": (din, dh), "b1": (dh,), "w2": (dh, dh), "b2": (dh,),
@@ -400,20 +400,204 @@ def test_softmax_cross_entropy_composite_equals_imperative():
             assert (ex.grad_dict[k].asnumpy() == a.grad.asnumpy()).all(), k
 
 
-def test_plan_nodes_are_built_once_and_outputs_have_no_history():
+def test_plan_is_built_once_and_outputs_have_no_history():
     values = _mlp_values(onp.float64)
     ex = _mlp_loss_sym().bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()})
-    nodes = [s.tape_node for s in ex._plan.steps_list]
-    leaves = ex._plan.arg_leaves
-    assert all(n is not None for n in nodes) and all(n is not None for n in leaves)
-    assert [n.seq for n in nodes] == sorted(n.seq for n in nodes)
+    steps = ex._plan.steps_list
+    assert [s.op for s in steps] == ["matmul", "add", "relu", "matmul", "add", "relu",
+                                     "matmul", "add", "square", "mean"]
+    assert ex._plan.backward_steps == steps[::-1]
     for _ in range(3):
         out = ex.forward(is_train=True)[0]
         ex.backward()
-    assert [s.tape_node for s in ex._plan.steps_list] == nodes
-    assert ex._plan.arg_leaves == leaves
+    assert ex._plan.steps_list == steps
     assert out.node is None                  # outputs are plain arrays, off the tape
     g = ex.grad_dict["w2"].asnumpy()
     out[...] = 123.0                         # writing into an output changes no gradient
     ex.backward()
     assert (ex.grad_dict["w2"].asnumpy() == g).all()
+
+
+def test_backward_replays_only_steps_a_gradient_flows_through():
+    x, w, i = mx.sym.var("x"), mx.sym.var("w"), mx.sym.var("i")
+    y = mx.sym.sum(mx.sym.exp(x) * mx.sym.sin(w)) + mx.sym.sum(i * 2.0)
+    ex = y.bind(mx.cpu(), {"x": mx.np.ones(3), "w": mx.np.ones(3), "i": mx.np.ones(3)},
+                grad_req={"x": "null", "w": "write", "i": "null"})
+    linked = {s.op for s in ex._plan.backward_steps}
+    assert "exp" not in linked and "sin" in linked
+    assert [s.op for s in ex._plan.steps_list].count("multiply") == 2
+    ex.forward()
+    ex.backward()
+    assert_close(ex.grad_dict["w"], onp.exp(1.0) * onp.cos(1.0) * onp.ones(3), rtol=1e-6)
+
+
+def _bind_both(prog, shapes, dtype=onp.float64, grad_req="write", seed=0):
+    """``prog`` bound as a symbol and recorded imperatively on the same values."""
+    values = {k: (rand(s, seed + j) * 0.7).astype(dtype) for j, (k, s) in enumerate(shapes.items())}
+    syms = {k: mx.sym.var(k) for k in shapes}
+    out = prog(mx.sym, syms)
+    out = out if isinstance(out, (list, tuple)) else [out]
+    ex = mx.sym.Group(list(out)).bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()},
+                                      grad_req=grad_req)
+    arrays = {k: mx.np.array(v) for k, v in values.items()}
+    req = grad_req if isinstance(grad_req, dict) else {k: grad_req for k in shapes}
+    for k, a in arrays.items():
+        if req.get(k, "null") != "null":
+            a.attach_grad(grad_req=req[k])
+
+    def imperative(head_grads=None):
+        with mx.autograd.record():
+            res = prog(mx.np, arrays)
+        res = list(res) if isinstance(res, (list, tuple)) else [res]
+        mx.autograd.backward(res, head_grads)
+        return res
+    return ex, arrays, imperative
+
+
+def _assert_grads_equal(ex, arrays, what=""):
+    for k, a in arrays.items():
+        if a.grad is None:
+            continue
+        got, want = ex.grad_dict[k].asnumpy(), a.grad.asnumpy()
+        assert got.dtype == want.dtype and got.shape == want.shape, (k, what)
+        assert onp.array_equal(got, want), (k, what, got - want)
+
+
+def _fan_out(F, v):
+    x, w, b, c = v["x"], v["w"], v["b"], v["c"]
+    h = F.tanh(x * w + b)                  # w (3,) and b (1, 3) broadcast over x (4, 3)
+    u = h * c + F.exp(w)                   # c (4, 1) broadcasts the other way; w used again
+    t = F.sum(u * h, axis=0) * w           # h used three times, w a third time
+    return F.sum(t) + F.mean(F.sin(x) * u) + F.sum(h * h * b) + F.sum(c * c, axis=None)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_fan_out_shared_inputs_and_broadcasting_equal_imperative(dtype):
+    shapes = {"x": (4, 3), "w": (3,), "b": (1, 3), "c": (4, 1)}
+    ex, arrays, imperative = _bind_both(_fan_out, shapes, dtype)
+    for step in range(3):
+        out = ex.forward(is_train=True)[0]
+        ex.backward()
+        y = imperative()[0]
+        assert onp.array_equal(out.asnumpy(), y.asnumpy())
+        _assert_grads_equal(ex, arrays, step)
+
+
+def test_several_outputs_with_head_gradients_equal_imperative():
+    def prog(F, v):
+        x, w = v["x"], v["w"]
+        y1 = F.tanh(F.matmul(x, w))
+        y2 = F.sum(y1 * y1, axis=1) + F.sum(x, axis=1)    # an output that feeds another one
+        return [y1, y2, x * 2.0, y1]                       # the same output twice
+    shapes = {"x": (5, 3), "w": (3, 4)}
+    ex, arrays, imperative = _bind_both(prog, shapes)
+    ex.forward(is_train=True)
+    hg = [rand((5, 4), 7), rand((5,), 8), rand((5, 3), 9), rand((5, 4), 10)]
+    ex.backward([mx.np.array(h) for h in hg])
+    imperative([mx.np.array(h) for h in hg])
+    _assert_grads_equal(ex, arrays)
+    ex.backward()                                          # ones, twice: same result
+    imperative()
+    _assert_grads_equal(ex, arrays, "ones")
+    ex.backward()
+    _assert_grads_equal(ex, arrays, "ones again")
+
+
+def test_output_that_is_an_argument():
+    x = mx.sym.var("x")
+    ex = mx.sym.Group([x, mx.sym.exp(x)]).bind(mx.cpu(), {"x": mx.np.array([0.0, 1.0])})
+    ex.forward()
+    ex.backward([mx.np.array([1.0, 2.0]), mx.np.array([3.0, 4.0])])
+    assert_close(ex.grad_dict["x"], [1.0 + 3.0, 2.0 + 4.0 * onp.e], rtol=1e-6)
+    ex.backward()
+    assert_close(ex.grad_dict["x"], [2.0, 1.0 + onp.e], rtol=1e-6)
+
+
+def test_multi_output_steps_equal_imperative():
+    def prog(F, v):
+        kw = {"num_outputs": 3} if F is mx.sym else {}
+        a, b, c = F.split(v["x"] * v["w"], 3, axis=1, **kw)
+        return F.sum(F.exp(a) * c) + F.sum(F.sin(a))      # b reaches no output
+    shapes = {"x": (4, 6), "w": (6,)}
+    ex, arrays, imperative = _bind_both(prog, shapes)
+    ex.forward(is_train=True)
+    ex.backward()
+    imperative()
+    _assert_grads_equal(ex, arrays)
+
+
+def test_grad_req_add_and_write_mixed_over_steps_equal_imperative():
+    shapes = {"x": (4, 3), "w": (3,), "b": (1, 3), "c": (4, 1)}
+    req = {"x": "null", "w": "add", "b": "write", "c": "add"}
+    ex, arrays, imperative = _bind_both(_fan_out, shapes, grad_req=req)
+    for step in range(4):
+        ex.forward(is_train=True)
+        ex.backward()
+        imperative()
+        _assert_grads_equal(ex, arrays, step)
+    assert ex.grad_dict["x"] is None
+
+
+def test_args_grad_buffers_keep_their_memory_and_get_no_shared_arrays():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    ga, gb = mx.np.zeros(3), mx.np.zeros(3)
+    ex = mx.sym.sum(mx.sym.exp(a + b)).bind(
+        mx.cpu(), {"a": mx.np.array([0.0, 1.0, 2.0]), "b": mx.np.zeros(3)},
+        args_grad={"a": ga, "b": gb})
+    ex.forward()
+    ex.backward()
+    assert ex.grad_dict["a"] is ga and ex.grad_dict["b"] is gb
+    assert_close(ga, onp.exp([0.0, 1.0, 2.0]), rtol=1e-6)
+    assert_close(gb, onp.exp([0.0, 1.0, 2.0]), rtol=1e-6)
+    # `add` passes one gradient to both of its inputs: each buffer gets its own copy.
+    ex2 = mx.sym.sum(mx.sym.exp(a + b) * 1.0).bind(
+        mx.cpu(), {"a": mx.np.array([0.0, 1.0, 2.0]), "b": mx.np.zeros(3)})
+    ex2.forward()
+    ex2.backward()
+    ga2, gb2 = ex2.grad_dict["a"].asnumpy(), ex2.grad_dict["b"].asnumpy()
+    assert onp.array_equal(ga2, gb2)
+    ex2.grad_dict["a"][...] = 0.0
+    assert onp.array_equal(ex2.grad_dict["b"].asnumpy(), gb2)
+
+
+def test_cast_back_to_the_argument_dtype_equals_imperative():
+    c = (rand((3,), 5) * 3).astype(onp.float64)
+    def prog(F, v):
+        k = mx.sym.const(c) if F is mx.sym else c
+        return F.sum(F.exp(v["x"] * k)) + F.sum(v["x"] * v["x"])   # float64 product
+    shapes = {"x": (2, 3)}
+    ex, arrays, imperative = _bind_both(prog, shapes, dtype=onp.float32)
+    ex.forward(is_train=True)
+    ex.backward()
+    imperative()
+    assert ex.grad_dict["x"].dtype == onp.float32
+    _assert_grads_equal(ex, arrays)
+
+
+def test_new_shapes_at_forward_refit_the_gradients():
+    x, b = mx.sym.var("x"), mx.sym.var("b")
+    y = mx.sym.sum(mx.sym.tanh(x + b) * x)
+    ex = y.bind(mx.cpu(), {"x": mx.np.array(rand((2, 3))), "b": mx.np.array(rand((3,), 1))})
+    for n in (2, 5, 1, 5):
+        xv = rand((n, 3), n)
+        ex.forward(is_train=True, x=mx.np.array(xv))
+        ex.backward()
+        xa, ba = mx.np.array(xv), mx.np.array(ex.arg_dict["b"].asnumpy())
+        xa.attach_grad()
+        ba.attach_grad()
+        with mx.autograd.record():
+            z = mx.np.sum(mx.np.tanh(xa + ba) * xa)
+        z.backward()
+        assert onp.array_equal(ex.grad_dict["x"].asnumpy(), xa.grad.asnumpy()), n
+        assert onp.array_equal(ex.grad_dict["b"].asnumpy(), ba.grad.asnumpy()), n
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_anomaly_detection_names_the_step():
+    x = mx.sym.var("x")
+    ex = mx.sym.sum(mx.sym.sqrt(x)).bind(mx.cpu(), {"x": mx.np.array([0.0, 1.0])})
+    ex.forward()
+    ex.backward()                            # inf, but anomaly detection is off
+    with mx.autograd.detect_anomaly():
+        with pytest.raises(FloatingPointError, match="sqrt"):
+            ex.backward()
