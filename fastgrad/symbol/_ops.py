@@ -8,9 +8,9 @@ JSON format stores:
 ``'null'`` / ``'_const'``
     An argument (a variable bound at ``bind``) and a constant value stored in the graph.
 a registry name (``'exp'``, ``'matmul'``, ...)
-    A primitive of the derivative table. The executor calls its forward kernel directly and
-    its derivative rule through the tape engine (Note [Executor plan] in
-    ``fastgrad/_plan.pyx``).
+    A primitive of the derivative table. The executor calls its forward kernel and its
+    derivative rule directly, in a schedule planned at bind (Notes [Executor plan] and
+    [Backward replay] in ``fastgrad/_plan.pyx``).
 ``'np.<name>'`` / ``'npx.<name>'``
     A public function of ``fastgrad.np``/``fastgrad.npx`` that is a composition of primitives
     (``npx.softmax``, ``np.sum`` with NumPy's signature, ``npx.dropout``). The node keeps the
