@@ -23,7 +23,7 @@ DIRECTIVES = {
     "binding": False,
 }
 
-MODULES = ["_state", "_node", "_array", "_engine", "_plan"]
+MODULES = ["_state", "_node", "_parallel", "_array", "_engine", "_plan"]
 
 extensions = [
     Extension(

@@ -186,6 +186,8 @@ class Primitive:
     name: str
     forward: Callable[..., Any]
     backward: Callable[..., Any] | None
+    backward_graph: Callable[..., Any] | None
+    backward_split: Callable[..., Any] | None
     n_in: int
     n_out: int
     param_names: tuple[str, ...]

@@ -24,6 +24,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTu
 from cpython.ref cimport Py_INCREF, PyObject
 from fastgrad._node cimport Node, new_node, new_leaf
 from fastgrad._state cimport is_recording_c, is_anomaly_c
+from fastgrad._parallel cimport any_large, call as split_call
 
 import weakref
 import numpy as _np
@@ -152,12 +153,20 @@ cdef class Primitive:
         self.diff_all = diff[0] if (n_in < 0 and diff) else 1
         self.differentiable = differentiable
         self.order = order
+        self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
+                      and forward.nout == 1 and forward.nin == n_in and not param_names)
 
     def _set_graph_rule(self, fn):
         """Set the rule used under ``create_graph`` (once, at import; Note [Two bindings])."""
         if self.backward_graph is not None:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.backward_graph = fn
+
+    def _set_split_rule(self, fn):
+        """Set the rule used on large arrays (once, at import; Note [Parallel kernels])."""
+        if self.backward_split is not None:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.backward_split = fn
 
     @property
     def saves(self):
@@ -234,6 +243,10 @@ cdef class Primitive:
         try:
             if PyTuple_GET_SIZE(params):
                 out = self.forward(*raws, *params)
+            elif self.split and any_large(raws):
+                out = split_call(self.forward, raws)    # Note [Parallel kernels]
+                if out is None:
+                    out = self.forward(*raws)
             else:
                 out = self.forward(*raws)
         except Exception as exc:

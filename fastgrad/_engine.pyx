@@ -40,6 +40,7 @@ cimport numpy as cnp
 from fastgrad._node cimport Node
 from fastgrad._array cimport ndarray, Primitive, wrap, GRAD_NULL, GRAD_WRITE, GRAD_ADD
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
+from fastgrad._parallel cimport is_large, call as split_call
 
 import threading
 import numpy as _np
@@ -241,7 +242,7 @@ cdef inline bint _exclusive(object g, Py_ssize_t refs):
 
 cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create,
                              bint exclusive) except *:
-    cdef object acc
+    cdef object acc, r
     if p.n_out == 1:
         acc = p.acc
         if acc is None:
@@ -250,13 +251,19 @@ cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create,
         elif create:
             p.acc = P_ADD.apply((acc, g), ())
         elif p.acc_owned:
-            acc += g                  # a buffer only this pass holds: add in place
+            # a buffer only this pass holds: add in place (split when large,
+            # Note [Parallel kernels])
+            if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
+                acc += g
         elif exclusive and g.shape == acc.shape:
-            g += acc                  # the new contribution is ours: add the old into it
+            # the new contribution is ours: add the old into it
+            if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
+                g += acc
             p.acc = g
             p.acc_owned = True
         else:
-            acc = acc + g
+            r = split_call(_npadd, (acc, g)) if is_large(acc) else None
+            acc = acc + g if r is None else r
             if type(acc) is not NP_NDARRAY:
                 acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
             p.acc = acc
@@ -384,6 +391,8 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
         j += 1
     if create and op.backward_graph is not None:
         return op.backward_graph(*args)
+    if not create and op.backward_split is not None and is_large(g):
+        return op.backward_split(*args)         # Note [Parallel kernels]
     return op.backward(*args)
 
 

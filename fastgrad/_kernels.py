@@ -6,6 +6,8 @@ unwraps inputs before calling it. Kernels are called as ``kernel(*inputs, *param
 
 import numpy as np
 
+from fastgrad._parallel import apply as _split_apply
+
 
 def normalize_axis(axis, ndim):
     """``axis`` as a sorted tuple of non-negative ints (``None`` means every axis)."""
@@ -165,7 +167,11 @@ def where(cond, x, y):
 
 
 def relu(x):
-    return np.maximum(x, 0, dtype=x.dtype) if isinstance(x, np.ndarray) else np.maximum(x, 0)
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "f":     # dtype= changes nothing: split when large
+            return _split_apply(np.maximum, x, 0)
+        return np.maximum(x, 0, dtype=x.dtype)
+    return np.maximum(x, 0)
 
 
 def sigmoid(x):

@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from fastgrad import _derivatives, _kernels, _rules
+from fastgrad import _derivatives, _kernels, _parallel, _rules
 from fastgrad._array import REQUIRED, Primitive, ndarray
 from fastgrad._derivatives import NONDIFF
 
@@ -112,6 +112,8 @@ def _compile(op, names, variadic, pnames, namespace):
     code = compile(source, filename, "exec")
     fn = _define(code, fname, namespace)
     _SOURCES[op.name] = (code, fname)
+    _SPLIT_CODE[op.name] = compile(
+        ast.fix_missing_locations(_SplitOps().visit(ast.parse(source))), filename, "exec")
     save_inputs = tuple(names.index(n) for n in saved)
     save_shapes = tuple(names.index(n) for n in shapes)
     return fn, save_inputs, save_shapes, uses.result, tuple(diff)
@@ -124,6 +126,45 @@ def _define(code, fname, namespace):
     fn.__qualname__ = fname
     fn.__module__ = "fastgrad._derivatives"
     return fn
+
+
+_SPLIT_BINOPS = {ast.Add: "op_add", ast.Sub: "op_sub", ast.Mult: "op_mul", ast.Div: "op_div"}
+_SPLIT_CMPOPS = {ast.Gt: "op_gt", ast.GtE: "op_ge", ast.Lt: "op_lt", ast.LtE: "op_le",
+                 ast.Eq: "op_eq", ast.NotEq: "op_ne"}
+
+
+class _SplitOps(ast.NodeTransformer):
+    """Rewrite a rule's ``a * b``, ``-a``, ``a > b``... into calls of the ``_parallel``
+    operators, for the binding used on large arrays (Note [Parallel kernels])."""
+
+    def _call(self, name, args):
+        return ast.Call(func=ast.Name(id="_split_" + name, ctx=ast.Load()), args=args,
+                        keywords=[])
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        name = _SPLIT_BINOPS.get(type(node.op))
+        return self._call(name, [node.left, node.right]) if name else node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        return self._call("op_neg", [node.operand]) if isinstance(node.op, ast.USub) else node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        name = _SPLIT_CMPOPS.get(type(node.ops[0])) if len(node.ops) == 1 else None
+        return self._call(name, [node.left, node.comparators[0]]) if name else node
+
+
+def _split_namespace():
+    """The NumPy namespace with elementwise ufuncs and operators split when large."""
+    ns = _namespace()
+    for k, v in list(ns.items()):
+        if isinstance(v, np.ufunc) and v.signature is None and v.nout == 1 and v.nin <= 2:
+            ns[k] = _parallel.Split(v)
+    for k in set(_SPLIT_BINOPS.values()) | set(_SPLIT_CMPOPS.values()) | {"op_neg"}:
+        ns["_split_" + k] = getattr(_parallel, k)
+    return ns
 
 
 def _dual(prim, kernel):
@@ -149,6 +190,7 @@ def build(table):
     namespace = _namespace()
     registry = {}
     ufuncs = {}
+    split_codes = {}
     for op in table:
         if op.name in registry:
             raise ValueError("op %r is defined twice in the derivative table" % op.name)
@@ -160,14 +202,23 @@ def build(table):
                          save_inputs, save_shapes, save_result, diff,
                          op.differentiable and fn is not None, op.order)
         registry[op.name] = prim
+        if fn is not None:
+            split_codes[op.name] = (_SPLIT_CODE[op.name], _SOURCES[op.name][1])
         if op.ufunc is not None:
             ufuncs[op.ufunc] = prim
         if not hasattr(np, op.name):
             namespace[op.name] = _dual(prim, op.forward)
+    split_ns = _split_namespace()
+    for name, prim in registry.items():
+        if not hasattr(np, name):
+            split_ns[name] = namespace[name]
+    for name, (code, fname) in split_codes.items():
+        registry[name]._set_split_rule(_define(code, fname, split_ns))
     return registry, ufuncs
 
 
 _SOURCES = {}   # op name -> (compiled rule, function name), for the graph namespace
+_SPLIT_CODE = {}   # op name -> the rule with operators split when large (Note [Parallel kernels])
 _registry, UFUNC_OPS = build(_derivatives.TABLE)
 REGISTRY = types.MappingProxyType(_registry)
 
@@ -183,7 +234,9 @@ def install_graph_rules(functions):
     the second binding only spares ``create_graph`` NumPy's ``__array_ufunc__`` and
     ``__array_function__`` dispatch on every call the formula makes (helpers of ``_rules.py``
     still dispatch through NumPy). Called once at import, after ``functions`` (the module of
-    fastgrad's NumPy-style functions) exists.
+    fastgrad's NumPy-style functions) exists. A third binding, made by ``build``, runs the
+    same formula with its operators and ufuncs split across threads; the engine uses it for
+    nodes whose gradient is a large array (Note [Parallel kernels] in _parallel.pyx).
     """
     namespace = _namespace()
     for ufunc, prim in UFUNC_OPS.items():

@@ -1,0 +1,254 @@
+"""Elementwise ufuncs split across threads on large arrays (Note [Parallel kernels]).
+
+Splitting must never change a value: every result here is compared bit for bit with
+single-threaded NumPy. No timings.
+"""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as onp
+import pytest
+
+import fastgrad  # noqa: F401
+from fastgrad import _parallel, autograd
+from fastgrad import np as fnp
+from fastgrad import npx
+
+N = (1 << 18) + 4097          # above the threshold, not a multiple of the chunk alignment
+
+UNARY = [onp.sin, onp.cos, onp.exp, onp.log, onp.sqrt, onp.tanh, onp.negative, onp.square,
+         onp.expm1, onp.log1p, onp.arctan, onp.abs, onp.sign]
+BINARY = [onp.add, onp.subtract, onp.multiply, onp.divide, onp.power, onp.maximum,
+          onp.minimum, onp.greater, onp.less_equal, onp.equal, onp.arctan2, onp.hypot]
+
+
+@pytest.fixture(autouse=True)
+def _two_threads():
+    """Split even on a one-core machine, so that the split path is what is tested."""
+    old = _parallel.set_num_threads(2)
+    yield
+    _parallel.set_num_threads(old if old else None)
+
+
+def _same(a, b):
+    assert type(a) is type(b) is onp.ndarray
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+def _data(dtype, shape=(N,), seed=0):
+    rng = onp.random.default_rng(seed)
+    return rng.uniform(-3, 3, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("uf", UNARY, ids=lambda u: u.__name__)
+def test_unary_bit_identical(uf, dtype):
+    x = _data(dtype)
+    with onp.errstate(all="ignore"):
+        _same(_parallel.apply(uf, x), uf(x))
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("uf", BINARY, ids=lambda u: u.__name__)
+def test_binary_bit_identical(uf, dtype):
+    x, y = _data(dtype, seed=1), _data(dtype, seed=2)
+    cases = [(x, y), (x, 2.5), (0.5, y), (x, 3), (x, onp.float64(1.5)), (x, onp.float32(1.5)),
+             (x, onp.array(0.25, dtype)), (x, onp.broadcast_to(onp.array(0.75, dtype), x.shape)),
+             (x.reshape(512, -1) if N % 512 == 0 else x, y.reshape(512, -1) if N % 512 == 0
+              else y)]
+    for args in cases:
+        with onp.errstate(all="ignore"):
+            _same(_parallel.apply(uf, *args), uf(*args))
+
+
+def test_2d_and_bool_operands():
+    x = _data(onp.float64, shape=(700, 600))
+    mask = x > 0
+    _same(_parallel.apply(onp.multiply, x, mask), x * mask)
+    _same(_parallel.apply(onp.greater, x, 0), x > 0)
+
+
+def test_in_place_accumulation_is_exact():
+    acc, g = _data(onp.float64, seed=3), _data(onp.float64, seed=4)
+    expected = acc + g
+    _same(_parallel.apply(onp.add, acc, g), expected)
+    # the engine adds gradients into a buffer it owns: the same values as on one thread
+    def grad():
+        x = fnp.array(_data(onp.float64, seed=5))
+        x.attach_grad()
+        with autograd.record():
+            y = fnp.sum(fnp.sin(x) + fnp.cos(x) + x * x)
+        y.backward()
+        return x.grad.asnumpy()
+
+    g2 = grad()
+    _parallel.set_num_threads(1)
+    _same(g2, grad())
+
+
+@pytest.mark.parametrize("args", [
+    lambda: (_data(onp.float64, (512, 600)), _data(onp.float64, (600,))),       # broadcasting
+    lambda: (_data(onp.float64, (600, 1024))[:, ::2], 1.0),                    # strided
+    lambda: (_data(onp.float64, (1000, 700)).T, 1.0),                          # Fortran order
+    lambda: (_data(onp.float64, (100,)), 2.0),                                 # small
+    lambda: (_data(onp.float64).astype(onp.complex128), 2.0),                  # complex
+    lambda: (_data(onp.float64), [1.0]),                                       # a list
+])
+def test_fallbacks_give_numpy_results(args):
+    a = args()
+    _same(onp.asarray(_parallel.apply(onp.multiply, *a)), onp.multiply(*a))
+
+
+def test_floating_point_warnings_follow_errstate():
+    x = -_data(onp.float64) - 1.0            # every log is invalid
+    x[0] = 0.0                               # and one divides by zero
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _parallel.apply(onp.log, x)
+    msgs = [str(w.message) for w in caught]
+    assert msgs == ["divide by zero encountered in log", "invalid value encountered in log"]
+    assert all(w.filename == __file__ for w in caught)
+    with onp.errstate(invalid="raise"):     # as NumPy: warn for divide, then raise
+        with pytest.warns(RuntimeWarning, match="divide by zero encountered in log"):
+            with pytest.raises(FloatingPointError, match="invalid value encountered in log"):
+                _parallel.apply(onp.log, x)
+    with onp.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _parallel.apply(onp.log, x)
+    y = onp.ones(N)
+    y[-1] = -1.0                             # only the last chunk (a worker's) is invalid
+    with onp.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            _parallel.apply(onp.sqrt, y)
+
+
+def test_floating_point_errors_through_fastgrad():
+    x = fnp.array(-onp.ones(N))
+    with onp.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            fnp.log(x)
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in sqrt"):
+        fnp.sqrt(x)
+
+
+def test_errcall_mode_is_not_split():
+    seen = []
+    x = -_data(onp.float64) - 1.0
+    with onp.errstate(all="call", call=lambda *a: seen.append(a)):
+        _parallel.apply(onp.log, x)
+    assert seen and seen[0][0] == "invalid value"
+
+
+@pytest.mark.parametrize("where", [0, -1], ids=["caller's chunk", "worker's chunk"])
+def test_exceptions_propagate(where):
+    # Integer powers check their exponents inside the loop: the error comes from one chunk.
+    a = onp.full(N, 2, dtype=onp.int64)
+    b = onp.ones(N, dtype=onp.int64)
+    b[where] = -1
+    with pytest.raises(ValueError, match="negative integer powers"):
+        _parallel.apply(onp.power, a, b)
+    b[where] = 1
+    _same(_parallel.apply(onp.power, a, b), onp.power(a, b))
+
+
+def test_errors_are_numpys():
+    x = _data(onp.float64)
+    with pytest.raises(TypeError):
+        _parallel.apply(onp.add, x, "a")
+    with pytest.raises(TypeError):
+        fnp.bitwise_and(fnp.array(x), 1)
+
+
+def test_threshold_and_thread_count():
+    assert _parallel.get_num_threads() == 2
+    old = _parallel.set_min_size(1 << 30)
+    try:
+        _same(_parallel.apply(onp.sin, _data(onp.float64)), onp.sin(_data(onp.float64)))
+    finally:
+        _parallel.set_min_size(old)
+    with pytest.raises(ValueError):
+        _parallel.set_num_threads(0)
+
+
+def _loss(x):
+    return fnp.sum(fnp.sin(x) * fnp.exp(-x * x) + x * x + npx.relu(x) * fnp.tanh(x) / 3.0)
+
+
+def _grad(x0):
+    x = fnp.array(x0)
+    x.attach_grad()
+    with autograd.record():
+        y = _loss(x)
+    y.backward()
+    return y.asnumpy(), x.grad.asnumpy()
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+def test_gradients_unchanged(dtype):
+    x0 = _data(dtype)
+    y2, g2 = _grad(x0)
+    _parallel.set_num_threads(1)
+    y1, g1 = _grad(x0)
+    _same(g2, g1)
+    assert y1 == y2
+
+
+def test_create_graph_unchanged():
+    x0 = _data(onp.float64)
+
+    def second():
+        x = fnp.array(x0)
+        x.attach_grad()
+        with autograd.record():
+            y = fnp.sum(fnp.sin(x) * x)
+            (d,) = autograd.grad(y, [x], create_graph=True)
+            z = fnp.sum(d * d)
+        z.backward()
+        return x.grad.asnumpy()
+
+    a = second()
+    _parallel.set_num_threads(1)
+    _same(a, second())
+
+
+def test_env_var_one_disables_splitting():
+    code = ("import numpy, fastgrad\n"
+            "from fastgrad import _parallel as P, np as fnp\n"
+            "assert P.get_num_threads() == 1\n"
+            "x = numpy.random.default_rng(0).random(1 << 19)\n"
+            "fnp.sin(fnp.array(x))\n"
+            "import threading\n"
+            "assert not [t for t in threading.enumerate() if t.name.startswith('fastgrad')]\n"
+            "print('ok')\n")
+    env = dict(os.environ, FASTGRAD_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_env_var_invalid():
+    code = "from fastgrad import _parallel as P\nP.get_num_threads()\n"
+    env = dict(os.environ, FASTGRAD_NUM_THREADS="zero")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode != 0 and "FASTGRAD_NUM_THREADS" in out.stderr
+
+
+def test_rule_temporaries_reused_but_never_named_arrays():
+    x = _data(onp.float64)
+    g = onp.broadcast_to(onp.array(2.0), x.shape)
+    y = onp.cos(x)
+    before = y.copy()
+    r = _parallel.op_mul(g, y)
+    assert r is not y
+    _same(y, before)
+    _same(r, g * before)
+    _same(_parallel.op_mul(g, onp.cos(x)), g * onp.cos(x))
+    _same(_parallel.op_sub(onp.cos(x), x), onp.cos(x) - x)
+    _same(_parallel.op_neg(onp.cos(x)), -onp.cos(x))
