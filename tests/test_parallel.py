@@ -216,7 +216,14 @@ def test_create_graph_unchanged():
     _same(a, second())
 
 
-def test_env_var_one_disables_splitting():
+def _python(code, env, tmp_path):
+    # From an empty directory: ``python -c`` puts the working directory first on sys.path, and
+    # the source tree's uncompiled package must not shadow the installed one.
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+
+
+def test_env_var_one_disables_splitting(tmp_path):
     code = ("import numpy, fastgrad\n"
             "from fastgrad import _parallel as P, np as fnp\n"
             "assert P.get_num_threads() == 1\n"
@@ -226,17 +233,15 @@ def test_env_var_one_disables_splitting():
             "assert not [t for t in threading.enumerate() if t.name.startswith('fastgrad')]\n"
             "print('ok')\n")
     env = dict(os.environ, FASTGRAD_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = _python(code, env, tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
 
 
-def test_env_var_invalid():
+def test_env_var_invalid(tmp_path):
     code = "from fastgrad import _parallel as P\nP.get_num_threads()\n"
     env = dict(os.environ, FASTGRAD_NUM_THREADS="zero")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = _python(code, env, tmp_path)
     assert out.returncode != 0 and "FASTGRAD_NUM_THREADS" in out.stderr
 
 
