@@ -10,6 +10,7 @@ cdef class ndarray:
     cdef object _grad                # the gradient buffer (an ndarray) once attached
     cdef int _grad_req               # GRAD_NULL, GRAD_WRITE or GRAD_ADD
     cdef bint _grad_swappable        # the buffer is ours: backward may replace its data
+    cdef bint _grad_lazy             # attached, buffer not made yet (Note [Lazy grad buffers])
     cdef unsigned long _version      # bumped by every in-place write (Note [Versions])
     cdef object __weakref__
 

@@ -532,13 +532,24 @@ cdef class ndarray:
 
     @property
     def grad(self):
-        """The gradient buffer filled by ``backward`` (``None`` until ``attach_grad``)."""
+        """The gradient buffer filled by ``backward`` (``None`` until ``attach_grad``).
+
+        Note [Lazy grad buffers]
+        ~~~~~~~~~~~~~~~~~~~~~~~~
+        ``attach_grad`` does not allocate the buffer: it is made the first time ``.grad`` is
+        read (zeros, as MXNet shows it) or, if a backward pass comes first, it *is* the first
+        gradient that pass computes. A large variable therefore never costs a zero-filled
+        buffer next to its gradient.
+        """
+        if self._grad_lazy:
+            self._grad = wrap(_np.zeros_like(self._data), None, 0, type(self))
+            self._grad_lazy = False
         return self._grad
 
     @property
     def grad_req(self):
         return {GRAD_NULL: "null", GRAD_WRITE: "write", GRAD_ADD: "add"}[self._grad_req] \
-            if self._grad is not None else "null"
+            if self._grad is not None or self._grad_lazy else "null"
 
     @property
     def ctx(self):
@@ -603,7 +614,7 @@ cdef class ndarray:
         if self._data.dtype.kind not in "fc":
             raise TypeError("attach_grad: gradients are defined for floating-point arrays; "
                             "this array has dtype %s (use astype('float32'))" % self._data.dtype)
-        self._attach(req, wrap(_np.zeros_like(self._data), None, 0, type(self)), True)
+        self._attach(req, None, True)
 
     cdef _attach(self, int req, object grad, bint swappable):
         cdef Node node = self._node
@@ -620,6 +631,7 @@ cdef class ndarray:
             self._node = new_leaf(self._data.shape, self._data.dtype, _weakref(self))
             self._oidx = 0
         self._grad = grad
+        self._grad_lazy = grad is None
         self._grad_req = req
         self._grad_swappable = swappable
 
@@ -637,9 +649,6 @@ cdef class ndarray:
             raise TypeError("mark_variables: gradients are defined for floating-point arrays; "
                             "this variable has dtype %s" % self._data.dtype)
         self._attach(req, grad, False)
-
-    def _set_grad_data(self, value):
-        (<ndarray>self._grad)._data = value
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Compute the gradient of this array with respect to the variables it depends on.

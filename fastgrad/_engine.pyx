@@ -299,10 +299,22 @@ cdef void _write_var(object ref, object g, bint owned) except *:
     if arr is None:
         return
     cdef ndarray a = <ndarray>arr
-    if a._grad is None or a._grad_req == GRAD_NULL:
+    if a._grad_req == GRAD_NULL:
         return
     if isinstance(g, ndarray):
         g = (<ndarray>g)._data
+    if a._grad is None:
+        if not a._grad_lazy:
+            return
+        # Its buffer was never made: this gradient becomes it (Note [Lazy grad buffers]).
+        if g is None:
+            g = _np.zeros_like(a._data)
+        elif not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
+                  and g.dtype == a._data.dtype):
+            g = _np.array(g, dtype=a._data.dtype, copy=True)
+        a._grad = wrap(g, None, 0, type(a))
+        a._grad_lazy = False
+        return
     cdef ndarray buf = <ndarray>a._grad
     if g is None:
         # Reached, but every path to it carried no gradient: the gradient is zero.
