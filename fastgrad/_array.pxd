@@ -1,6 +1,6 @@
 # The array type and the recording path.  See Note [Recording] in _array.pyx.
 
-from fastgrad._node cimport Node
+from fastgrad._node cimport Node, VersionCell
 
 
 cdef class ndarray:
@@ -11,7 +11,8 @@ cdef class ndarray:
     cdef int _grad_req               # GRAD_NULL, GRAD_WRITE or GRAD_ADD
     cdef bint _grad_swappable        # the buffer is ours: backward may replace its data
     cdef bint _grad_lazy             # attached, buffer not made yet (Note [Lazy grad buffers])
-    cdef unsigned long _version      # bumped by every in-place write (Note [Versions])
+    cdef VersionCell _vcell          # in-place writes to this memory, shared with views
+                                     #   (Note [Versions]); None until first needed
     cdef object __weakref__
 
     cdef _attach(self, int req, object grad, bint swappable)
@@ -38,6 +39,7 @@ cdef class Primitive:
     cdef int diff_all                # for n_in == -1: the diff flag of every input
     cdef readonly bint differentiable  # False: outputs are never recorded
     cdef readonly int order          # how many times the rule can be differentiated (-1: any)
+    cdef readonly bint views         # outputs may be views of input 0 (Note [Versions])
 
     cdef object apply(self, tuple args, tuple params)
     cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out)
@@ -49,3 +51,5 @@ cdef enum:
     GRAD_ADD = 2
 
 cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=*)
+cdef VersionCell cell_of(ndarray a)
+cdef unsigned long version_of(ndarray a) noexcept

@@ -12,22 +12,29 @@ holds no more memory than the backward pass needs.
 
 Note [Versions]
 ~~~~~~~~~~~~~~~
-An in-place write (``a += b``, ``a[k] = v``) bumps the array's ``_version`` and, if the array
-was produced by a node, that node's ``out_version``. A node remembers the sum of the versions
-of the arrays it saved; the backward pass recomputes it and raises, naming the op, if an array
-the rule needs was changed after it was recorded. Inside ``record()`` an in-place write into an
-array that belongs to the graph is refused outright, because it would rewrite history.
+An in-place write (``a += b``, ``a[k] = v``) bumps the version of the array's *memory*: a
+``VersionCell`` shared by the array and every view of it that fastgrad made (``x[1:3]``,
+``x.T``, ``reshape``, ``detach()``, ...: ops marked ``views`` in the table share their input's
+cell when their output really is a view of it). A node remembers the sum of the versions of the
+arrays it saved and, if its rule reads its output, the output's cell; the backward pass checks
+both and raises, naming the op, if memory the rule needs was written after it was recorded —
+through the array itself or through any view. Inside ``record()`` an in-place write into an
+array that belongs to the graph is refused outright, because it would rewrite history. Writes
+through NumPy views of the data (``numpy.asarray(a)[...] = v``) are outside fastgrad's sight.
 """
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, PyObject
-from fastgrad._node cimport Node, new_node, new_leaf
+from fastgrad._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell
+cimport numpy as cnp
 from fastgrad._state cimport is_recording_c, is_anomaly_c
 from fastgrad._parallel cimport any_large, call as split_call
 
 import weakref
 import numpy as _np
+
+cnp.import_array()
 
 cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
@@ -86,6 +93,40 @@ cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
     return a
 
 
+cdef VersionCell cell_of(ndarray a):
+    """The version cell of ``a``'s memory, made on first need (Note [Versions])."""
+    if a._vcell is None:
+        a._vcell = VersionCell.__new__(VersionCell)
+    return a._vcell
+
+
+cdef unsigned long version_of(ndarray a) noexcept:
+    return a._vcell.value if a._vcell is not None else 0
+
+
+cdef object _root(object arr):
+    """The array that owns the memory ``arr`` views (following NumPy's base chain)."""
+    cdef PyObject* base
+    while type(arr) is NP_NDARRAY:
+        base = cnp.PyArray_BASE(<cnp.ndarray>arr)
+        if base == NULL or type(<object>base) is not NP_NDARRAY:
+            break
+        arr = <object>base
+    return arr
+
+
+cdef void _share_views(object inp, tuple outs) except *:
+    """Give the outputs that view ``inp``'s memory the same version cell (Note [Versions])."""
+    if not isinstance(inp, ndarray):
+        return
+    cdef object root = _root((<ndarray>inp)._data)
+    cdef ndarray o
+    for obj in outs:
+        o = <ndarray>obj
+        if cnp.PyArray_BASE(<cnp.ndarray>o._data) != NULL and _root(o._data) is root:
+            o._vcell = cell_of(<ndarray>inp)
+
+
 def _wrap(data, cls=None):
     """Wrap a NumPy array (no copy, no history) in ``cls`` (default ``ndarray``)."""
     return wrap(data, None, 0, cls)
@@ -137,7 +178,8 @@ cdef class Primitive:
 
     def __init__(self, str name, forward, backward, Py_ssize_t n_in, Py_ssize_t n_out,
                  tuple param_names, tuple param_defaults, tuple save_inputs, tuple save_shapes,
-                 bint save_result, tuple diff, bint differentiable, int order=-1):
+                 bint save_result, tuple diff, bint differentiable, int order=-1,
+                 bint views=False):
         self.name = name
         self.forward = forward
         self.backward = backward
@@ -153,6 +195,7 @@ cdef class Primitive:
         self.diff_all = diff[0] if (n_in < 0 and diff) else 1
         self.differentiable = differentiable
         self.order = order
+        self.views = views
         self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
                       and forward.nout == 1 and forward.nin == n_in and not param_names)
 
@@ -258,11 +301,27 @@ cdef class Primitive:
                 out = _asarray(out)
             if track and self.differentiable and is_recording_c():
                 node = self._record(args, raws, params, out, 1)
-            return wrap(out, node, 0, cls)
+            w = wrap(out, node, 0, cls)
+            if self.views:
+                _share_views(<object>PyTuple_GET_ITEM(args, 0), (w,))
+            if node is not None and self.save_result:
+                node.out_cell = cell_of(w)
+                node.out_v0 = node.out_cell.value
+            return w
         out = tuple([o if type(o) is NP_NDARRAY else _asarray(o) for o in out])
         if track and self.differentiable and is_recording_c():
             node = self._record(args, raws, params, out, len(out))
-        return tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
+        ws = tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
+        if self.views:
+            _share_views(<object>PyTuple_GET_ITEM(args, 0), ws)
+        if node is not None and self.save_result:
+            # One cell watches every output the rule reads.
+            cell = VersionCell.__new__(VersionCell)
+            for obj in ws:
+                if (<ndarray>obj)._vcell is None:
+                    (<ndarray>obj)._vcell = cell
+            node.out_cell = cell
+        return ws
 
     cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out):
         cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, j, d
@@ -317,7 +376,7 @@ cdef class Primitive:
                 j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_inputs, i)
                 a = <object>PyTuple_GET_ITEM(args, j)
                 if isinstance(a, ndarray):
-                    vsum += (<ndarray>a)._version
+                    vsum += version_of(<ndarray>a)
                 else:
                     a = <object>PyTuple_GET_ITEM(raws, j)
                 Py_INCREF(a)
@@ -577,7 +636,7 @@ cdef class ndarray:
     @property
     def version(self):
         """How many in-place writes this array has had (see ``Note [Versions]``)."""
-        return self._version
+        return version_of(self)
 
     @property
     def node(self):
@@ -660,7 +719,9 @@ cdef class ndarray:
 
     def detach(self):
         """The same values with no history: gradients do not flow through the result."""
-        return wrap(self._data, None, 0, type(self))
+        cdef ndarray out = wrap(self._data, None, 0, type(self))
+        out._vcell = cell_of(self)          # same memory (Note [Versions])
+        return out
 
     def asnumpy(self):
         """A NumPy copy of the values."""
@@ -681,11 +742,15 @@ cdef class ndarray:
         pass
 
     def as_np_ndarray(self):
-        return wrap(self._data, self._node, self._oidx, ndarray)
+        cdef ndarray out = wrap(self._data, self._node, self._oidx, ndarray)
+        out._vcell = cell_of(self)
+        return out
 
     def as_nd_ndarray(self):
         from fastgrad.ndarray import NDArray
-        return wrap(self._data, self._node, self._oidx, NDArray)
+        cdef ndarray out = wrap(self._data, self._node, self._oidx, NDArray)
+        out._vcell = cell_of(self)
+        return out
 
     def copy(self):
         """A copy that keeps the history (its gradient flows back to this array)."""
@@ -921,9 +986,7 @@ cdef class ndarray:
 
     # in place: see Note [Versions]
     cdef _bump(self):
-        self._version += 1
-        if self._node is not None:
-            self._node.out_version += 1
+        _bump_cell(cell_of(self))
 
     cdef _inplace(self, ufunc, other, str what):
         _check_recorded_inplace(self, other, what)

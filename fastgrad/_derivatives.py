@@ -31,10 +31,10 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order")
+                 "order", "views")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
-                 order=-1, **rules):
+                 order=-1, views=False, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -44,6 +44,7 @@ class Op:
         self.ufunc = ufunc if ufunc is not None else (
             forward if isinstance(forward, np.ufunc) else None)
         self.order = order
+        self.views = views   # the output may be a view of input 0 (Note [Versions])
 
 
 def nondiff(name, forward, signature):
@@ -65,8 +66,9 @@ TABLE = [
     Op("fmod", np.fmod, "x, y", x="g", y="-g * trunc(x / y)"),
     Op("maximum", np.maximum, "x, y", x="g * (x >= y)", y="g * (x < y)"),
     Op("minimum", np.minimum, "x, y", x="g * (x <= y)", y="g * (x > y)"),
-    Op("fmax", np.fmax, "x, y", x="g * (x >= y)", y="g * (x < y)"),
-    Op("fmin", np.fmin, "x, y", x="g * (x <= y)", y="g * (x > y)"),
+    # fmax/fmin return the operand that is not NaN: the gradient goes where the value came from.
+    Op("fmax", np.fmax, "x, y", x="g * ((x >= y) | isnan(y))", y="g * ((x < y) | isnan(x))"),
+    Op("fmin", np.fmin, "x, y", x="g * ((x <= y) | isnan(y))", y="g * ((x > y) | isnan(x))"),
     Op("hypot", np.hypot, "x, y", x="g * x / result", y="g * y / result"),
     Op("arctan2", np.arctan2, "x, y",
        x="g * y / (x * x + y * y)", y="-g * x / (x * x + y * y)"),
@@ -113,7 +115,8 @@ TABLE = [
     Op("radians", np.radians, "x", x="g * (pi / 180)"),
     Op("degrees", np.degrees, "x", x="g * (180 / pi)"),
     Op("conjugate", np.conjugate, "x", x="g"),
-    Op("real", K.real, "x", x="g"),
+    Op("real", K.real, "x", views=True,
+       x="g"),
     Op("nan_to_num", K.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
        x="g * isfinite(x)"),
     Op("sinc", K.sinc, "x", x="sinc_backward(g, x)"),
@@ -182,16 +185,23 @@ TABLE = [
        x="norm_backward(g, x, result, ord, axis, keepdims)"),
 
     # ------------------------------------------------------------ shape and indexing
-    Op("reshape", K.reshape, "x; shape", x="reshape(g, x.shape)"),
-    Op("transpose", K.transpose, "x; axes=None", x="transpose_backward(g, axes)"),
-    Op("swapaxes", K.swapaxes, "x; axis1, axis2", x="swapaxes(g, axis1, axis2)"),
-    Op("moveaxis", K.moveaxis, "x; source, destination",
+    Op("reshape", K.reshape, "x; shape", views=True,
+       x="reshape(g, x.shape)"),
+    Op("transpose", K.transpose, "x; axes=None", views=True,
+       x="transpose_backward(g, axes)"),
+    Op("swapaxes", K.swapaxes, "x; axis1, axis2", views=True,
+       x="swapaxes(g, axis1, axis2)"),
+    Op("moveaxis", K.moveaxis, "x; source, destination", views=True,
        x="moveaxis_backward(g, source, destination)"),
-    Op("expand_dims", K.expand_dims, "x; axis", x="reshape(g, x.shape)"),
-    Op("squeeze", K.squeeze, "x; axis=None", x="reshape(g, x.shape)"),
-    Op("broadcast_to", K.broadcast_to, "x; shape", x="sum_to(g, x.shape)"),
+    Op("expand_dims", K.expand_dims, "x; axis", views=True,
+       x="reshape(g, x.shape)"),
+    Op("squeeze", K.squeeze, "x; axis=None", views=True,
+       x="reshape(g, x.shape)"),
+    Op("broadcast_to", K.broadcast_to, "x; shape", views=True,
+       x="sum_to(g, x.shape)"),
     Op("sum_to", K.sum_to, "x; shape", x="broadcast_to(g, x.shape)"),
-    Op("getitem", K.getitem, "x; key", x="scatter_add(g, key, x.shape)"),
+    Op("getitem", K.getitem, "x; key", views=True,
+       x="scatter_add(g, key, x.shape)"),
     Op("scatter_add", K.scatter_add, "v; key, shape", v="g[key]"),
     Op("take", K.take, "x; indices, axis=None", x="take_backward(g, x.shape, indices, axis)"),
     Op("take_along_axis", K.take_along_axis, "x; indices, axis",
@@ -201,19 +211,22 @@ TABLE = [
     Op("concatenate", K.concatenate, "*xs; axis=0, sizes=None",
        xs="concatenate_backward(g, axis, sizes)"),
     Op("stack", K.stack, "*xs; axis=0", xs="stack_backward(g, axis)"),
-    Op("split", K.split, "x; indices, axis=0", n_out=-1, x="split_backward(g, axis)"),
+    Op("split", K.split, "x; indices, axis=0", views=True,
+       n_out=-1, x="split_backward(g, axis)"),
     Op("clip", K.clip, "x; a_min=None, a_max=None",
        x="g * clip_mask(x, a_min, a_max)"),
     Op("tile", K.tile, "x; reps", x="tile_backward(g, x.shape, reps)"),
     Op("repeat", K.repeat, "x; repeats, axis=None",
        x="repeat_backward(g, x.shape, repeats, axis)"),
-    Op("flip", K.flip, "x; axis=None", x="flip(g, axis)"),
+    Op("flip", K.flip, "x; axis=None", views=True,
+       x="flip(g, axis)"),
     Op("roll", K.roll, "x; shift, axis=None", x="roll_backward(g, shift, axis)"),
-    Op("rot90", K.rot90, "x; k=1, axes=(0, 1)", x="rot90(g, -k, axes)"),
+    Op("rot90", K.rot90, "x; k=1, axes=(0, 1)", views=True,
+       x="rot90(g, -k, axes)"),
     Op("pad", K.pad, "x; pad_width, constant_values=0",
        x="pad_backward(g, x.shape, pad_width)"),
     Op("diag", K.diag, "v; k=0", v="diag_backward(g, v.shape, k)"),
-    Op("diagonal", K.diagonal, "x; offset=0, axis1=0, axis2=1",
+    Op("diagonal", K.diagonal, "x; offset=0, axis1=0, axis2=1", views=True,
        x="diagonal_backward(g, x.shape, offset, axis1, axis2)"),
     Op("trace", K.trace, "x; offset=0, axis1=0, axis2=1",
        x="trace_backward(g, x.shape, offset, axis1, axis2)"),

@@ -37,8 +37,9 @@ cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, Py_REFCNT
 cimport numpy as cnp
-from fastgrad._node cimport Node
-from fastgrad._array cimport ndarray, Primitive, wrap, GRAD_NULL, GRAD_WRITE, GRAD_ADD
+from fastgrad._node cimport Node, _bump_cell
+from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
+                              GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
 from fastgrad._parallel cimport is_large, call as split_call
 
@@ -320,7 +321,7 @@ cdef void _write_var(object ref, object g, bint owned) except *:
         # Reached, but every path to it carried no gradient: the gradient is zero.
         if a._grad_req == GRAD_WRITE:
             buf._data[...] = 0
-            buf._version += 1
+            _bump_cell(cell_of(buf))
         return
     if a._grad_req == GRAD_WRITE:
         if (owned and a._grad_swappable and type(g) is NP_NDARRAY
@@ -330,7 +331,7 @@ cdef void _write_var(object ref, object g, bint owned) except *:
             _copyto(buf._data, g)
     else:
         _npadd(buf._data, g, out=buf._data)
-    buf._version += 1
+    _bump_cell(cell_of(buf))
 
 
 cdef void _write_vars(Node n, object g, bint owned) except *:
@@ -349,8 +350,8 @@ cdef void _check_versions(Node n) except *:
     cdef Primitive op = <Primitive>n.op
     for s in n.saved:
         if isinstance(s, ndarray):
-            vsum += (<ndarray>s)._version
-    if vsum != n.vsum or (op.save_result and n.out_version):
+            vsum += version_of(<ndarray>s)
+    if vsum != n.vsum or (n.out_cell is not None and n.out_cell.value != n.out_v0):
         raise RuntimeError(
             "fastgrad.%s (node #%d): an array this op saved for the backward pass was modified "
             "in place after it was recorded, so its gradient would be wrong. Write the update "
@@ -639,6 +640,8 @@ cdef list _collect(list variables, list targets, dict captured, bint create):
             if n.n_out > 1:
                 g = g[v._oidx] if g is not None else None
                 owned = False
+            elif owned:
+                captured[obj] = (g, False)   # a variable listed twice gets its own copy
         if g is None:
             g = _np.zeros_like(v._data)
             owned = True

@@ -1,5 +1,11 @@
 # The tape node: one recorded operation.  See Note [The tape] in _node.pyx.
 
+
+cdef class VersionCell:
+    # How many in-place writes the memory of an array (and of every view of it) has had.
+    # Shared by an array and its views; see Note [Versions] in _array.pyx.
+    cdef public unsigned long value
+
 cdef class Node:
     # --- what was recorded (read by the backward pass) ---
     cdef readonly object op          # the Primitive (or custom Function op); None for a variable
@@ -15,7 +21,8 @@ cdef class Node:
     cdef Py_ssize_t n_out            # number of outputs
     cdef readonly long long seq      # creation order; a parent's seq is always smaller
     cdef unsigned long vsum          # sum of the saved arrays' versions when recorded
-    cdef unsigned long out_version   # bumped by in-place writes into an output
+    cdef VersionCell out_cell        # the outputs' version cell, if the rule reads the result
+    cdef unsigned long out_v0        # its value when recorded
     cdef bint released               # saved values were freed by a backward pass
     cdef object var_refs             # weakref(s) to the array(s) whose .grad this node fills
     cdef object trace                # where the forward was recorded (anomaly detection only)
@@ -30,5 +37,6 @@ cdef class Node:
 
 
 cdef long long next_seq() noexcept
+cdef void _bump_cell(VersionCell cell) noexcept
 cdef Node new_node(object op)
 cdef Node new_leaf(object shape, object dtype, object var_ref)

@@ -35,6 +35,13 @@ cdef long long next_seq() noexcept:
 
 
 @cython.final
+@cython.freelist(64)
+@cython.no_gc
+cdef class VersionCell:
+    """The in-place write count of one array's memory, shared with its views (internal)."""
+
+
+@cython.final
 @cython.freelist(256)
 @cython.no_gc
 cdef class Node:
@@ -100,6 +107,10 @@ cdef class Node:
 
     def __repr__(self):
         return "<fastgrad Node %s #%d>" % (self.name, self.seq)
+
+
+cdef void _bump_cell(VersionCell cell) noexcept:
+    cell.value += 1
 
 
 cdef Node new_node(object op):

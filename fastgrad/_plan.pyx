@@ -57,8 +57,8 @@ from cpython.list cimport PyList_GET_ITEM
 from cpython.ref cimport Py_INCREF, Py_REFCNT
 from cpython.bytearray cimport PyByteArray_AS_STRING
 cimport numpy as cnp
-from fastgrad._node cimport new_leaf
-from fastgrad._array cimport ndarray, Primitive, wrap, GRAD_WRITE, GRAD_ADD
+from fastgrad._node cimport new_leaf, _bump_cell
+from fastgrad._array cimport ndarray, Primitive, wrap, cell_of, GRAD_WRITE, GRAD_ADD
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 
 import types
@@ -665,7 +665,7 @@ cdef class Plan:
                 # No gradient reaches it: the gradient is zero.
                 if req == GRAD_WRITE:
                     buf._data[...] = 0
-                    buf._version += 1
+                    _bump_cell(cell_of(buf))
                 continue
             if type(g) is not NP_NDARRAY:
                 g = _asarray(g)
@@ -677,4 +677,4 @@ cdef class Plan:
                     _copyto(buf._data, g)
             else:
                 _npadd(buf._data, g, out=buf._data)
-            buf._version += 1
+            _bump_cell(cell_of(buf))

@@ -19,3 +19,11 @@ def test_functions_all_lists_every_public_function():
 def test_np_namespace_exports_the_functions():
     for name in _functions.__all__:
         assert getattr(mx.np, name) is getattr(_functions, name), name
+
+
+def test_nd_reduction_methods_have_shape_one():
+    x = mx.nd.ones((2, 3))
+    for value in (x.sum(), x.mean(), x.max(), x.min(), x.prod(), x.norm()):
+        assert value.shape == (1,)
+    assert x.sum(axis=0).shape == (3,)
+    assert float(x.sum().asscalar()) == 6.0

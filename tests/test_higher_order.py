@@ -237,3 +237,16 @@ def test_gradient_penalty_through_a_conv_net_matches_finite_differences():
             numeric[idx] = (total(up) - total(down)) / (2 * eps)
         onp.testing.assert_allclose(analytic[name], numeric, rtol=1e-5, atol=1e-7,
                                     err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_send_the_gradient_to_the_operand_that_is_not_nan(name):
+    f = getattr(np, name)
+    x = var([onp.nan, 1.0, 3.0])
+    y = var([1.0, onp.nan, 2.0])
+    with autograd.record():
+        z = f(x, y)
+    z.backward()
+    pick_x = [0.0, 1.0, 1.0 if name == "fmax" else 0.0]
+    onp.testing.assert_array_equal(x.grad.asnumpy(), pick_x)
+    onp.testing.assert_array_equal(y.grad.asnumpy(), 1.0 - onp.array(pick_x))

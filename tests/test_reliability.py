@@ -332,3 +332,81 @@ def test_backward_in_threads_with_shared_variable():
     assert not errors, errors
     for i, r in enumerate(results):
         onp.testing.assert_allclose(r, 2 * (i + 1) * onp.arange(1.0, 5.0))
+
+
+# ---------------------------------------------------------------- views share versions
+
+def _saved_view_base_written():
+    x = var([1.0, 2.0])
+    with autograd.record():
+        v = x[0:1]
+        z = (v * v).sum()
+    x[0] = 100.0
+    return z
+
+
+def _saved_base_view_written():
+    x = var([1.0, 2.0])
+    with autograd.record():
+        z = (x * x).sum()
+    v = x[0:1]
+    v[:] = 100.0
+    return z
+
+
+def _saved_base_transpose_written():
+    x = np.array(onp.array([[1.0, 2.0]]))
+    x.attach_grad()
+    with autograd.record():
+        z = (x * x).sum()
+    x.T[0] = 100.0
+    return z
+
+
+def _saved_result_view_written():
+    x = var([1.0, 2.0])
+    with autograd.record():
+        y = np.exp(x)
+        z = y.sum()
+    y.reshape((2, 1))[0] = 5.0
+    return z
+
+
+def _saved_base_detached_alias_written():
+    x = var([1.0, 2.0])
+    with autograd.record():
+        z = (x * x).sum()
+    d = x.detach()
+    d += 1.0
+    return z
+
+
+@pytest.mark.parametrize("make", [
+    _saved_view_base_written, _saved_base_view_written, _saved_base_transpose_written,
+    _saved_result_view_written, _saved_base_detached_alias_written])
+def test_writes_through_views_are_caught(make):
+    """Views made by fastgrad share their memory's version (Note [Versions])."""
+    z = make()
+    with pytest.raises(RuntimeError, match="modified in place"):
+        z.backward()
+
+
+def test_writing_a_copy_is_not_mistaken_for_a_view():
+    x = var([1.0, 2.0, 3.0])
+    with autograd.record():
+        z = (x * x).sum()
+    c = x[onp.array([0, 2])]   # advanced indexing copies
+    c[0] = 50.0
+    r = x.reshape((3, 1)) + 0
+    r[0] = 5.0
+    z.backward()
+    onp.testing.assert_array_equal(x.grad.asnumpy(), [2.0, 4.0, 6.0])
+
+
+def test_variable_listed_twice_in_grad_gets_two_arrays():
+    x = var([1.0, 2.0, 3.0])
+    with autograd.record():
+        z = (x * x).sum()
+    g1, g2 = autograd.grad([z], [x, x])
+    g1[:] = 0.0
+    onp.testing.assert_array_equal(g2.asnumpy(), [2.0, 4.0, 6.0])

@@ -25,6 +25,26 @@ class NDArray(_base):
             raise ValueError("asscalar: the array has %d elements, not 1" % self.size)
         return unwrap(self).reshape(()).item()
 
+    # Reductions as methods follow nd's convention too: a full reduction has shape (1,).
+    def sum(self, axis=None, keepdims=False, **kwargs):
+        return sum(self, axis=axis, keepdims=keepdims, **kwargs)
+
+    def mean(self, axis=None, keepdims=False, **kwargs):
+        return mean(self, axis=axis, keepdims=keepdims, **kwargs)
+
+    def max(self, axis=None, keepdims=False, **kwargs):
+        return max(self, axis=axis, keepdims=keepdims, **kwargs)
+
+    def min(self, axis=None, keepdims=False, **kwargs):
+        return min(self, axis=axis, keepdims=keepdims, **kwargs)
+
+    def prod(self, axis=None, keepdims=False, **kwargs):
+        return _full_reduction(F.prod(self, axis=axis, keepdims=keepdims), axis, keepdims)
+
+    def norm(self, ord=None, axis=None, keepdims=False):
+        return _full_reduction(F.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
+                               keepdims)
+
 
 def array(source_array, ctx=None, dtype=None):
     """An NDArray: float32 unless ``dtype`` is given or ``source_array`` is a fastgrad array
