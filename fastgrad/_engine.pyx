@@ -45,6 +45,7 @@ from fastgrad._parallel cimport is_large, call as split_call
 
 import threading
 import numpy as _np
+from fastgrad._filled import Filled as FILLED
 
 cnp.import_array()
 
@@ -176,7 +177,15 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
             g = P_CAST.apply((g,), (dtype,))
         return g
     if type(g) is not NP_NDARRAY:
-        g = (<ndarray>g)._data if isinstance(g, ndarray) else _asarray(g)
+        if type(g) is FILLED:
+            # Passed on as it is when it already fits (Note [Filled gradients]).
+            if g.shape == shape:
+                return g if g.dtype == dtype else g.astype(dtype)
+            g = g.view()
+        elif isinstance(g, ndarray):
+            g = (<ndarray>g)._data
+        else:
+            g = _asarray(g)
     gshape = g.shape
     if gshape != shape:
         g = _sum_to_raw(g, gshape, shape, consumer, i)

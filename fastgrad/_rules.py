@@ -18,6 +18,7 @@ import numpy as np
 from fastgrad._array import ndarray
 from fastgrad._kernels import SELU_ALPHA, SELU_SCALE, normalize_axis  # noqa: F401
 from fastgrad._kernels import broadcast_to as _broadcast_to
+from fastgrad._filled import filled as _filled
 
 
 class _Ops:
@@ -59,7 +60,8 @@ def unreduce(g, shape, axis, keepdims):
         g = g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
     if isinstance(g, ndarray):
         return np.broadcast_to(g, shape)       # recorded (create_graph)
-    return _broadcast_to(g, shape)
+    whole = _filled(g, shape)                  # Note [Filled gradients]
+    return whole if whole is not None else _broadcast_to(g, shape)
 
 
 def reduced_count(shape, axis):

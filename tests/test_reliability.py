@@ -244,7 +244,8 @@ def test_in_place_accumulation_never_touches_an_array_someone_else_holds():
 
 
 def test_large_backward_peak_memory_stays_near_hand_written():
-    """Exclusive gradient buffers are accumulated in place (Note [Accumulation])."""
+    """At most 10% above hand-written NumPy (Notes [Accumulation], [Lazy grad buffers] and
+    [Filled gradients])."""
     xd = onp.random.default_rng(0).standard_normal(500_000)
     nbytes = xd.nbytes
 
@@ -274,10 +275,9 @@ def test_large_backward_peak_memory_stays_near_hand_written():
     hand_peak, expected = peak(hand)
     fast_peak, got = peak(fast)
     onp.testing.assert_allclose(got.asnumpy(), expected)
-    # The hand-written version fuses in place (2 arrays); fastgrad's rules are out of place
-    # and it keeps the .grad buffer attach_grad allocates: at most 2 arrays more.
-    assert fast_peak <= hand_peak + 2 * nbytes + 64 * 1024, (hand_peak / nbytes,
-                                                             fast_peak / nbytes)
+    # The hand-written version fuses the backward into two arrays in place; fastgrad gets
+    # there with exclusive buffers, lazy .grad buffers and filled gradients.
+    assert fast_peak <= 1.1 * hand_peak, (hand_peak / nbytes, fast_peak / nbytes)
 
 
 def test_error_in_backward_leaves_the_engine_usable():

@@ -1,0 +1,74 @@
+"""Filled gradients: one value over a large shape, kept symbolic (Note [Filled gradients])."""
+
+import numpy as onp
+import pytest
+
+from fastgrad import autograd, np
+from fastgrad._filled import MIN_SIZE, Filled, filled
+
+SHAPE = (8, MIN_SIZE // 4)
+
+
+def test_filled_is_made_only_for_one_value_on_a_large_shape():
+    assert isinstance(filled(onp.array(2.0), SHAPE), Filled)
+    assert filled(onp.array(2.0), (3,)) is None
+    assert filled(onp.ones(2), SHAPE) is None
+
+
+def test_ufuncs_match_the_broadcast_view_exactly():
+    rng = onp.random.default_rng(0)
+    y = rng.standard_normal(SHAPE)
+    mask = y > 0
+    for value in (1.0, -2.5, 0.0):
+        f = Filled(onp.array(value), SHAPE)
+        view = onp.broadcast_to(onp.array(value), SHAPE)
+        for got, expected in [(f * y, view * y), (y * f, y * view), (f / 3, view / 3),
+                              (f - y, view - y), (-f, -view), (f * mask, view * mask),
+                              (onp.exp(f), onp.exp(view)), (f + f, view + view),
+                              (onp.where(mask, f, 0), onp.where(mask, view, 0)),
+                              (f @ onp.ones((SHAPE[1], 2)), view @ onp.ones((SHAPE[1], 2))),
+                              (f[1:3], view[1:3]), (f.reshape(-1), view.reshape(-1)),
+                              (f.sum(axis=0), view.sum(axis=0))]:
+            got = onp.asarray(got)
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            onp.testing.assert_array_equal(got, expected)
+
+
+def test_one_times_an_array_is_the_array_itself():
+    y = onp.ones(SHAPE)
+    assert (Filled(onp.array(1.0), SHAPE) * y) is y
+    assert (y * Filled(onp.array(1.0), SHAPE)) is y
+    assert (Filled(onp.array(2.0), SHAPE) * y) is not y
+    # A float32 array times a float64 one is float64: no shortcut.
+    y32 = onp.ones(SHAPE, dtype=onp.float32)
+    assert (Filled(onp.array(1.0), SHAPE) * y32).dtype == onp.float64
+
+
+def test_in_place_add_into_an_array():
+    acc = onp.zeros(SHAPE)
+    acc += Filled(onp.array(3.0), SHAPE)
+    onp.testing.assert_array_equal(acc, onp.full(SHAPE, 3.0))
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+def test_gradients_through_a_large_sum_match_small_ones(dtype):
+    """The same function on a large array (Filled) and element by element (views)."""
+    rng = onp.random.default_rng(1)
+    data = rng.uniform(0.5, 2.0, SHAPE).astype(dtype)
+
+    def run(values):
+        x = np.array(values)
+        x.attach_grad()
+        with autograd.record():
+            y = (np.sin(x) * x + np.exp(-x * x) * 2 - x / 3).sum() * 1.5
+        y.backward()
+        return x.grad.asnumpy()
+
+    big = run(data)
+    small = onp.concatenate([run(row[None, :128]) for row in data[:, :128]])
+    onp.testing.assert_array_equal(big[:, :128], small)
+    assert big.dtype == dtype
+    t = data.astype(onp.float64)
+    expected = 1.5 * (onp.cos(t) * t + onp.sin(t) - 4 * t * onp.exp(-t * t) - 1 / 3)
+    tol = 1e-5 if dtype == onp.float32 else 1e-12
+    onp.testing.assert_allclose(big, expected, rtol=tol, atol=tol)
