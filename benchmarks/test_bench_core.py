@@ -93,46 +93,22 @@ def _bench(benchmark, key: str, backend_name: str) -> None:
         assert not check.note, check.note
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_op_chain_300(benchmark, backend):
-    """[1] 300 small elementwise ops on (16,): per-op tape overhead."""
-    _bench(benchmark, "1", backend)
+WORKLOADS = {
+    "op_chain_300": "1",        # 300 small elementwise ops on (16,): per-op tape overhead
+    "mlp_step": "2",            # MLP 784-256-256-10 training step, batch 128, float32
+    "large_elementwise": "3",   # sum(sin(x) * exp(-x*x) + x*x) on 4e6 float64 values
+    "long_chain_100k": "4",     # 100,000-op chain on (1,): deep tape, no recursion
+    "fourth_derivative": "5",   # 4th derivative of sum(sin(x) * x) by nested create_graph
+    "broadcast_relu": "6",      # sum(relu(x + b)): gradient reduced over a broadcast axis
+    "recurrent_tanh": "7",      # 2,000 steps of h = tanh(h @ W): many small matmuls
+}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_mlp_step(benchmark, backend):
-    """[2] MLP 784-256-256-10 training step, batch 128, float32."""
-    _bench(benchmark, "2", backend)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_large_elementwise(benchmark, backend):
-    """[3] sum(sin(x) * exp(-x*x) + x*x) on 4e6 float64 values."""
-    _bench(benchmark, "3", backend)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_long_chain_100k(benchmark, backend):
-    """[4] 100,000-op chain on (1,): deep tape, no recursion."""
-    _bench(benchmark, "4", backend)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_fourth_derivative(benchmark, backend):
-    """[5] 4th derivative of sum(sin(x) * x) by nested create_graph."""
-    _bench(benchmark, "5", backend)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_broadcast_relu(benchmark, backend):
-    """[6] sum(relu(x + b)): gradient reduced over a broadcast axis."""
-    _bench(benchmark, "6", backend)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_recurrent_tanh(benchmark, backend):
-    """[7] 2,000 steps of h = tanh(h @ W): long chain of small matmuls."""
-    _bench(benchmark, "7", backend)
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_workload(benchmark, workload, backend):
+    """One workload on one backend: timed, then its gradients checked (see _bench)."""
+    _bench(benchmark, WORKLOADS[workload], backend)
 
 
 def test_compare_script_runs(capsys):
