@@ -630,10 +630,6 @@ cdef class ndarray:
         return "default"
 
     @property
-    def _fresh_grad(self):
-        return False
-
-    @property
     def version(self):
         """How many in-place writes this array has had (see ``Note [Versions]``)."""
         return version_of(self)
