@@ -542,7 +542,9 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 if n.is_target:
                     captured[n] = (g, owned)
             elif n.var_refs is not None:
-                _write_vars(n, g, owned and n.op is None)
+                # A gradient that only this loop still holds can be moved into .grad even if
+                # it was shared when it arrived (add hands one array to both its inputs).
+                _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
             if n.op is None:
                 continue
             parents = n.parents
@@ -578,6 +580,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                         gi = None
                         _accumulate(p, k, fitted, create, excl)
                         fitted = None
+                grads = None          # release the rule's results as soon as they are delivered
             if not retain:
                 n.saved = None
                 n.result = None
