@@ -84,12 +84,20 @@ class Filled:
                 return tuple(Filled(r, shape) for r in result)
             return Filled(result, shape)
         if ufunc is np.multiply and len(inputs) == 2:
-            # One times an array is the array: no pass, no copy.
             for k in (0, 1):
                 f, other = inputs[k], inputs[1 - k]
-                if (type(f) is Filled and type(other) is np.ndarray and other.shape == shape
-                        and f.value == 1 and np.result_type(f.value, other) == other.dtype):
-                    return other
+                if type(f) is not Filled or type(other) is not np.ndarray \
+                        or other.shape != shape:
+                    continue
+                dtype = np.result_type(f.value, other)
+                if f.value == 1 and dtype == other.dtype:
+                    return other        # one times an array is the array: no pass, no copy
+                if other.dtype == np.bool_:
+                    # A mask (relu's, max's): one cast instead of a casting multiply.
+                    out = other.astype(dtype)
+                    if f.value != 1:
+                        out *= f.value
+                    return out
         result = ufunc(*values)
         if ufunc.nout != 1:
             return tuple(_widen(r, shape) for r in result)

@@ -25,6 +25,7 @@ def test_ufuncs_match_the_broadcast_view_exactly():
         for got, expected in [(f * y, view * y), (y * f, y * view), (f / 3, view / 3),
                               (f - y, view - y), (-f, -view), (f * mask, view * mask),
                               (onp.exp(f), onp.exp(view)), (f + f, view + view),
+                              (mask * f, mask * view),
                               (onp.where(mask, f, 0), onp.where(mask, view, 0)),
                               (f @ onp.ones((SHAPE[1], 2)), view @ onp.ones((SHAPE[1], 2))),
                               (f[1:3], view[1:3]), (f.reshape(-1), view.reshape(-1)),
