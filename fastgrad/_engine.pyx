@@ -54,7 +54,6 @@ cdef object _asarray = _np.asarray
 cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
 cdef object _add_reduce = _np.add.reduce
-cdef object _isfinite_all = None
 cdef unsigned long long _epoch = 0
 cdef object _lock = threading.RLock()
 
