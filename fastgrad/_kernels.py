@@ -4,6 +4,8 @@ Every kernel takes and returns NumPy values (never fastgrad arrays): the recordi
 unwraps inputs before calling it. Kernels are called as ``kernel(*inputs, *params)``.
 """
 
+import math as _math
+
 import numpy as np
 
 from fastgrad._parallel import apply as _split_apply
@@ -199,36 +201,50 @@ def clip(x, lo, hi):
 
 
 # ---------------------------------------------------------------- elementwise
-try:
-    from scipy.special import erf as _erf, erfinv as _erfinv
-except ImportError:  # SciPy is optional: fall back to the standard library, one value at a time
-    import math as _math
+def _erf_fallback(x):
+    # The standard library's erf, one value at a time (when SciPy is not installed).
+    x = np.asarray(x)
+    # frompyfunc gives an object array, or a bare Python float for a 0-d input.
+    return np.asarray(_erf_scalar(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
 
-    _erf_scalar = np.frompyfunc(_math.erf, 1, 1)
 
-    def _erf(x):
-        x = np.asarray(x)
-        # frompyfunc gives an object array, or a bare Python float for a 0-d input.
-        return np.asarray(_erf_scalar(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+def _erfinv_fallback(y):
+    # Newton's method on erf(x) = y from a rational first guess; exact to rounding.
+    y = np.asarray(y, dtype=np.result_type(y, np.float32))
+    a = 0.147
+    ln = np.log1p(-y * y)
+    t = 2 / (np.pi * a) + ln / 2
+    x = np.sign(y) * np.sqrt(np.sqrt(t * t - ln / a) - t)
+    for _ in range(4):
+        x = x - (_erf_fallback(x) - y) * (_math.sqrt(_math.pi) / 2) * np.exp(x * x)
+    return x
 
-    def _erfinv(y):
-        # Newton's method on erf(x) = y from a rational first guess; exact to rounding.
-        y = np.asarray(y, dtype=np.result_type(y, np.float32))
-        a = 0.147
-        ln = np.log1p(-y * y)
-        t = 2 / (np.pi * a) + ln / 2
-        x = np.sign(y) * np.sqrt(np.sqrt(t * t - ln / a) - t)
-        for _ in range(4):
-            x = x - (_erf(x) - y) * (_math.sqrt(_math.pi) / 2) * np.exp(x * x)
-        return x
+
+_erf_scalar = np.frompyfunc(_math.erf, 1, 1)
+_special = None
+
+
+def _special_functions():
+    """``(erf, erfinv)``: SciPy's ufuncs if SciPy is installed, else the fallbacks above.
+
+    Imported on first use: ``scipy.special`` takes longer to import than all of fastgrad.
+    """
+    global _special
+    if _special is None:
+        try:
+            from scipy.special import erf as _e, erfinv as _ei
+        except ImportError:  # SciPy is optional
+            _e, _ei = _erf_fallback, _erfinv_fallback
+        _special = (_e, _ei)
+    return _special
 
 
 def erf(x):
-    return _erf(x)
+    return _special_functions()[0](x)
 
 
 def erfinv(x):
-    return _erfinv(x)
+    return _special_functions()[1](x)
 
 
 def sinc(x):
@@ -257,7 +273,7 @@ SELU_SCALE = 1.0507009873554805
 
 
 def gelu(x):
-    return 0.5 * x * (1 + _erf(x * 0.7071067811865476))
+    return 0.5 * x * (1 + erf(x * 0.7071067811865476))
 
 
 def gelu_tanh(x):

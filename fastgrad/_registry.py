@@ -178,7 +178,10 @@ def _dual(prim, kernel):
 
 
 def _namespace():
-    ns = {k: getattr(np, k) for k in dir(np) if not k.startswith("_")}
+    # NumPy's own namespace as loaded (dir() + getattr would import its lazy submodules:
+    # f2py, testing, ...). Formulas use no lazy submodule but linalg, imported here.
+    ns = {k: v for k, v in vars(np).items() if not k.startswith("_")}
+    ns["linalg"] = np.linalg
     ns.update({k: v for k, v in vars(_rules).items() if not k.startswith("_")})
     ns["len"] = len
     ns["tuple"] = tuple
