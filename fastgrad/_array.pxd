@@ -29,6 +29,7 @@ cdef class Primitive:
     cdef bint split                  # forward is a ufunc call() may split (Note [Parallel kernels])
     cdef readonly Py_ssize_t n_in    # number of array inputs (-1: any number)
     cdef Py_ssize_t n_fast           # n_in when every parameter has a default, else -2
+    cdef Py_ssize_t n_full           # n_in + number of parameters (-2 when variadic)
     cdef readonly Py_ssize_t n_out   # number of outputs
     cdef readonly tuple param_names  # names of the non-array arguments, in order
     cdef readonly tuple param_defaults

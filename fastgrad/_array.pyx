@@ -34,10 +34,13 @@ from fastgrad._parallel cimport any_large, call as split_call
 import weakref
 import numpy as _np
 
+from fastgrad._filled import Filled as _Filled
+
 cnp.import_array()
 
 cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
+cdef type FILLED = _Filled
 cdef object _weakref = weakref.ref
 
 # Installed once by fastgrad._registry at import (see install()).
@@ -185,6 +188,7 @@ cdef class Primitive:
         self.backward = backward
         self.n_in = n_in
         self.n_fast = n_in if REQUIRED not in param_defaults else -2
+        self.n_full = n_in + len(param_names) if n_in >= 0 else -2
         self.n_out = n_out
         self.param_names = param_names
         self.param_defaults = param_defaults
@@ -223,8 +227,11 @@ cdef class Primitive:
         return (_ops_lookup, (self.name,))
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and PyTuple_GET_SIZE(args) == self.n_fast:
-            return self.apply(args, self.param_defaults)
+        if not kwargs:
+            if PyTuple_GET_SIZE(args) == self.n_fast:
+                return self.apply(args, self.param_defaults)
+            if PyTuple_GET_SIZE(args) == self.n_full:       # every parameter positional
+                return self.apply(args[:self.n_in], args[self.n_in:])
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, tuple args, dict kwargs):
@@ -277,7 +284,7 @@ cdef class Primitive:
                     cls = type(a)
                 if (<ndarray>a)._node is not None:
                     track = True
-            elif type(a) is list or type(a) is tuple:
+            elif type(a) is list or type(a) is tuple or type(a) is FILLED:
                 r = _asarray(a)
             else:
                 r = a
@@ -1060,3 +1067,6 @@ cdef class ndarray:
 
 
 _REDUCERS = {_np.add: "sum", _np.multiply: "prod", _np.maximum: "max", _np.minimum: "min"}
+
+import fastgrad._filled
+fastgrad._filled.FASTGRAD_ARRAY = ndarray      # Filled defers to fastgrad arrays (create_graph)

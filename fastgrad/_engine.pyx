@@ -62,14 +62,16 @@ cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
 cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
 cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
+cdef Primitive P_COPY = None
 cdef object _anomaly_report = None
 
 
 def install(sum_to, prims, anomaly_report):
     """Connect the engine to the kernels and ops it uses (called once at import)."""
-    global _sum_to, P_SUM_TO, P_ADD, P_CAST, _anomaly_report
+    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, _anomaly_report
     _sum_to = sum_to
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
+    P_COPY = prims["copy"]
     _anomaly_report = anomaly_report
 
 
@@ -130,9 +132,26 @@ cdef str _released_message(Node n):
             "same graph again." % (n.op.name, n.seq))
 
 
+cdef dict _ONES = {}
+
+
+cdef object _one(object dtype):
+    """A read-only 0-d one of ``dtype``, made once per dtype."""
+    one = _ONES.get(dtype)
+    if one is None:
+        one = _np.ones((), dtype=dtype)
+        one.flags.writeable = False
+        _ONES[dtype] = one
+    return one
+
+
 cdef object _head_grad(ndarray h, object hg, Py_ssize_t i, bint create):
     data = h._data
     if hg is None:
+        if create:
+            # A constant of ones, kept symbolic: a rule's g * y is then y itself, with no
+            # multiply to record and differentiate again (Note [Filled gradients]).
+            return FILLED(_one(data.dtype), data.shape)
         g = _np.ones_like(data)
     elif isinstance(hg, ndarray):
         if (<ndarray>hg)._data.shape != data.shape:
@@ -167,6 +186,8 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
         dtype = p.out_dtype[oidx]
     if create:
         if not isinstance(g, ndarray):
+            if type(g) is FILLED and g.shape == shape and g.dtype == dtype:
+                return g
             g = wrap(_asarray(g), None, 0)
         gshape = (<ndarray>g)._data.shape
         if gshape != shape:
@@ -658,7 +679,11 @@ cdef list _collect(list variables, list targets, dict captured, bint create):
             owned = True
         if create:
             if not isinstance(g, ndarray):
-                g = wrap(g, None, 0, type(v))
+                g = wrap(_np.array(g, dtype=v._data.dtype, copy=True), None, 0, type(v))
+            elif Py_REFCNT(g) > 3:
+                # Held elsewhere too (one times x is x itself, Note [Filled gradients]; a
+                # variable listed twice): the caller gets an array of its own, still recorded.
+                g = P_COPY.apply((g,), ())
             out.append(g)
             continue
         if isinstance(g, ndarray):

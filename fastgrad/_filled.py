@@ -10,8 +10,15 @@ the value alone and broadcast only their result, multiplying by one returns the 
 itself, and two ``Filled`` add up to another. Anything else (indexing, reshaping, matmul, NumPy
 functions) sees a read-only broadcast view, so every rule works unchanged. The engine passes a
 ``Filled`` on to a parent whose shape and dtype it already has and never adds into it in place.
-It is made only for large arrays (``MIN_SIZE``), where it saves memory and passes; on small
-ones a plain view is cheaper than the Python it takes.
+In a first-order pass it is made only for large arrays (``MIN_SIZE``), where it saves memory
+and passes; on small ones a plain view is cheaper than the Python it takes.
+
+Under ``create_graph`` every multiply a rule makes is recorded and differentiated again at
+the next order, so there the engine starts from a ``Filled`` of ones whatever the size, and
+``Filled`` defers to fastgrad arrays: one (or minus one) times a recorded array is that array
+(or its negation) with nothing recorded, anything else records the ufunc on the broadcast
+view. The engine's ``_collect`` copies a gradient that is held elsewhere as well (one times
+``x`` is ``x``), so ``grad`` never hands back an array the caller already has.
 """
 
 import numpy as np
@@ -22,11 +29,14 @@ MIN_SIZE = 1 << 12
 class Filled:
     """``value`` (a 0-d array) everywhere on ``shape``."""
 
-    __slots__ = ("value", "shape")
+    __slots__ = ("value", "shape", "unit")
 
     def __init__(self, value, shape):
         self.value = np.asarray(value).reshape(())
         self.shape = tuple(shape)
+        v = self.value.item()
+        #: 1 or -1 when the value is exactly that (multiplying by it is free), else 0.
+        self.unit = 1 if v == 1 else (-1 if v == -1 else 0)
 
     # ------------------------------------------------------------ what it looks like
     @property
@@ -75,6 +85,8 @@ class Filled:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or ufunc.signature is not None or kwargs:
             return getattr(ufunc, method)(*_views(inputs), **_views_kw(kwargs))
+        if any(isinstance(a, FASTGRAD_ARRAY) for a in inputs):
+            return ufunc(*_views(inputs))        # recorded by fastgrad (create_graph)
         shape = np.broadcast_shapes(*[a.shape if type(a) is Filled else np.shape(a)
                                       for a in inputs])
         values = [a.value if type(a) is Filled else a for a in inputs]
@@ -120,9 +132,13 @@ class Filled:
         return np.subtract(other, self)
 
     def __mul__(self, other):
+        if isinstance(other, FASTGRAD_ARRAY):
+            return _times(self, other)
         return np.multiply(self, other)
 
     def __rmul__(self, other):
+        if isinstance(other, FASTGRAD_ARRAY):
+            return _times(self, other)
         return np.multiply(other, self)
 
     def __truediv__(self, other):
@@ -138,7 +154,7 @@ class Filled:
         return np.power(other, self)
 
     def __neg__(self):
-        return np.negative(self)
+        return Filled(-self.value, self.shape)
 
     def __pos__(self):
         return self
@@ -165,6 +181,23 @@ class Filled:
         return np.greater_equal(self, other)
 
     __hash__ = None
+
+
+#: fastgrad's array type, set by ``fastgrad._array`` when it is imported (it imports this
+#: module, so this one cannot import it).
+FASTGRAD_ARRAY = ()
+
+
+def _times(f, other):
+    """``f * other`` for a fastgrad array ``other`` (``create_graph``).
+
+    One times an array is that array, and minus one its negation: no multiply is recorded,
+    and none differentiated again (Note [Filled gradients]). Anything else multiplies by
+    the broadcast view, recorded by fastgrad.
+    """
+    if f.unit and other.shape == f.shape and other.dtype == f.value.dtype:
+        return other if f.unit == 1 else -other
+    return other * f.view()
 
 
 def _widen(result, shape):

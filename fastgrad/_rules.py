@@ -18,6 +18,7 @@ import numpy as np
 from fastgrad._array import ndarray
 from fastgrad._kernels import SELU_ALPHA, SELU_SCALE, normalize_axis  # noqa: F401
 from fastgrad._kernels import broadcast_to as _broadcast_to
+from fastgrad._filled import Filled
 from fastgrad._filled import filled as _filled
 
 
@@ -55,11 +56,15 @@ LN10 = 2.302585092994046
 
 def unreduce(g, shape, axis, keepdims):
     """Broadcast the gradient of a reduction back to the reduced array's ``shape``."""
+    if type(g) is Filled:
+        return Filled(g.value, shape)          # one value everywhere: still one value
     if not keepdims and axis is not None:
         axes = normalize_axis(axis, len(shape))
         g = g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
     if isinstance(g, ndarray):
-        return np.broadcast_to(g, shape)       # recorded (create_graph)
+        # Recorded (create_graph). The op itself, not np.broadcast_to: NumPy's dispatch to
+        # fastgrad would cost more than the op.
+        return ops.broadcast_to(g, tuple(shape))
     whole = _filled(g, shape)                  # Note [Filled gradients]
     return whole if whole is not None else _broadcast_to(g, shape)
 

@@ -73,3 +73,73 @@ def test_gradients_through_a_large_sum_match_small_ones(dtype):
     expected = 1.5 * (onp.cos(t) * t + onp.sin(t) - 4 * t * onp.exp(-t * t) - 1 / 3)
     tol = 1e-5 if dtype == onp.float32 else 1e-12
     onp.testing.assert_allclose(big, expected, rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- create_graph
+# The implicit head gradient of a create_graph pass is a Filled of ones, at any size: a rule's
+# g * y is then y itself, and g * y does not become a multiply to differentiate again.
+
+
+def _ops_of(a):
+    import json
+    return [n["op"] for n in json.loads(autograd.get_symbol(a).tojson())["nodes"]]
+
+
+def test_create_graph_records_no_multiply_by_the_implicit_ones():
+    x = np.array(onp.linspace(-1.0, 1.0, 5))
+    x.attach_grad()
+    with autograd.record():
+        (d,) = autograd.grad(np.sum(np.sin(x) * x), [x], create_graph=True)
+    xs = x.asnumpy()
+    onp.testing.assert_allclose(d.asnumpy(), onp.sin(xs) + xs * onp.cos(xs), rtol=1e-15)
+    # sin(x) + x * cos(x): one multiply (x by cos x), no constant operand anywhere.
+    assert sorted(_ops_of(d)) == ["add", "cos", "multiply", "null", "sin"]
+
+
+def test_a_gradient_that_is_an_input_comes_back_as_a_recorded_copy():
+    x = np.array([1.0, 2.0, 3.0])
+    w = np.array([2.0, 2.0, 2.0])
+    x.attach_grad()
+    w.attach_grad()
+    with autograd.record():
+        (dw,) = autograd.grad(np.sum(x * w), [w], create_graph=True)
+        assert dw is not x
+        onp.testing.assert_array_equal(dw.asnumpy(), x.asnumpy())
+        z = np.sum(dw * x)              # still recorded: x * x
+    z.backward()
+    onp.testing.assert_array_equal(x.grad.asnumpy(), 2 * x.asnumpy())
+    dw += 1.0                           # the caller's own array: x is left alone
+    onp.testing.assert_array_equal(x.asnumpy(), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+def test_create_graph_with_a_non_scalar_head_and_broadcasting(dtype):
+    rng = onp.random.default_rng(3)
+    xs = rng.uniform(0.5, 1.5, (3, 4)).astype(dtype)
+    bs = rng.uniform(0.5, 1.5, 4).astype(dtype)
+    x, b = np.array(xs), np.array(bs)
+    x.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        y = np.exp(x * b)                        # non-scalar head: implicit ones
+        (db,) = autograd.grad(y, [b], create_graph=True)
+        assert db.dtype == dtype and db.shape == (4,)
+        onp.testing.assert_allclose(db.asnumpy(), (xs * onp.exp(xs * bs)).sum(0), rtol=1e-5)
+        (-db).backward()                         # Filled(-1) * array is a negation
+    expected = -(onp.exp(xs * bs) * (1 + xs * bs))  # d/dx of -sum_i x exp(x b)
+    onp.testing.assert_allclose(x.grad.asnumpy(), expected, rtol=1e-5)
+
+
+def test_minus_one_and_other_values_times_a_recorded_array():
+    x = np.array([1.0, -2.0, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * x
+        a = Filled(onp.array(-1.0), (3,)) * y
+        b = Filled(onp.array(2.5), (3,)) * y
+        c = Filled(onp.array(1.0, dtype=onp.float32), (3,)) * y   # float32 one, float64 y
+        assert c is y
+        total = np.sum(a + b + c)
+    total.backward()
+    onp.testing.assert_array_equal(x.grad.asnumpy(), 2 * x.asnumpy() * (-1 + 2.5 + 1))
+    assert a.dtype == b.dtype == onp.float64
