@@ -2,40 +2,46 @@
 
 Note [Parallel kernels]
 ~~~~~~~~~~~~~~~~~~~~~~~
-NumPy releases the GIL inside a ufunc's inner loop, so one large elementwise call can run on
-several cores by calling the ufunc on slices of its operands, each with ``out=`` the matching
-slice of one output allocated up front. ``call()`` does that when it is safe, and returns
-``None`` (the caller then calls the ufunc as usual) otherwise:
+One large elementwise ufunc call can run on several cores, each computing a slice of one
+output allocated up front. ``call()`` does that when it is safe, and returns ``None`` (the
+caller then calls the ufunc as usual) otherwise. It needs an elementwise ``numpy.ufunc`` with
+one or two inputs and one output, exact ``numpy.ndarray`` operands (or Python and NumPy
+scalars), more than one thread configured, and arrays of at least ``min_size`` elements
+(``2**16``) for ufuncs that cost several nanoseconds an element (trigonometric, hyperbolic,
+``power``, ``expm1``...), eight times that (``2**19``) for the others, which are bound by
+memory (``add``, ``multiply``, ``maximum``, comparisons, and ``exp``, ``log``, ``sqrt`` with
+their SIMD loops). Below those sizes, on this design's 2-core reference machine, a slice that
+one core writes and the next op reads on the other core costs more than the split saves: a
+megabyte moves between the cores' caches at a few GB/s.
 
-* the ufunc is an elementwise ``numpy.ufunc`` with one or two inputs and one output;
-* every array operand is an exact ``numpy.ndarray`` of a boolean, integer or real float
-  dtype, and is either C-contiguous with the common shape, 0-d, or a broadcast scalar (all
-  strides 0, e.g. the gradient of a ``sum``), which is passed on as a 0-d view; other operands
-  are Python or NumPy scalars. Anything else (broadcasting between shapes, other strides,
-  subclasses, complex or object dtypes) falls back;
-* the arrays have at least ``min_size`` elements (``2**16``) for ufuncs that cost several
-  nanoseconds an element (trigonometric, hyperbolic, ``power``, ``expm1``...), eight times
-  that (``2**19``) for the others, which are bound by memory (``add``, ``multiply``,
-  ``maximum``, comparisons, and ``exp``, ``log``, ``sqrt`` with their SIMD loops), and more
-  than one thread is configured. Both measured on 2 cores: below them the hand-off and the page faults of the
-  fresh output in two threads cost more than the second core saves.
+There are two ways to run the slices:
 
-Chunk boundaries are multiples of 8192 elements from the start, so every element goes through
-the same inner loop, at the same position within its SIMD block and with the same alignment,
-as in the unsplit call: results are bit-identical (reductions are never split, since their
-order of summation would change). The output's dtype is that of the ufunc applied to empty
-slices of the operands, so type resolution, weak Python scalars and type errors are NumPy's.
+* The kernel pool (``_c_call``, Note [Kernel pool] in ``_pool.h``): when every array operand
+  is C-contiguous and already of the dtype of NumPy's loop for these operands (float or
+  bool loops only), C threads call that very loop. Operands may broadcast: the output is cut
+  into rows along the broadcast axes, each row one call of the loop, as NumPy's iterator cuts
+  it. No GIL is involved.
+* Python threads (the rest of ``call``): operands that NumPy must cast, integer dtypes, 0-d
+  or broadcast-scalar operands of the common shape. Each worker calls the ufunc on its
+  slices with ``out=``. Broadcasting between shapes, other strides, subclasses, complex or
+  object dtypes fall back.
 
-The calling thread runs the first chunk and a persistent pool of ``num_threads - 1`` daemon
-workers, created on first use, the others; ``num_threads`` is ``FASTGRAD_NUM_THREADS`` if set
-(``1`` turns splitting off), else the number of cores this process may use
-(``os.sched_getaffinity``). An exception in a worker is raised in the caller once all chunks
-are done. Floating-point errors follow the caller's ``numpy.errstate``: every chunk runs in
-``'call'`` mode and records its flags; afterwards the caller treats the union of the flags as
-NumPy does after one call (in the order divide, over, under, invalid: ``'warn'`` issues one
-``RuntimeWarning`` "... encountered in <ufunc>" attributed to the caller's frame, ``'raise'``
-raises ``FloatingPointError``). Under an ``errstate`` mode of ``'call'``, ``'print'`` or
-``'log'`` nothing is split.
+Either way chunk boundaries are multiples of 8192 elements from the start (or whole rows),
+so every element goes through the same inner loop, at the same position within its SIMD
+block and with the same alignment, as in the unsplit call: results are bit-identical
+(reductions are never split, since their order of summation would change). Type resolution,
+weak Python scalars and type errors are NumPy's (the pool asks NumPy to resolve the loop;
+the Python path applies the ufunc to empty slices first).
+
+``num_threads`` is ``FASTGRAD_NUM_THREADS`` if set (``1`` turns splitting off), else the
+number of cores this process may use (``os.sched_getaffinity``); the workers are created on
+first use. An exception in a Python worker is raised in the caller once all chunks are done.
+Floating-point errors follow the caller's ``numpy.errstate``: every chunk records the flags
+it raised; afterwards the caller treats their union as NumPy does after one call (in the
+order divide, over, under, invalid: ``'warn'`` issues one ``RuntimeWarning`` "...
+encountered in <ufunc>" attributed to the caller's frame, ``'raise'`` raises
+``FloatingPointError``). Under an ``errstate`` mode of ``'call'``, ``'print'`` or ``'log'``
+nothing is split.
 
 Hooks, each a C-level size test on the hot path: ``Primitive.apply`` for kernels that are
 ufuncs; the engine's in-place gradient accumulation; the engine picks, for a node whose
@@ -48,6 +54,44 @@ cimport numpy as cnp
 from cpython.exc cimport PyErr_WarnEx
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_REFCNT
+from cpython.pycapsule cimport PyCapsule_GetPointer
+
+
+cdef extern from "_pool.h":
+    # See Note [Kernel pool] in _pool.h.
+    ctypedef int (*fg_loop_fn)(void *context, char *const *data, const cnp.npy_intp *dims,
+                               const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    ctypedef struct fg_call_info:
+        fg_loop_fn strided_loop
+        void *context
+        void *auxdata
+        cnp.npy_bool requires_pyapi
+        cnp.npy_bool no_floatingpoint_errors
+    ctypedef struct fg_loop:
+        fg_loop_fn fn
+        void *context
+        void *auxdata
+    ctypedef struct fg_job:
+        int nargs
+        char *base[3]
+        int n_odims
+        cnp.npy_intp odims[16]
+        cnp.npy_intp outer_stride[3][16]
+        cnp.npy_intp inner_stride[3]
+        cnp.npy_intp n_outer
+        cnp.npy_intp n_inner
+        cnp.npy_intp chunk
+        int nchunks
+        fg_loop loops[32]
+    enum:
+        FG_MAX_THREADS
+    fg_job fg_job_now
+    int fg_nworkers
+    int fg_pool_start(int n) except -1
+    void fg_pool_after_fork() noexcept
+    int fg_pool_acquire() noexcept
+    void fg_pool_release() noexcept
+    int fg_pool_run() noexcept nogil
 
 import os
 import threading
@@ -64,6 +108,8 @@ cdef type NP_GENERIC = _np.generic
 cdef object _geterr = _np.geterr
 cdef object _errstate = _np.errstate
 cdef object _empty = _np.empty
+cdef object _broadcast_shapes = _np.broadcast_shapes
+cdef object _BOOL = _np.dtype(bool)
 
 cdef Py_ssize_t _min_size = 1 << 16
 cdef Py_ssize_t CHEAP_FACTOR = 8    # fast ufuncs split from 8 * _min_size elements
@@ -142,10 +188,16 @@ def get_min_size():
     return _min_size
 
 
+def pool_calls():
+    """How many calls ran on the kernel pool so far (Note [Kernel pool])."""
+    return _pool_calls
+
+
 def _after_fork():
     global _workers, _tasks
     _workers = []
     _tasks = None
+    fg_pool_after_fork()
 
 
 if hasattr(os, "register_at_fork"):
@@ -233,6 +285,260 @@ cdef inline bint _reusable(cnp.ndarray a) noexcept:
             and cnp.PyArray_BASE(a) == NULL and cnp.PyArray_NDIM(a) > 0)
 
 
+# ------------------------------------------------------------------ the C path
+
+cdef bytes _CAPSULE = b"numpy_1.24_ufunc_call_info"
+cdef dict _loops = {}               # (ufunc, operand types) -> _Loop, or None: not usable
+cdef Py_ssize_t _pool_calls = 0      # calls run on the kernel pool (for tests)
+cdef object _loops_lock = threading.Lock()
+
+
+cdef class _Loop:
+    """NumPy's strided loop for one ufunc and operand types, one copy per thread."""
+    cdef object ufunc
+    cdef tuple types                # what _resolve_dtypes_and_context was given
+    cdef readonly tuple dtypes      # the loop's dtypes: inputs, then the output
+    cdef bint check_fpe             # the loop may raise floating-point flags
+    cdef list capsules              # one call-info capsule per thread (they own the loops)
+
+    cdef int fill(self, fg_job *job, int nthreads) except -1:
+        cdef fg_call_info *info
+        cdef int t
+        while len(self.capsules) < nthreads:
+            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(self.types)
+            self.ufunc._get_strided_loop(capsule)
+            self.capsules.append(capsule)
+        for t in range(nthreads):
+            info = <fg_call_info*>PyCapsule_GetPointer(self.capsules[t], _CAPSULE)
+            job.loops[t].fn = info.strided_loop
+            job.loops[t].context = info.context
+            job.loops[t].auxdata = info.auxdata
+        return 0
+
+
+cdef object _find_loop(object ufunc, tuple key):
+    """The ``_Loop`` for ``key`` = (ufunc, the operands' dtypes or Python scalar types), or
+    None when NumPy would cast an array operand, the loop needs the GIL, or this NumPy
+    does not expose its loops."""
+    cdef fg_call_info *info = NULL
+    cdef _Loop made
+    loop = _loops.get(key, False)
+    if loop is not False:
+        return loop
+    loop = None
+    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type.
+    types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
+    try:
+        dtypes, capsule = ufunc._resolve_dtypes_and_context(types)
+        ufunc._get_strided_loop(capsule)
+        info = <fg_call_info*>PyCapsule_GetPointer(capsule, _CAPSULE)
+    except Exception:           # an old NumPy, no loop for these types, another capsule
+        info = NULL
+    if info != NULL and not info.requires_pyapi and info.strided_loop != NULL:
+        ok = True
+        for i in range(len(types) - 1):
+            t = key[i + 1]
+            if isinstance(t, _np.dtype) and t != dtypes[i]:
+                ok = False      # NumPy would cast this array first
+        # Floating and boolean loops only: integer loops may raise Python errors from
+        # inside the loop (power with a negative exponent), which needs the caller's thread.
+        if ok and all(d.kind in "bf" for d in dtypes):
+            made = _Loop.__new__(_Loop)
+            made.ufunc = ufunc
+            made.types = types
+            made.dtypes = tuple(dtypes)
+            made.check_fpe = not info.no_floatingpoint_errors
+            made.capsules = [capsule]
+            loop = made
+    with _loops_lock:
+        _loops[key] = loop
+    return loop
+
+
+cdef object _c_call(object ufunc, tuple args, object out, int elide):
+    """``ufunc(*args)`` on the kernel pool (Note [Kernel pool]), or None when the operands
+    are not plain arrays that NumPy's loop can take as they are (then ``call`` goes on)."""
+    global fg_job_now, _pool_calls
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, j, k, d, od, nd, size, ndim
+    cdef cnp.ndarray arr, o
+    cdef fg_job job
+    cdef object a
+    cdef list ops = [None] * n
+    cdef list kinds = [None] * (n + 1)
+    cdef object shape = None
+    cdef int bits, nthreads
+    cdef _Loop loop
+    kinds[0] = ufunc
+    for i in range(n):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if type(a) is NP_NDARRAY:
+            arr = <cnp.ndarray>a
+            if not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+                return None
+            kinds[i + 1] = arr.dtype
+        elif type(a) is float or type(a) is int:
+            kinds[i + 1] = type(a)          # weak: takes the array's dtype (NEP 50)
+        elif type(a) is bool:
+            kinds[i + 1] = (_BOOL,)
+        elif isinstance(a, NP_GENERIC):
+            kinds[i + 1] = (a.dtype,)
+        else:
+            return None
+    loop = _find_loop(ufunc, tuple(kinds))
+    if loop is None:
+        return None
+    # The output's shape: the operands' broadcast shape.
+    try:
+        shapes = [(<object>PyTuple_GET_ITEM(args, i)).shape for i in range(n)
+                  if type(<object>PyTuple_GET_ITEM(args, i)) is NP_NDARRAY]
+        shape = _broadcast_shapes(*shapes)
+    except ValueError:
+        return None                 # NumPy raises it
+    ndim = len(shape)
+    size = 1
+    for k in shape:
+        size *= k
+    if size < _min_size or (size < _min_size * CHEAP_FACTOR and ufunc not in _COSTLY):
+        return None
+    odtype = loop.dtypes[n]
+    # Scalars become 0-d arrays of the loop's dtype, as NumPy converts them.
+    for i in range(n):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if type(a) is NP_NDARRAY:
+            ops[i] = a
+        else:
+            try:
+                ops[i] = _np.asarray(a, dtype=loop.dtypes[i])
+            except (OverflowError, ValueError, TypeError):
+                return None
+            if (<cnp.ndarray>ops[i]).dtype != loop.dtypes[i]:
+                return None
+    if out is not None:
+        if type(out) is not NP_NDARRAY or out.shape != shape or out.dtype != odtype:
+            return None
+        o = <cnp.ndarray>out
+        if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
+            return None
+    else:
+        for i in range(n):
+            a = ops[i]
+            if elide & (1 << i) and _reusable(<cnp.ndarray>a) and a.shape == shape \
+                    and a.dtype == odtype:
+                out = a                 # a temporary takes the result, as NumPy's elision
+                break
+        else:
+            out = _empty(shape, odtype)
+        o = <cnp.ndarray>out
+    for i in range(n):
+        if not _disjoint(<cnp.ndarray>ops[i], o):
+            return None
+        if cnp.PyArray_DATA(<cnp.ndarray>ops[i]) == cnp.PyArray_DATA(o) and \
+                ops[i].shape != shape:
+            return None
+    errs = _geterr()
+    for mode in errs.values():
+        if mode not in _SPLIT_MODES:
+            return None
+    # Strides of every operand over the output's shape (0 on broadcast axes), then the axes
+    # merged into rows of a contiguous run: (n_outer, n_inner).
+    cdef cnp.npy_intp st[3][32]
+    cdef cnp.npy_intp dims[32]
+    cdef Py_ssize_t m = 0
+    if ndim > 32:
+        return None
+    for d in range(ndim):
+        if shape[d] == 1:
+            continue
+        dims[m] = shape[d]
+        for k in range(n + 1):
+            arr = <cnp.ndarray>(ops[k] if k < n else o)
+            nd = cnp.PyArray_NDIM(arr)
+            od = d - (ndim - nd)
+            if od < 0 or cnp.PyArray_DIM(arr, od) == 1:
+                st[k][m] = 0
+            else:
+                st[k][m] = cnp.PyArray_STRIDE(arr, od)
+        m += 1
+    if m == 0:
+        return None
+    cdef cnp.npy_intp inner = dims[m - 1], outer = 1
+    cdef Py_ssize_t last = m - 2
+    cdef bint merge
+    while last >= 0:
+        merge = True
+        for k in range(n + 1):
+            if st[k][last] != st[k][m - 1] * inner:
+                merge = False
+        if not merge:
+            break
+        inner *= dims[last]
+        last -= 1
+    # The other axes index the rows (merged where every operand allows, as NumPy does).
+    job.n_odims = 0
+    d = last
+    while d >= 0:
+        if job.n_odims == 16:
+            return None
+        job.odims[job.n_odims] = dims[d]
+        for k in range(n + 1):
+            job.outer_stride[k][job.n_odims] = st[k][d]
+        d -= 1
+        while d >= 0:
+            merge = True
+            for k in range(n + 1):
+                if st[k][d] != job.outer_stride[k][job.n_odims] * job.odims[job.n_odims]:
+                    merge = False
+            if not merge:
+                break
+            job.odims[job.n_odims] *= dims[d]      # the group keeps its innermost stride
+            d -= 1
+        outer *= job.odims[job.n_odims]
+        job.n_odims += 1
+    # Collected innermost first: put them in C order.
+    cdef cnp.npy_intp tmp
+    for i in range(job.n_odims // 2):
+        j = job.n_odims - 1 - i
+        tmp = job.odims[i]; job.odims[i] = job.odims[j]; job.odims[j] = tmp
+        for k in range(n + 1):
+            tmp = job.outer_stride[k][i]
+            job.outer_stride[k][i] = job.outer_stride[k][j]
+            job.outer_stride[k][j] = tmp
+    job.nargs = n + 1
+    for k in range(n + 1):
+        arr = <cnp.ndarray>(ops[k] if k < n else o)
+        job.base[k] = <char*>cnp.PyArray_DATA(arr)
+        job.inner_stride[k] = st[k][m - 1]
+    job.n_outer = outer
+    job.n_inner = inner
+    nthreads = min(_nthreads, FG_MAX_THREADS)
+    if outer == 1:
+        job.chunk = (inner + nthreads - 1) // nthreads
+        job.chunk = (job.chunk + ALIGN - 1) // ALIGN * ALIGN
+        job.nchunks = <int>((inner + job.chunk - 1) // job.chunk)
+    else:
+        job.chunk = (outer + nthreads - 1) // nthreads
+        job.nchunks = <int>((outer + job.chunk - 1) // job.chunk)
+    if job.nchunks < 2:
+        return None
+    if fg_nworkers < nthreads - 1:
+        fg_pool_start(nthreads - 1)
+    if not fg_pool_acquire():
+        return None                     # another thread's job is running
+    try:
+        loop.fill(&job, fg_nworkers + 1)
+        fg_job_now = job
+        with nogil:
+            bits = fg_pool_run()
+    finally:
+        fg_pool_release()
+    _pool_calls += 1
+    if bits < 0:
+        raise RuntimeError("fastgrad: numpy.%s failed in a kernel thread" % ufunc.__name__)
+    if bits and loop.check_fpe:
+        _report(ufunc, bits, errs)
+    return out
+
+
 cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     """``ufunc(*args)`` (or ``ufunc(*args, out=out)``) run in chunks on several threads, or
     ``None`` when that is not possible or not worth it (Note [Parallel kernels]). Bit ``i``
@@ -250,6 +556,9 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
         return None
     if ufunc.nin != n or ufunc.nout != 1 or ufunc.signature is not None:
         return None
+    r = _c_call(ufunc, args, out, elide)
+    if r is not None:
+        return r
     flat = [None] * n
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)

@@ -257,3 +257,100 @@ def test_rule_temporaries_reused_but_never_named_arrays():
     _same(_parallel.op_mul(g, onp.cos(x)), g * onp.cos(x))
     _same(_parallel.op_sub(onp.cos(x), x), onp.cos(x) - x)
     _same(_parallel.op_neg(onp.cos(x)), -onp.cos(x))
+
+
+# ---------------------------------------------------------------- the kernel pool
+# Float and bool calls whose operands need no cast run NumPy's own inner loop on C threads
+# (Note [Kernel pool]); broadcast operands are cut into rows.
+
+BROADCASTS = [((1100, 512), (512,)), ((1100, 512), (1100, 1)), ((1100, 512), (1, 512)),
+              ((5, 220, 512), (512,)), ((5, 220, 512), (220, 1)), ((1100, 512), ()),
+              ((2, 3, 4, 46, 512), (512,)), ((2, 3, 4, 46, 512), (4, 1, 512))]
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("shapes", BROADCASTS, ids=str)
+@pytest.mark.parametrize("uf", [onp.add, onp.multiply, onp.arctan2, onp.power, onp.greater,
+                                onp.maximum], ids=lambda u: u.__name__)
+def test_broadcast_operands_bit_identical_on_the_pool(uf, shapes, dtype):
+    x = _data(dtype, shapes[0], seed=3)
+    b = _data(dtype, shapes[1], seed=4)
+    before = _parallel.pool_calls()
+    with onp.errstate(all="ignore"):
+        _same(_parallel.apply(uf, x, b), uf(x, b))
+        _same(_parallel.apply(uf, b, x), uf(b, x))
+    assert _parallel.pool_calls() == before + 2
+
+
+def test_scalars_take_the_loops_dtype_and_casts_are_left_to_numpy():
+    x = _data(onp.float32, (600_000,))
+    before = _parallel.pool_calls()
+    for args in [(x, 2.5), (x, 3), (x, True), (x, onp.float32(0.5))]:
+        _same(_parallel.apply(onp.multiply, *args), onp.multiply(*args))
+    assert _parallel.pool_calls() == before + 4
+    # A float64 scalar or array makes NumPy cast x: another path, the same values.
+    for args in [(x, onp.float64(0.5)), (x, x.astype(onp.float64)), (x > 0, x)]:
+        _same(_parallel.apply(onp.multiply, *args), onp.multiply(*args))
+    assert _parallel.pool_calls() == before + 4
+
+
+def test_out_and_a_temporary_taking_the_result():
+    x, y = _data(onp.float64, (600_000,), seed=5), _data(onp.float64, (600_000,), seed=6)
+    expected = x + y
+    out = onp.empty_like(x)
+    before = _parallel.pool_calls()
+    _same(_parallel.op_add(x, y), expected)              # names: never overwritten
+    assert _parallel.pool_calls() == before + 1
+    acc = x.copy()
+    assert _parallel.op_add(acc.copy(), y) is not None   # a temporary may take it
+    _parallel.apply(onp.add, acc, y)
+    _same(acc, x)                                        # a named array is never written
+    onp.add(x, y, out=out)
+    _same(out, expected)
+
+
+def test_warning_raised_in_the_worker_chunk():
+    x = _data(onp.float64, seed=7)
+    x[: N // 2] = onp.abs(x[: N // 2]) + 1.0             # negatives only in the worker's half
+    x[-1] = -1.0
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in log"):
+        _parallel.apply(onp.log, x)
+    with onp.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        _parallel.apply(onp.log, x)
+
+
+def test_concurrent_callers_get_their_own_results():
+    import threading
+    inputs = [_data(onp.float64, seed=10 + i) for i in range(4)]
+    results = [None] * 4
+
+    def work(i):
+        for _ in range(20):
+            results[i] = _parallel.apply(onp.sin, inputs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        _same(results[i], onp.sin(inputs[i]))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_pool_works_in_a_forked_child():
+    x = _data(onp.float64)
+    _parallel.apply(onp.sin, x)                          # the parent's pool is running
+    code = (
+        "import os, numpy as np\n"
+        "from fastgrad import _parallel\n"
+        "_parallel.set_num_threads(2)\n"
+        "x = np.random.default_rng(0).uniform(-3, 3, %d)\n"
+        "_parallel.apply(np.sin, x)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ok = _parallel.apply(np.sin, x).tobytes() == np.sin(x).tobytes()\n"
+        "    os._exit(0 if ok and _parallel.pool_calls() == 2 else 1)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "raise SystemExit(os.waitstatus_to_exitcode(status))\n" % N)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,295 @@
+/* A pool of C threads that run NumPy's own strided inner loops on slices of arrays.
+ *
+ * Note [Kernel pool]
+ * ~~~~~~~~~~~~~~~~~~
+ * A large elementwise ufunc call is cut into chunks (Note [Parallel kernels] in _parallel.pyx
+ * says which calls, and why the results are bit-identical). The loop each chunk runs is the
+ * one NumPy itself would run, obtained once per ufunc and dtypes through NumPy's
+ * ``ufunc._get_strided_loop`` (the "numpy_1.24_ufunc_call_info" capsule). Only loops that do
+ * not need the GIL are used, so the workers here never touch Python: they are plain C
+ * threads started with PyThread_start_new_thread, and a chunk costs no GIL hand-off.
+ *
+ * One job runs at a time (fg_busy; a caller that finds the pool busy runs its chunks
+ * itself). The job lives in fg_job_now. fg_state packs the job's generation (high 32 bits)
+ * and one bit per chunk claimed (low 32 bits); a thread claims a chunk by compare-and-swap
+ * on the whole word, so a claim can only succeed for the current job, and the job's fields
+ * are read only after a successful claim. The caller publishes the job by storing a new
+ * state, claims chunks too, then waits for fg_done to reach the number of chunks; only then
+ * may the next job overwrite fg_job_now. Each thread first claims "its" chunk (thread t,
+ * chunk t), so the same slice of a repeatedly used array lands on the same core, then any
+ * chunk left: a worker that is asleep costs the caller nothing but its wake-up call.
+ *
+ * An idle worker spins for a short while (the next large op usually follows within
+ * microseconds), then sleeps on a lock the caller releases when it publishes a job.
+ * Floating-point exception flags are per thread: each chunk clears them, runs, and ORs what
+ * it raised into fg_fpe, which the caller reports as NumPy would after one call.
+ */
+#ifndef FASTGRAD_POOL_H
+#define FASTGRAD_POOL_H
+
+#include <Python.h>
+#include <pythread.h>
+#include <fenv.h>
+#include <numpy/npy_common.h>
+
+#if defined(_MSC_VER)
+#  include <windows.h>
+typedef volatile LONG64 fg_word;
+#  define FG_LOAD(p) InterlockedOr64((p), 0)
+#  define FG_STORE(p, v) ((void)InterlockedExchange64((p), (LONG64)(v)))
+#  define FG_CAS(p, e, d) (InterlockedCompareExchange64((p), (LONG64)(d), (LONG64)(e)) == (LONG64)(e))
+#  define FG_ADD(p, v) InterlockedExchangeAdd64((p), (LONG64)(v))
+#  define FG_OR(p, v) InterlockedOr64((p), (LONG64)(v))
+#  define FG_XCHG(p, v) InterlockedExchange64((p), (LONG64)(v))
+#  define FG_PAUSE() YieldProcessor()
+#  define FG_YIELD() SwitchToThread()
+#else
+#  include <sched.h>
+typedef long long fg_word;
+static inline int fg_cas(fg_word *p, fg_word e, fg_word d) {
+    return __atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+#  define FG_LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#  define FG_STORE(p, v) __atomic_store_n((p), (fg_word)(v), __ATOMIC_SEQ_CST)
+#  define FG_CAS(p, e, d) fg_cas((p), (fg_word)(e), (fg_word)(d))
+#  define FG_ADD(p, v) __atomic_fetch_add((p), (fg_word)(v), __ATOMIC_SEQ_CST)
+#  define FG_OR(p, v) __atomic_fetch_or((p), (fg_word)(v), __ATOMIC_SEQ_CST)
+#  define FG_XCHG(p, v) __atomic_exchange_n((p), (fg_word)(v), __ATOMIC_SEQ_CST)
+#  if defined(__x86_64__) || defined(__i386__)
+#    define FG_PAUSE() __builtin_ia32_pause()
+#  elif defined(__aarch64__) || defined(__arm__)
+#    define FG_PAUSE() __asm__ __volatile__("yield")
+#  else
+#    define FG_PAUSE() ((void)0)
+#  endif
+#  define FG_YIELD() sched_yield()
+#endif
+
+#define FG_MAX_ARGS 3
+#define FG_MAX_THREADS 32          /* one claim bit per chunk, one chunk per thread */
+#define FG_SPIN 2000               /* pauses an idle worker spins before it sleeps */
+
+/* NumPy's strided loop, and the leading fields of its "numpy_1.24_ufunc_call_info"
+ * capsule (documented with ufunc._get_strided_loop). */
+typedef int (*fg_loop_fn)(void *context, char *const *data, const npy_intp *dims,
+                          const npy_intp *strides, void *auxdata);
+typedef struct {
+    fg_loop_fn strided_loop;
+    void *context;
+    void *auxdata;
+    npy_bool requires_pyapi;
+    npy_bool no_floatingpoint_errors;
+} fg_call_info;
+
+typedef struct {
+    fg_loop_fn fn;
+    void *context;
+    void *auxdata;
+} fg_loop;
+
+#define FG_MAX_ODIMS 16
+
+/* One elementwise call: n_outer rows of n_inner elements. Row r is the multi-index of r over
+ * odims[0..n_odims) (C order); operand k's element j of that row is at base[k] + the sum of
+ * index[d] * outer_stride[k][d] + j * inner_stride[k]. Chunks are ranges of `chunk` rows,
+ * or of `chunk` elements when there is one row. loops[t] is thread t's own copy of the loop. */
+typedef struct {
+    int nargs;
+    char *base[FG_MAX_ARGS];
+    int n_odims;
+    npy_intp odims[FG_MAX_ODIMS];
+    npy_intp outer_stride[FG_MAX_ARGS][FG_MAX_ODIMS];
+    npy_intp inner_stride[FG_MAX_ARGS];
+    npy_intp n_outer;
+    npy_intp n_inner;
+    npy_intp chunk;
+    int nchunks;
+    fg_loop loops[FG_MAX_THREADS];
+} fg_job;
+
+typedef struct {
+    PyThread_type_lock wake;       /* held while the worker may sleep on it */
+    fg_word sleeping;
+    int id;
+} fg_worker;
+
+static fg_job fg_job_now;
+static fg_word fg_state = 0;
+static fg_word fg_done = 0;
+static fg_word fg_fpe = 0;
+static fg_word fg_failed = 0;
+static fg_worker fg_workers[FG_MAX_THREADS];
+static int fg_nworkers = 0;
+static PyThread_type_lock fg_busy = NULL;
+
+/* NumPy's error bits: divide 1, over 2, under 4, invalid 8. */
+static int fg_fpe_bits(void) {
+    int raised = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
+    return ((raised & FE_DIVBYZERO) ? 1 : 0) | ((raised & FE_OVERFLOW) ? 2 : 0)
+         | ((raised & FE_UNDERFLOW) ? 4 : 0) | ((raised & FE_INVALID) ? 8 : 0);
+}
+
+/* Run chunk c of job j with thread t's loop; returns the loop's status. */
+static int fg_run_chunk(const fg_job *j, int c, int t) {
+    char *data[FG_MAX_ARGS];
+    npy_intp n, lo, hi, r;
+    int k, rc = 0;
+    const fg_loop *lp = &j->loops[t];
+    if (j->n_outer == 1) {
+        lo = (npy_intp)c * j->chunk;
+        hi = lo + j->chunk < j->n_inner ? lo + j->chunk : j->n_inner;
+        for (k = 0; k < j->nargs; k++)
+            data[k] = j->base[k] + lo * j->inner_stride[k];
+        n = hi - lo;
+        return lp->fn(lp->context, data, &n, j->inner_stride, lp->auxdata);
+    }
+    lo = (npy_intp)c * j->chunk;
+    hi = lo + j->chunk < j->n_outer ? lo + j->chunk : j->n_outer;
+    n = j->n_inner;
+    for (r = lo; r < hi && rc == 0; r++) {
+        npy_intp rest = r, q;
+        int d;
+        for (k = 0; k < j->nargs; k++)
+            data[k] = j->base[k];
+        for (d = j->n_odims - 1; d >= 0; d--) {
+            q = rest % j->odims[d];
+            rest /= j->odims[d];
+            for (k = 0; k < j->nargs; k++)
+                data[k] += q * j->outer_stride[k][d];
+        }
+        rc = lp->fn(lp->context, data, &n, j->inner_stride, lp->auxdata);
+    }
+    return rc;
+}
+
+/* Claim and run chunks of job `gen` until none is left; thread t prefers chunk t. */
+static void fg_participate(int t, unsigned long long gen) {
+    for (;;) {
+        fg_word s = FG_LOAD(&fg_state);
+        unsigned long long free_bits;
+        int c;
+        if (((unsigned long long)s >> 32) != gen)
+            return;
+        free_bits = ~(unsigned long long)s & 0xFFFFFFFFull;
+        if (!free_bits)
+            return;
+        if (t < 32 && (free_bits >> t) & 1ull) {
+            c = t;
+        } else {
+            c = 0;
+            while (!((free_bits >> c) & 1ull))
+                c++;
+        }
+        if (!FG_CAS(&fg_state, s, (unsigned long long)s | (1ull << c)))
+            continue;
+        feclearexcept(FE_ALL_EXCEPT);
+        if (fg_run_chunk(&fg_job_now, c, t) < 0)
+            FG_OR(&fg_failed, 1);
+        FG_OR(&fg_fpe, fg_fpe_bits());
+        FG_ADD(&fg_done, 1);
+    }
+}
+
+static void fg_worker_main(void *arg) {
+    fg_worker *w = (fg_worker *)arg;
+    unsigned long long seen = (unsigned long long)FG_LOAD(&fg_state) >> 32;
+    for (;;) {
+        int spins = 0;
+        unsigned long long g;
+        while ((g = (unsigned long long)FG_LOAD(&fg_state) >> 32) == seen) {
+            if (++spins < FG_SPIN) {
+                FG_PAUSE();
+                continue;
+            }
+            FG_STORE(&w->sleeping, 1);
+            if (((unsigned long long)FG_LOAD(&fg_state) >> 32) != seen) {
+                /* A job came while going to sleep. If the caller saw us asleep, it has
+                 * released (or will release) the lock: take that release. */
+                if (FG_XCHG(&w->sleeping, 0) == 0)
+                    PyThread_acquire_lock(w->wake, WAIT_LOCK);
+                continue;
+            }
+            PyThread_acquire_lock(w->wake, WAIT_LOCK);
+            spins = 0;
+        }
+        seen = g;
+        fg_participate(w->id, g);
+    }
+}
+
+/* Start workers 1..n (thread 0 is the caller). Call with the GIL held. Returns the number
+ * of workers running, or -1 with a Python exception set. */
+static int fg_pool_start(int n) {
+    int i;
+    if (n > FG_MAX_THREADS - 1)
+        n = FG_MAX_THREADS - 1;
+    if (fg_busy == NULL) {
+        fg_busy = PyThread_allocate_lock();
+        if (fg_busy == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (i = fg_nworkers; i < n; i++) {
+        fg_worker *w = &fg_workers[i + 1];
+        w->id = i + 1;
+        w->sleeping = 0;
+        w->wake = PyThread_allocate_lock();
+        if (w->wake == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyThread_acquire_lock(w->wake, WAIT_LOCK);
+        if (PyThread_start_new_thread(fg_worker_main, w) == PYTHREAD_INVALID_THREAD_ID) {
+            PyThread_free_lock(w->wake);
+            PyErr_SetString(PyExc_RuntimeError, "fastgrad: could not start a kernel thread");
+            return -1;
+        }
+        fg_nworkers = i + 1;
+    }
+    return fg_nworkers;
+}
+
+/* After fork() the child has no workers: forget them (their locks are leaked). */
+static void fg_pool_after_fork(void) {
+    fg_nworkers = 0;
+    fg_busy = NULL;
+}
+
+/* Take the pool for one job without waiting; 0 if another thread is using it. */
+static int fg_pool_acquire(void) {
+    return fg_busy != NULL && PyThread_acquire_lock(fg_busy, NOWAIT_LOCK);
+}
+
+static void fg_pool_release(void) {
+    PyThread_release_lock(fg_busy);
+}
+
+/* Run fg_job_now with the workers; the caller (holding the pool, not the GIL) is thread 0.
+ * Returns the NumPy error bits raised, or -1 if a loop failed. */
+static int fg_pool_run(void) {
+    unsigned long long gen = ((unsigned long long)FG_LOAD(&fg_state) >> 32) + 1;
+    int nch = fg_job_now.nchunks, i;
+    unsigned long long unused = nch >= 32 ? 0ull
+                              : (0xFFFFFFFFull & ~((1ull << nch) - 1ull));
+    long spins = 0;
+    gen &= 0xFFFFFFFFull;
+    FG_STORE(&fg_done, 0);
+    FG_STORE(&fg_fpe, 0);
+    FG_STORE(&fg_failed, 0);
+    FG_STORE(&fg_state, (fg_word)((gen << 32) | unused));
+    for (i = 1; i <= fg_nworkers; i++) {
+        if (FG_XCHG(&fg_workers[i].sleeping, 0))
+            PyThread_release_lock(fg_workers[i].wake);
+    }
+    fg_participate(0, gen);
+    while (FG_LOAD(&fg_done) < nch) {
+        if (++spins % 1024 == 0)
+            FG_YIELD();
+        else
+            FG_PAUSE();
+    }
+    return FG_LOAD(&fg_failed) ? -1 : (int)FG_LOAD(&fg_fpe);
+}
+
+#endif
