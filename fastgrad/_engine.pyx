@@ -41,7 +41,8 @@ from fastgrad._node cimport Node, _bump_cell
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
-from fastgrad._parallel cimport is_large, call as split_call
+from fastgrad._parallel cimport is_large, call as split_call, min_size as split_min_size
+from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_MIN
 
 import threading
 import numpy as _np
@@ -54,6 +55,7 @@ cdef object _asarray = _np.asarray
 cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
 cdef object _add_reduce = _np.add.reduce
+cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
 cdef unsigned long long _epoch = 0
 cdef object _lock = threading.RLock()
 
@@ -235,7 +237,14 @@ cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_s
         else:
             _check_fit(gshape, shape, consumer, i)
     if axes:
-        g = _add_reduce(g, axis=tuple(axes), keepdims=True)
+        r = None
+        if axes[len(axes) - 1] == len(axes) - 1 and type(g) is NP_NDARRAY and \
+                cnp.PyArray_SIZE(<cnp.ndarray>g) >= SUM_ROWS_MIN:
+            r = _sum_rows(g, len(axes))         # leading axes (Note [Row sums])
+        if r is None:
+            g = _add_reduce(g, axis=tuple(axes), keepdims=True)
+        else:
+            g = r.reshape((1,) * len(axes) + r.shape)
     if lead:
         g = g.reshape(g.shape[lead:])
     if widen:
@@ -433,7 +442,8 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
         j += 1
     if create and op.backward_graph is not None:
         return op.backward_graph(*args)
-    if not create and op.backward_split is not None and is_large(g):
+    if not create and op.backward_split is not None and (
+            is_large(g) or (type(g) is FILLED and g.size >= split_min_size())):
         return op.backward_split(*args)         # Note [Parallel kernels]
     return op.backward(*args)
 

@@ -23,6 +23,8 @@ view. The engine's ``_collect`` copies a gradient that is held elsewhere as well
 
 import numpy as np
 
+from fastgrad._parallel import cast_mask as _cast_mask
+
 MIN_SIZE = 1 << 12
 
 
@@ -106,7 +108,9 @@ class Filled:
                     return other        # one times an array is the array: no pass, no copy
                 if other.dtype == np.bool_:
                     # A mask (relu's, max's): one cast instead of a casting multiply.
-                    out = other.astype(dtype)
+                    out = _cast_mask(other, dtype)
+                    if out is None:
+                        out = other.astype(dtype)
                     if f.value != 1:
                         out *= f.value
                     return out

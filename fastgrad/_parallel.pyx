@@ -8,11 +8,19 @@ caller then calls the ufunc as usual) otherwise. It needs an elementwise ``numpy
 one or two inputs and one output, exact ``numpy.ndarray`` operands (or Python and NumPy
 scalars), more than one thread configured, and arrays of at least ``min_size`` elements
 (``2**16``) for ufuncs that cost several nanoseconds an element (trigonometric, hyperbolic,
-``power``, ``expm1``...), eight times that (``2**19``) for the others, which are bound by
-memory (``add``, ``multiply``, ``maximum``, comparisons, and ``exp``, ``log``, ``sqrt`` with
-their SIMD loops). Below those sizes, on this design's 2-core reference machine, a slice that
-one core writes and the next op reads on the other core costs more than the split saves: a
-megabyte moves between the cores' caches at a few GB/s.
+``power``, ``expm1``...), and for the others, which are bound by memory (``add``,
+``multiply``, ``maximum``, comparisons, and ``exp``, ``log``, ``sqrt`` with their SIMD
+loops), twice that on the kernel pool and eight times that on Python threads.
+
+Splitting only pays when the ops around it split the same way. On the 2-core reference
+machine a megabyte that one core wrote moves to the other core's cache at a few GB/s, so an
+add split in two followed by a sum on one core is slower than both on one core. Hence the
+pool also runs the reductions a backward pass makes on large arrays: full sums (``sum_all``,
+NumPy's pairwise order, bit for bit) and sums over leading axes (``sum_rows``, Note [Row
+sums]); a mask cast for relu's gradient (``cast_mask``); and every slice goes to the same
+thread each time (thread ``t`` takes chunk ``t``), so consecutive ops find their data in the
+cache of the core that wrote it. Fresh outputs come from a cache of freed buffers (Note
+[Buffer cache] in ``_pool.h``): page faults in two threads at once cost more than the work.
 
 There are two ways to run the slices:
 
@@ -28,8 +36,9 @@ There are two ways to run the slices:
 
 Either way chunk boundaries are multiples of 8192 elements from the start (or whole rows),
 so every element goes through the same inner loop, at the same position within its SIMD
-block and with the same alignment, as in the unsplit call: results are bit-identical
-(reductions are never split, since their order of summation would change). Type resolution,
+block and with the same alignment, as in the unsplit call: results are bit-identical. So
+are full sums; sums over leading axes have an order of their own, the same on any number of
+threads (Note [Row sums]). Type resolution,
 weak Python scalars and type errors are NumPy's (the pool asks NumPy to resolve the loop;
 the Python path applies the ufunc to empty slices first).
 
@@ -54,7 +63,9 @@ cimport numpy as cnp
 from cpython.exc cimport PyErr_WarnEx
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_REFCNT
-from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
+from libc.string cimport memcpy
 
 
 cdef extern from "_pool.h":
@@ -71,7 +82,11 @@ cdef extern from "_pool.h":
         fg_loop_fn fn
         void *context
         void *auxdata
+    ctypedef union fg_partial:
+        double d
+        float f
     ctypedef struct fg_job:
+        int kind
         int nargs
         char *base[3]
         int n_odims
@@ -82,16 +97,36 @@ cdef extern from "_pool.h":
         cnp.npy_intp n_inner
         cnp.npy_intp chunk
         int nchunks
+        cnp.npy_intp bounds[33]
+        fg_partial partial[32]
         fg_loop loops[32]
     enum:
         FG_MAX_THREADS
+        FG_ELEMENTWISE
+        FG_SUM_BLOCKS
+        FG_SUM_ROWS
+    int fg_bool_to_double(void *context, char *const *data, const cnp.npy_intp *dims,
+                          const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_bool_to_float(void *context, char *const *data, const cnp.npy_intp *dims,
+                         const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     fg_job fg_job_now
     int fg_nworkers
+    int fg_pool_init() except -1
     int fg_pool_start(int n) except -1
     void fg_pool_after_fork() noexcept
     int fg_pool_acquire() noexcept
     void fg_pool_release() noexcept
     int fg_pool_run() noexcept nogil
+    ctypedef struct PyDataMem_Handler:
+        pass
+    PyDataMem_Handler fg_mem_handler
+    size_t fg_cache_limit
+    size_t fg_cache_bytes
+    size_t fg_cache_clear() noexcept
+
+
+cdef extern from "numpy/arrayobject.h":
+    object PyDataMem_SetHandler(object handler)
 
 import os
 import threading
@@ -109,10 +144,12 @@ cdef object _geterr = _np.geterr
 cdef object _errstate = _np.errstate
 cdef object _empty = _np.empty
 cdef object _broadcast_shapes = _np.broadcast_shapes
+cdef object _add_reduce = _np.add.reduce
 cdef object _BOOL = _np.dtype(bool)
 
 cdef Py_ssize_t _min_size = 1 << 16
 cdef Py_ssize_t CHEAP_FACTOR = 8    # fast ufuncs split from 8 * _min_size elements
+cdef Py_ssize_t POOL_CHEAP_FACTOR = 2   # ... and from 2 * _min_size on the kernel pool
 cdef int _nthreads = 0              # 0: not read yet
 cdef Py_ssize_t ALIGN = 8192        # chunk boundaries, in elements
 cdef list _workers = []
@@ -246,6 +283,10 @@ cdef inline bint _dtype_ok(int t) noexcept:
         cnp.PyTypeNum_ISINTEGER(t))
 
 
+cdef Py_ssize_t min_size() noexcept:
+    return _min_size if _nthreads != 1 else PY_SSIZE_T_MAX
+
+
 cdef bint is_large(object a) noexcept:
     return (type(a) is NP_NDARRAY and cnp.PyArray_SIZE(<cnp.ndarray>a) >= _min_size
             and _nthreads != 1)
@@ -287,6 +328,41 @@ cdef inline bint _reusable(cnp.ndarray a) noexcept:
 
 # ------------------------------------------------------------------ the C path
 
+cdef object _HANDLER = PyCapsule_New(&fg_mem_handler, b"mem_handler", NULL)
+
+
+cdef object _out(object shape, object dtype):
+    """``numpy.empty(shape, dtype)`` from the buffer cache (Note [Buffer cache])."""
+    old = PyDataMem_SetHandler(_HANDLER)
+    try:
+        return _empty(shape, dtype)
+    finally:
+        PyDataMem_SetHandler(old)
+
+
+def set_cache_limit(limit):
+    """Keep at most ``limit`` bytes of freed output buffers for reuse (Note [Buffer cache]
+    in ``_pool.h``; ``0`` frees them all and keeps none). Returns the previous limit."""
+    global fg_cache_limit
+    old = fg_cache_limit
+    limit = int(limit)
+    if limit < 0:
+        raise ValueError("the cache limit must be at least 0 bytes")
+    fg_cache_limit = limit
+    if limit < fg_cache_bytes:
+        fg_cache_clear()
+    return old
+
+
+def clear_cache():
+    """Free the cached output buffers (Note [Buffer cache]); returns the bytes released."""
+    return fg_cache_clear()
+
+
+def cached_bytes():
+    """Bytes of freed output buffers held for reuse."""
+    return fg_cache_bytes
+
 cdef bytes _CAPSULE = b"numpy_1.24_ufunc_call_info"
 cdef dict _loops = {}               # (ufunc, operand types) -> _Loop, or None: not usable
 cdef Py_ssize_t _pool_calls = 0      # calls run on the kernel pool (for tests)
@@ -299,13 +375,15 @@ cdef class _Loop:
     cdef tuple types                # what _resolve_dtypes_and_context was given
     cdef readonly tuple dtypes      # the loop's dtypes: inputs, then the output
     cdef bint check_fpe             # the loop may raise floating-point flags
+    cdef bint reduction             # NumPy's reduce loop (out += a pairwise sum)
     cdef list capsules              # one call-info capsule per thread (they own the loops)
 
     cdef int fill(self, fg_job *job, int nthreads) except -1:
         cdef fg_call_info *info
         cdef int t
         while len(self.capsules) < nthreads:
-            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(self.types)
+            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(
+                self.types, reduction=self.reduction)
             self.ufunc._get_strided_loop(capsule)
             self.capsules.append(capsule)
         for t in range(nthreads):
@@ -326,10 +404,15 @@ cdef object _find_loop(object ufunc, tuple key):
     if loop is not False:
         return loop
     loop = None
-    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type.
-    types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
+    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type; a
+    # reduction by (ufunc, "reduce", dtype).
+    cdef bint reduction = len(key) == 3 and key[1] == "reduce"
+    if reduction:
+        types = (None, key[2], None)
+    else:
+        types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
     try:
-        dtypes, capsule = ufunc._resolve_dtypes_and_context(types)
+        dtypes, capsule = ufunc._resolve_dtypes_and_context(types, reduction=reduction)
         ufunc._get_strided_loop(capsule)
         info = <fg_call_info*>PyCapsule_GetPointer(capsule, _CAPSULE)
     except Exception:           # an old NumPy, no loop for these types, another capsule
@@ -337,7 +420,7 @@ cdef object _find_loop(object ufunc, tuple key):
     if info != NULL and not info.requires_pyapi and info.strided_loop != NULL:
         ok = True
         for i in range(len(types) - 1):
-            t = key[i + 1]
+            t = types[i] if reduction else key[i + 1]
             if isinstance(t, _np.dtype) and t != dtypes[i]:
                 ok = False      # NumPy would cast this array first
         # Floating and boolean loops only: integer loops may raise Python errors from
@@ -348,6 +431,7 @@ cdef object _find_loop(object ufunc, tuple key):
             made.types = types
             made.dtypes = tuple(dtypes)
             made.check_fpe = not info.no_floatingpoint_errors
+            made.reduction = reduction
             made.capsules = [capsule]
             loop = made
     with _loops_lock:
@@ -398,7 +482,7 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
     size = 1
     for k in shape:
         size *= k
-    if size < _min_size or (size < _min_size * CHEAP_FACTOR and ufunc not in _COSTLY):
+    if size < _pool_min(ufunc):
         return None
     odtype = loop.dtypes[n]
     # Scalars become 0-d arrays of the loop's dtype, as NumPy converts them.
@@ -427,7 +511,7 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
                 out = a                 # a temporary takes the result, as NumPy's elision
                 break
         else:
-            out = _empty(shape, odtype)
+            out = _out(shape, odtype)
         o = <cnp.ndarray>out
     for i in range(n):
         if not _disjoint(<cnp.ndarray>ops[i], o):
@@ -520,22 +604,260 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         job.nchunks = <int>((outer + job.chunk - 1) // job.chunk)
     if job.nchunks < 2:
         return None
-    if fg_nworkers < nthreads - 1:
-        fg_pool_start(nthreads - 1)
-    if not fg_pool_acquire():
+    job.kind = FG_ELEMENTWISE
+    bits = _run_job(&job, loop, NULL, ufunc.__name__)
+    if bits < 0:
         return None                     # another thread's job is running
+    if bits and loop.check_fpe:
+        _report(ufunc.__name__, bits, errs)
+    return out
+
+
+cdef int _run_job(fg_job *job, _Loop loop, fg_loop_fn fn, str name) except -2:
+    """Run ``job`` on the pool with ``loop`` (or the C function ``fn``): the floating-point
+    error bits its chunks raised, or -1 when another thread is using the pool."""
+    global fg_job_now, _pool_calls
+    cdef int bits, t
+    cdef int nthreads = min(_nthreads, FG_MAX_THREADS)
+    fg_pool_init()
+    if not fg_pool_acquire():
+        return -1
     try:
-        loop.fill(&job, fg_nworkers + 1)
-        fg_job_now = job
+        if fg_nworkers < nthreads - 1:
+            fg_pool_start(nthreads - 1)
+        if loop is not None:
+            loop.fill(job, fg_nworkers + 1)
+        else:
+            for t in range(fg_nworkers + 1):
+                job.loops[t].fn = fn
+                job.loops[t].context = NULL
+                job.loops[t].auxdata = NULL
+        fg_job_now = job[0]
         with nogil:
             bits = fg_pool_run()
+        memcpy(job.partial, fg_job_now.partial, sizeof(job.partial))    # while still ours
     finally:
         fg_pool_release()
     _pool_calls += 1
     if bits < 0:
-        raise RuntimeError("fastgrad: numpy.%s failed in a kernel thread" % ufunc.__name__)
-    if bits and loop.check_fpe:
-        _report(ufunc, bits, errs)
+        raise RuntimeError("fastgrad: numpy.%s failed in a kernel thread" % name)
+    return bits
+
+
+cdef inline Py_ssize_t _pool_min(object ufunc) noexcept:
+    """The size from which the pool runs ``ufunc`` (None: a memory-bound pass)."""
+    if ufunc is not None and ufunc in _COSTLY:
+        return _min_size
+    return _min_size * POOL_CHEAP_FACTOR
+
+
+cdef bint _float_ok(cnp.ndarray a) noexcept:
+    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE
+                                                 or cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT))
+
+
+cdef bint _errstate_ok(dict errs):
+    for mode in errs.values():
+        if mode not in _SPLIT_MODES:
+            return False
+    return True
+
+
+def sum_all(x):
+    """``numpy.add.reduce(x)`` over every axis of a large C-contiguous float array, on the
+    kernel pool; ``None`` when not applicable (the caller then calls NumPy).
+
+    NumPy sums a contiguous run pairwise: the sum of ``n`` values is the sum of the first
+    ``n2`` plus the sum of the rest, ``n2`` being ``n // 2`` rounded down to a multiple of 8.
+    The blocks here are the leaves of that recursion, each summed by NumPy's own reduce loop
+    and combined along the same tree, so the result is NumPy's, bit for bit.
+    """
+    cdef cnp.ndarray arr
+    cdef fg_job job
+    cdef Py_ssize_t size, lo, hi, half, i
+    cdef int nthreads, depth, leaves, c, bits
+    cdef double dv[32]
+    cdef float fv[32]
+    if type(x) is not NP_NDARRAY or get_num_threads() < 2:
+        return None
+    arr = <cnp.ndarray>x
+    size = cnp.PyArray_SIZE(arr)
+    if not _float_ok(arr) or size < _min_size * POOL_CHEAP_FACTOR:
+        return None
+    errs = _geterr()
+    if not _errstate_ok(errs):
+        return None
+    loop = _find_loop(_np.add, (_np.add, "reduce", arr.dtype))
+    if loop is None:
+        return None
+    nthreads = min(_nthreads, FG_MAX_THREADS)
+    depth = 0
+    while (1 << depth) < nthreads:
+        depth += 1
+    blocks = [(0, size)]
+    for _ in range(depth):
+        split = []
+        for lo, hi in blocks:
+            if hi - lo <= 128:
+                return None             # the recursion stops here: not worth it anyway
+            half = (hi - lo) // 2
+            half -= half % 8
+            split.append((lo, lo + half))
+            split.append((lo + half, hi))
+        blocks = split
+    leaves = len(blocks)
+    job.kind = FG_SUM_BLOCKS
+    job.nargs = 3
+    job.base[1] = <char*>cnp.PyArray_DATA(arr)
+    job.inner_stride[1] = cnp.PyArray_ITEMSIZE(arr)
+    job.n_outer = 1
+    job.n_inner = size
+    job.nchunks = leaves
+    for c in range(leaves):
+        job.bounds[c] = blocks[c][0]
+    job.bounds[leaves] = size
+    bits = _run_job(&job, <_Loop>loop, NULL, "add")
+    if bits < 0:
+        return None
+    # Combine along the recursion, in the array's precision.
+    if cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE:
+        for c in range(leaves):
+            dv[c] = job.partial[c].d
+        while leaves > 1:
+            for c in range(leaves // 2):
+                dv[c] = dv[2 * c] + dv[2 * c + 1]
+            leaves //= 2
+        result = _np.float64(dv[0])
+    else:
+        for c in range(leaves):
+            fv[c] = job.partial[c].f
+        while leaves > 1:
+            for c in range(leaves // 2):
+                fv[c] = fv[2 * c] + fv[2 * c + 1]
+            leaves //= 2
+        result = _np.float32(fv[0])
+    if bits and (<_Loop>loop).check_fpe:
+        _report("reduce", bits, errs)
+    return result
+
+
+#: The size from which sum_rows sums two halves of the rows (on any number of threads).
+SUM_ROWS_MIN = 1 << 17
+
+
+def sum_rows(x, Py_ssize_t nlead):
+    """The sum over the first ``nlead`` axes of a large C-contiguous float array, as the sum
+    of two halves of its rows; ``None`` for arrays that do not qualify (the caller then calls
+    ``numpy.add.reduce``).
+
+    Note [Row sums]
+    ~~~~~~~~~~~~~~~
+    A gradient summed back over broadcast leading axes (a bias's, summed over the batch) is
+    the one reduction of a backward pass that NumPy cannot split without changing its order
+    of summation: it adds the rows in order. Split by columns, each thread would read half of
+    every row, which the op before wrote half on each core; on the 2-core reference machine
+    that costs more than it saves. So from ``SUM_ROWS_MIN`` elements (with at least 256 kept
+    elements and 2 rows) the sum is defined as NumPy's sum of the first ``rows // 2`` rows
+    plus NumPy's sum of the others, computed by one thread each when there are two, and in
+    that same order by NumPy otherwise. The result depends only on the shape, never on the
+    number of threads; it can differ from ``numpy.add.reduce`` in the last bits, as any
+    other order of summation would.
+    """
+    cdef cnp.ndarray arr, o, t
+    cdef fg_job job
+    cdef Py_ssize_t size, rows = 1, cols = 1, k, half
+    cdef int bits = -1
+    if type(x) is not NP_NDARRAY:
+        return None
+    arr = <cnp.ndarray>x
+    size = cnp.PyArray_SIZE(arr)
+    if not _float_ok(arr) or size < SUM_ROWS_MIN:
+        return None
+    if nlead < 1 or nlead >= cnp.PyArray_NDIM(arr):
+        return None
+    for k in range(cnp.PyArray_NDIM(arr)):
+        if k < nlead:
+            rows *= cnp.PyArray_DIM(arr, k)
+        else:
+            cols *= cnp.PyArray_DIM(arr, k)
+    if cols < 256 or rows < 2:
+        return None
+    half = rows // 2
+    shape = x.shape[nlead:]
+    out = _out(shape, arr.dtype)
+    other = _out(shape, arr.dtype)
+    o = <cnp.ndarray>out
+    t = <cnp.ndarray>other
+    errs = _geterr()
+    loop = None
+    if get_num_threads() >= 2 and _errstate_ok(errs):
+        loop = _find_loop(_np.add, (_np.add, arr.dtype, arr.dtype))
+    if loop is not None:
+        job.kind = FG_SUM_ROWS
+        job.nargs = 3
+        job.base[0] = <char*>cnp.PyArray_DATA(o)
+        job.base[1] = <char*>cnp.PyArray_DATA(arr)
+        job.base[2] = <char*>cnp.PyArray_DATA(t)
+        job.inner_stride[0] = job.inner_stride[1] = job.inner_stride[2] = \
+            cnp.PyArray_ITEMSIZE(arr)
+        job.outer_stride[1][0] = cols * cnp.PyArray_ITEMSIZE(arr)
+        job.n_outer = rows
+        job.n_inner = cols
+        job.nchunks = 2
+        job.bounds[0] = 0
+        job.bounds[1] = half
+        job.bounds[2] = rows
+        bits = _run_job(&job, <_Loop>loop, NULL, "add")
+        if bits > 0 and (<_Loop>loop).check_fpe:
+            _report("reduce", bits, errs)
+    if bits < 0:                        # one thread, or the pool busy: the same sums here
+        flat = x.reshape(rows, cols)
+        _add_reduce(flat[:half], axis=0, out=out.reshape(cols))
+        _add_reduce(flat[half:], axis=0, out=other.reshape(cols))
+    _np.add(out, other, out=out)
+    return out
+
+
+def cast_mask(mask, dtype):
+    """A large boolean array as 0/1 of ``dtype`` (float32 or float64) on the kernel pool, or
+    ``None`` when not applicable."""
+    cdef cnp.ndarray m, o
+    cdef fg_job job
+    cdef Py_ssize_t size
+    cdef int nthreads, bits
+    cdef fg_loop_fn fn
+    if type(mask) is not NP_NDARRAY or get_num_threads() < 2:
+        return None
+    m = <cnp.ndarray>mask
+    size = cnp.PyArray_SIZE(m)
+    if cnp.PyArray_TYPE(m) != cnp.NPY_BOOL or not cnp.PyArray_IS_C_CONTIGUOUS(m) \
+            or size < _min_size * POOL_CHEAP_FACTOR:
+        return None
+    dtype = _np.dtype(dtype)
+    if dtype == _np.float64:
+        fn = fg_bool_to_double
+    elif dtype == _np.float32:
+        fn = fg_bool_to_float
+    else:
+        return None
+    out = _out(mask.shape, dtype)
+    o = <cnp.ndarray>out
+    nthreads = min(_nthreads, FG_MAX_THREADS)
+    job.kind = FG_ELEMENTWISE
+    job.nargs = 2
+    job.base[0] = <char*>cnp.PyArray_DATA(m)
+    job.base[1] = <char*>cnp.PyArray_DATA(o)
+    job.inner_stride[0] = 1
+    job.inner_stride[1] = cnp.PyArray_ITEMSIZE(o)
+    job.n_outer = 1
+    job.n_inner = size
+    job.chunk = (size + nthreads - 1) // nthreads
+    job.chunk = (job.chunk + ALIGN - 1) // ALIGN * ALIGN
+    job.nchunks = <int>((size + job.chunk - 1) // job.chunk)
+    if job.nchunks < 2:
+        return None
+    if _run_job(&job, None, fn, "astype") < 0:
+        return None
     return out
 
 
@@ -625,7 +947,7 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
                     out = a
                     break
             else:
-                out = _empty(shape, r.dtype)
+                out = _out(shape, r.dtype)
         else:
             ufunc(*probe, out=cnp.PyArray_Ravel(<cnp.ndarray>out, cnp.NPY_CORDER)[:0])
     except Exception:
@@ -670,17 +992,17 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     if error is not None:
         raise error
     if bits:
-        _report(ufunc, bits, errs)
+        _report(ufunc.__name__, bits, errs)
     return out
 
 
-cdef int _report(object ufunc, int bits, dict errs) except -1:
-    """Treat the floating-point flags ``bits`` as NumPy does after a ufunc call."""
+cdef int _report(str name, int bits, dict errs) except -1:
+    """Treat the floating-point flags ``bits`` as NumPy does after a call of ``name``."""
     cdef int bit
-    for bit, name, what in _FLAGS:
+    for bit, kind, what in _FLAGS:
         if bits & bit:
-            mode = errs[name]
-            msg = "%s encountered in %s" % (what, ufunc.__name__)
+            mode = errs[kind]
+            msg = "%s encountered in %s" % (what, name)
             if mode == "warn":
                 if PyErr_WarnEx(RuntimeWarning, msg.encode(), 1) < 0:
                     return -1

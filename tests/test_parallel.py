@@ -354,3 +354,115 @@ def test_pool_works_in_a_forked_child():
         "_, status = os.waitpid(pid, 0)\n"
         "raise SystemExit(os.waitstatus_to_exitcode(status))\n" % N)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# ---------------------------------------------------------------- reductions and casts
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("shape", [(N,), (512, 512), (3, 700, 129), (1 << 20,)], ids=str)
+def test_full_sum_is_numpys_bit_for_bit(shape, dtype):
+    rng = onp.random.default_rng(20)
+    x = (rng.standard_normal(shape) * onp.exp(rng.standard_normal(shape) * 4)).astype(dtype)
+    before = _parallel.pool_calls()
+    got = _parallel.sum_all(x)
+    expected = onp.add.reduce(x, axis=None)
+    assert type(got) is type(expected) and got.tobytes() == expected.tobytes()
+    assert _parallel.pool_calls() == before + 1
+    # Through fastgrad's sum, keepdims or not.
+    for keepdims in (False, True):
+        r = fnp.sum(fnp.array(x), keepdims=keepdims).asnumpy()
+        e = onp.sum(x, keepdims=keepdims)
+        assert r.shape == onp.shape(e) and r.tobytes() == onp.asarray(e).tobytes()
+
+
+def test_full_sum_zeros_and_overflow_as_numpy():
+    z = onp.full(N, -0.0)
+    assert _parallel.sum_all(z).tobytes() == onp.add.reduce(z, axis=None).tobytes()
+    big = onp.full(N, 1e308)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
+        assert _parallel.sum_all(big) == onp.inf
+    with onp.errstate(over="raise"), pytest.raises(FloatingPointError):
+        _parallel.sum_all(big)
+    # Not for it: small, integer, or not contiguous.
+    assert _parallel.sum_all(onp.ones(100)) is None
+    assert _parallel.sum_all(onp.ones(N, dtype=onp.int64)) is None
+    assert _parallel.sum_all(onp.ones((2, N))[:, ::2]) is None
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("shape,nlead", [((512, 512), 1), ((3, 200, 512), 2),
+                                         ((1001, 300), 1), ((7, 40000), 1)], ids=str)
+def test_row_sums_are_two_halves_on_any_number_of_threads(shape, nlead, dtype):
+    """Note [Row sums]: NumPy's sum of each half of the rows, then their sum."""
+    rng = onp.random.default_rng(21)
+    x = (rng.standard_normal(shape) * onp.exp(rng.standard_normal(shape) * 3)).astype(dtype)
+    rows = int(onp.prod(shape[:nlead]))
+    flat = x.reshape(rows, -1)
+    expected = (onp.add.reduce(flat[: rows // 2], axis=0)
+                + onp.add.reduce(flat[rows // 2:], axis=0)).reshape(shape[nlead:])
+    two = _parallel.sum_rows(x, nlead)
+    _parallel.set_num_threads(1)
+    one = _parallel.sum_rows(x, nlead)
+    _parallel.set_num_threads(2)
+    _same(two, expected)
+    _same(one, expected)
+    onp.testing.assert_allclose(two, x.sum(axis=tuple(range(nlead))),
+                                rtol=1e-5 if dtype == onp.float32 else 1e-12,
+                                atol=1e-5 * float(onp.abs(x).max()))
+
+
+def test_row_sums_only_for_large_wide_float_arrays():
+    assert _parallel.sum_rows(onp.ones((4, 100)), 1) is None          # small
+    assert _parallel.sum_rows(onp.ones((2000, 100)), 1) is None       # narrow rows
+    assert _parallel.sum_rows(onp.ones((1, 300000)), 1) is None       # one row
+    assert _parallel.sum_rows(onp.ones((600, 512), dtype=onp.int64), 1) is None
+
+
+def test_bias_gradient_uses_the_row_sums():
+    rng = onp.random.default_rng(22)
+    xs, bs = rng.standard_normal((600, 512)), rng.standard_normal(512)
+    x, b = fnp.array(xs), fnp.array(bs)
+    b.attach_grad()
+    with autograd.record():
+        y = fnp.sum(fnp.sin(x + b))
+    y.backward()
+    g = onp.cos(xs + bs)
+    _same(b.grad.asnumpy(), onp.add.reduce(g[:300], axis=0) + onp.add.reduce(g[300:], axis=0))
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+def test_mask_cast_exact(dtype):
+    m = _data(onp.float64, (700, 512), seed=23) > 0
+    m[0, 0] = True
+    before = _parallel.pool_calls()
+    _same(_parallel.cast_mask(m, dtype), m.astype(dtype))
+    assert _parallel.pool_calls() == before + 1
+    assert _parallel.cast_mask(m, onp.int32) is None
+    assert _parallel.cast_mask(m[:, ::2], dtype) is None
+
+
+def test_buffer_cache_reuses_blocks_and_respects_its_limit():
+    _parallel.clear_cache()
+    assert _parallel.cached_bytes() == 0
+    x = _data(onp.float64, (600_000,), seed=24)
+    a = _parallel.apply(onp.add, x, 1.0)
+    address = a.ctypes.data
+    assert a.flags.owndata and a.flags.writeable
+    del a                                           # back to the cache
+    assert _parallel.cached_bytes() == x.nbytes
+    b = _parallel.apply(onp.add, x, 2.0)            # the same block again
+    assert b.ctypes.data == address and _parallel.cached_bytes() == 0
+    _same(b, x + 2.0)
+    old = _parallel.set_cache_limit(0)              # keep nothing
+    try:
+        del b
+        assert _parallel.cached_bytes() == 0
+    finally:
+        _parallel.set_cache_limit(old)
+    with pytest.raises(ValueError):
+        _parallel.set_cache_limit(-1)
+    # Arrays of other sizes and user arrays never come from it.
+    c = _parallel.apply(onp.add, x[:-8192], 1.0)
+    del c
+    assert _parallel.clear_cache() == (x.size - 8192) * 8
