@@ -1,15 +1,20 @@
 #!/usr/bin/env python
 """Compare fastgrad with hand-written NumPy and other autodiff libraries.
 
-Runs every workload of :mod:`workloads` on every available backend in one
-process and prints one table: median time, time per operation (for the op
-chains), the ratio to hand-written NumPy and to PyTorch, peak memory, and
-whether the gradients agree with the NumPy reference.
+Runs every workload of :mod:`workloads` on every available backend and
+prints one table: median time, time per operation (for the op chains), the
+ratio to hand-written NumPy and to PyTorch, peak memory, and whether the
+gradients agree with the NumPy reference.
+
+Each backend runs in a process of its own (``--in-process``: all in this
+one), so that no library's thread pools, spinning after its own work, or
+allocator state left by another library, change another's times.
 
 Usage::
 
     python benchmarks/compare.py [--quick] [--workloads 1,2] [--repeat N]
                                  [--backends numpy,fastgrad] [--markdown]
+                                 [--in-process]
 
 Progress goes to standard error; the machine description and the table go
 to standard output.
@@ -21,10 +26,12 @@ import argparse
 import ctypes
 import ctypes.util
 import gc
+import json
 import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import textwrap
 import time
@@ -129,8 +136,9 @@ class CpuContention:
             return None
         # user nice system idle iowait irq softirq steal ...: busy = all but idle, iowait
         busy = sum(fields[:8]) - fields[3] - fields[4]
-        own = os.times()
-        return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system, time.perf_counter()
+        own = os.times()        # with the backends' processes, once they have ended
+        mine = own.user + own.system + own.children_user + own.children_system
+        return busy / os.sysconf("SC_CLK_TCK"), mine, time.perf_counter()
 
     def cores(self) -> float | None:
         """Average number of cores used by other processes since creation."""
@@ -516,6 +524,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="cap BLAS/OpenMP/torch threads (sets OMP_NUM_THREADS etc.; default: libraries' defaults)",
     )
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run every backend in this process (default: one process per backend)",
+    )
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.workloads = [k.strip() for k in args.workloads.split(",") if k.strip()]
     for key in args.workloads:
@@ -540,17 +554,32 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def reference_gradients(works: Sequence[wl.Workload]) -> dict[str, list[onp.ndarray]]:
+    """The hand-written NumPy gradients of each workload (one untimed run each)."""
+    numpy_backend = wl.get_backend("numpy")
+    numpy_backend.load()
+    out = {}
+    for w in works:
+        grads = _call(w.build(numpy_backend, w.make_inputs()), numpy_backend)
+        out[w.key] = [numpy_backend.to_numpy(g) for g in grads]
+    return out
+
+
 def run_cells(
-    backends: Sequence[wl.Backend], works: Sequence[wl.Workload], args: argparse.Namespace
+    backends: Sequence[wl.Backend],
+    works: Sequence[wl.Workload],
+    args: argparse.Namespace,
+    reference: dict[str, list[onp.ndarray]] | None = None,
 ) -> list[Result]:
     """Measure every workload on every backend, backend by backend.
 
     Running one library's cells together keeps thread pools of two libraries
-    from interleaving.  NumPy runs first: its gradients are the reference.
+    from interleaving.  NumPy runs first: its gradients are the reference,
+    unless ``reference`` gives them.
     """
     rss = PeakRSS()
     inputs = {w.key: w.make_inputs() for w in works}
-    reference: dict[str, list[onp.ndarray]] = {}
+    reference = {} if reference is None else dict(reference)
     results: list[Result] = []
     for b in backends:
         for w in works:
@@ -583,29 +612,96 @@ def run_cells(
     return results
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    chosen = [wl.get_workload(k) for k in args.workloads] if args.workloads else wl.WORKLOADS
-    works = [w.scaled(args.quick) for w in chosen]
-    names = args.backends or list(wl.BACKEND_NAMES)
-    names = ["numpy"] + [n for n in wl.BACKEND_NAMES if n in names and n != "numpy"]
-    backends = [wl.get_backend(n) for n in names]
-
-    contention = CpuContention()
-    started = time.perf_counter()
+def _measure_here(backends: Sequence[wl.Backend], works, args, reference=None) -> list[Result]:
     for b in backends:
         b.load()
         log(f"{b.name}: " + (f"{b.version}" if b.available else f"missing ({b.error})"))
-
     # Objects that exist now (the imported libraries) are moved out of the
     # collector's reach, so that the collections before each sample only
     # scan what the workloads create, and take microseconds, not 0.1 s.
     gc.collect()
     gc.freeze()
     try:
-        results = run_cells(backends, works, args)
+        return run_cells(backends, works, args, reference)
     finally:
         gc.unfreeze()
+
+
+def _result_to_dict(r: Result) -> dict:
+    check = None if r.check is None else [r.check.ok, r.check.max_error, r.check.note]
+    return {"workload": r.workload.key, "backend": r.backend, "status": r.status,
+            "times": r.times, "first_time": r.first_time, "number": r.number,
+            "peak_bytes": r.peak_bytes, "memory_method": r.memory_method,
+            "check": check, "message": r.message}
+
+
+def _result_from_dict(d: dict, works: Sequence[wl.Workload]) -> Result:
+    work = next(w for w in works if w.key == d["workload"])
+    r = Result(work, d["backend"], status=d["status"], times=list(d["times"]),
+               first_time=d["first_time"], number=d["number"], peak_bytes=d["peak_bytes"],
+               memory_method=d["memory_method"], message=d["message"])
+    if d["check"] is not None:
+        ok, err, note = d["check"]
+        r.check = wl.GradCheck(ok, float(err), note)
+    return r
+
+
+def child_main(args: argparse.Namespace, works: Sequence[wl.Workload]) -> int:
+    """``--child NAME``: measure one backend, print its results as JSON."""
+    b = wl.get_backend(args.child)
+    reference = None if b.name == "numpy" or not b.load() else reference_gradients(works)
+    results = _measure_here([b], works, args, reference)
+    json.dump({"available": b.available, "error": b.error, "version": b.version,
+               "details": b.details, "results": [_result_to_dict(r) for r in results]},
+              sys.stdout)
+    return 0
+
+
+def _child_argv(args: argparse.Namespace, name: str) -> list[str]:
+    argv = [sys.executable, os.path.abspath(__file__), "--child", name,
+            "--repeat", str(args.repeat), "--budget", repr(args.budget), "--memory", args.memory]
+    if args.quick:
+        argv.append("--quick")
+    if args.workloads:
+        argv += ["--workloads", ",".join(args.workloads)]
+    return argv
+
+
+def _measure_apart(backends: Sequence[wl.Backend], works, args) -> list[Result]:
+    """Each backend in a fresh Python process (progress on our standard error)."""
+    results: list[Result] = []
+    for b in backends:
+        proc = subprocess.run(_child_argv(args, b.name), stdout=subprocess.PIPE, text=True)
+        try:
+            data = json.loads(proc.stdout) if proc.returncode == 0 else None
+        except ValueError:
+            data = None
+        if data is None:
+            b._state, b.error = False, f"its benchmark process failed (exit code {proc.returncode})"
+            results += [Result(w, b.name, status="error", message=b.error) for w in works]
+            continue
+        b._state, b.error, b.version = data["available"], data["error"], data["version"]
+        b.details = dict(data["details"])
+        results += [_result_from_dict(d, works) for d in data["results"]]
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    chosen = [wl.get_workload(k) for k in args.workloads] if args.workloads else wl.WORKLOADS
+    works = [w.scaled(args.quick) for w in chosen]
+    if args.child:
+        return child_main(args, works)
+    names = args.backends or list(wl.BACKEND_NAMES)
+    names = ["numpy"] + [n for n in wl.BACKEND_NAMES if n in names and n != "numpy"]
+    backends = [wl.get_backend(n) for n in names]
+
+    contention = CpuContention()
+    started = time.perf_counter()
+    if args.in_process:
+        results = _measure_here(backends, works, args)
+    else:
+        results = _measure_apart(backends, works, args)
     log(f"total {time.perf_counter() - started:.1f} s")
 
     others = contention.cores()
