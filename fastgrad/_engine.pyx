@@ -37,7 +37,7 @@ cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, Py_REFCNT
 cimport numpy as cnp
-from fastgrad._node cimport Node, _bump_cell
+from fastgrad._node cimport Node, _bump_cell, last_seq
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
@@ -477,6 +477,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
     global _epoch
     _epoch += 1
     cdef unsigned long long epoch = _epoch
+    cdef long long start_seq = last_seq()       # nodes after it are made by this pass
     cdef list nodes = []
     cdef list stack = []
     cdef list seeds = []
@@ -635,7 +636,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
 
     if not prune:
         return None
-    return _collect(variables, targets, captured, create)
+    return _collect(variables, targets, captured, create, start_seq)
 
 
 cdef void _prune(list nodes) except *:
@@ -665,7 +666,8 @@ def _seq_of(Node n):
     return n.seq
 
 
-cdef list _collect(list variables, list targets, dict captured, bint create):
+cdef list _collect(list variables, list targets, dict captured, bint create,
+                   long long start_seq):
     cdef list out = []
     cdef ndarray v
     cdef Node n
@@ -690,9 +692,11 @@ cdef list _collect(list variables, list targets, dict captured, bint create):
         if create:
             if not isinstance(g, ndarray):
                 g = wrap(_np.array(g, dtype=v._data.dtype, copy=True), None, 0, type(v))
-            elif Py_REFCNT(g) > 3:
-                # Held elsewhere too (one times x is x itself, Note [Filled gradients]; a
-                # variable listed twice): the caller gets an array of its own, still recorded.
+            elif ((<ndarray>g)._node is None or (<ndarray>g)._node.seq <= start_seq
+                  or any([g is o for o in out])):
+                # Not made by this pass (one times x is x itself, Note [Filled gradients];
+                # a head gradient passed through), or already returned for a variable listed
+                # twice: the caller gets an array of its own, still recorded.
                 g = P_COPY.apply((g,), ())
             out.append(g)
             continue

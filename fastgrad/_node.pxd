@@ -37,6 +37,7 @@ cdef class Node:
 
 
 cdef long long next_seq() noexcept
+cdef long long last_seq() noexcept      # the seq of the newest node so far
 cdef void _bump_cell(VersionCell cell) noexcept
 cdef Node new_node(object op)
 cdef Node new_leaf(object shape, object dtype, object var_ref)

@@ -34,6 +34,10 @@ cdef long long next_seq() noexcept:
     return _seq
 
 
+cdef long long last_seq() noexcept:
+    return _seq
+
+
 @cython.final
 @cython.freelist(64)
 @cython.no_gc

@@ -112,6 +112,26 @@ def test_a_gradient_that_is_an_input_comes_back_as_a_recorded_copy():
     onp.testing.assert_array_equal(x.asnumpy(), [1.0, 2.0, 3.0])
 
 
+@pytest.mark.parametrize("retain", [True, False])
+def test_grad_never_returns_an_array_the_caller_holds(retain):
+    x = np.array([1.0, 2.0, 3.0])
+    w = np.array([2.0, 2.0, 2.0])
+    hg = np.array([0.5, 0.5, 0.5])
+    x.attach_grad()
+    w.attach_grad()
+    with autograd.record():
+        (dw,) = autograd.grad(np.sum(x * w), [w], create_graph=True, retain_graph=retain)
+        y = x * w
+        (dy,) = autograd.grad(y + 0.0, [y], head_grads=hg, create_graph=True,
+                              retain_graph=retain)
+        d1, d2 = autograd.grad(np.sum(np.sin(x)), [x, x], create_graph=True,
+                               retain_graph=retain)
+    assert dw is not x and dy is not hg and d1 is not d2
+    onp.testing.assert_array_equal(dw.asnumpy(), x.asnumpy())
+    onp.testing.assert_array_equal(dy.asnumpy(), hg.asnumpy())
+    onp.testing.assert_array_equal(d1.asnumpy(), d2.asnumpy())
+
+
 @pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
 def test_create_graph_with_a_non_scalar_head_and_broadcasting(dtype):
     rng = onp.random.default_rng(3)
