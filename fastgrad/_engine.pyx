@@ -481,6 +481,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
     cdef list nodes = []
     cdef list stack = []
     cdef list seeds = []
+    cdef list freed = []
     cdef Node n, p
     cdef ndarray h
     cdef Py_ssize_t i, k, nparents
@@ -518,7 +519,9 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
         if n.op is None:
             continue
         if n.released:
-            raise RuntimeError(_released_message(n))
+            if not prune:
+                raise RuntimeError(_released_message(n))
+            freed.append(n)     # an error only if its rule would run (checked after pruning)
         for obj in n.parents:
             if obj is None:
                 continue
@@ -550,6 +553,14 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             h._node.is_target = True
             targets.append(h._node)
         _prune(nodes)
+        # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
+        # producer was released captures y's gradient and stops there.
+        for obj in freed:
+            n = <Node>obj
+            if n.needed:
+                for par in n.parents:
+                    if par is not None and (<Node>par).needed:
+                        raise RuntimeError(_released_message(n))
 
     cdef dict captured = {} if prune else None
     cdef list heap = []

@@ -114,6 +114,25 @@ def test_second_backward_through_freed_graph_raises_clearly():
         y.backward()
 
 
+def test_grad_may_stop_at_an_array_whose_producer_was_freed():
+    x = var([1.0, 2.0])
+    with autograd.record():
+        y = x * x
+        z = np.exp(y)
+        loss = np.sum(z)
+    loss.backward()                      # frees the producers of y, z and loss
+    with autograd.record():
+        (dy,) = autograd.grad(np.sum(y * 3.0), [y])    # needs nothing below y
+    onp.testing.assert_array_equal(dy.asnumpy(), [3.0, 3.0])
+    with autograd.record():
+        head = np.sum(y * 3.0)
+        total = np.sum(z)
+    with pytest.raises(RuntimeError, match="multiply .*already freed"):
+        autograd.grad(head, [x])                      # would run y's freed rule
+    with pytest.raises(RuntimeError, match="exp .*already freed"):
+        autograd.grad(total, [y])                     # would run z's freed rule
+
+
 def test_dropped_graph_is_freed_without_backward():
     x = var(onp.ones(100))
     with autograd.record():
