@@ -46,6 +46,7 @@ from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_
 
 import threading
 import numpy as _np
+from fastgrad import _memo
 from fastgrad._filled import Filled as FILLED
 
 cnp.import_array()
@@ -463,9 +464,12 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     with _lock:
         prev_rec = set_recording_c(create_graph)
         prev_train = set_training_c(train_mode)
+        outer_memo = _memo.start() if create_graph else None   # Note [Shared subexpressions]
         try:
             return _run(heads, head_grads, variables, retain_graph, create_graph, allow_unused)
         finally:
+            if create_graph:
+                _memo.stop(outer_memo)
             set_recording_c(prev_rec)
             set_training_c(prev_train)
 

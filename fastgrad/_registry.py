@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from fastgrad import _derivatives, _kernels, _parallel, _rules
+from fastgrad import _derivatives, _kernels, _memo, _parallel, _rules
 from fastgrad._array import REQUIRED, Primitive, ndarray
 from fastgrad._derivatives import NONDIFF
 
@@ -252,6 +252,11 @@ def install_graph_rules(functions):
     for name, prim in _registry.items():
         if not hasattr(np, name):
             namespace[name] = prim
+    # Unary elementwise ops remember their results within a pass (Note [Shared
+    # subexpressions]).
+    for ufunc, prim in UFUNC_OPS.items():
+        if ufunc.nin == 1 and ufunc.nout == 1 and namespace.get(ufunc.__name__) is not None:
+            namespace[ufunc.__name__] = _memo.memoized(prim)
     for name, (code, fname) in _SOURCES.items():
         _registry[name]._set_graph_rule(_define(code, fname, namespace))
 

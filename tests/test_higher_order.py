@@ -250,3 +250,64 @@ def test_fmax_fmin_send_the_gradient_to_the_operand_that_is_not_nan(name):
     pick_x = [0.0, 1.0, 1.0 if name == "fmax" else 0.0]
     onp.testing.assert_array_equal(x.grad.asnumpy(), pick_x)
     onp.testing.assert_array_equal(y.grad.asnumpy(), 1.0 - onp.array(pick_x))
+
+
+def _op_counts(a):
+    import json
+    from collections import Counter
+    return Counter(n["op"] for n in json.loads(autograd.get_symbol(a).tojson())["nodes"])
+
+
+def test_a_pass_records_each_unary_op_of_an_array_once():
+    """Note [Shared subexpressions]: rules of several nodes asking for cos(x) share one."""
+    x = var([0.3, -1.2, 2.0])
+    with autograd.record():
+        y = np.sin(x) + np.sin(x) * 2.0 + np.sin(x) * 3.0      # three sin nodes of x
+        (d,) = autograd.grad(np.sum(y), [x], create_graph=True)
+    onp.testing.assert_allclose(d.asnumpy(), 6 * onp.cos(x.asnumpy()), rtol=1e-15)
+    assert _op_counts(d)["cos"] == 1
+    # Nothing is kept once the pass is over, and the next pass starts afresh.
+    import gc
+    import weakref
+    from fastgrad import _memo
+    assert _memo._current is None
+    with autograd.record():
+        t = np.sin(x) * 1.0
+        (e,) = autograd.grad(np.sum(np.sin(t) + np.sin(t)), [x], create_graph=True)
+    probe = weakref.ref(t)
+    del t, e
+    gc.collect()
+    assert probe() is None
+
+
+class _GradInside(autograd.Function):
+    """y = sin(x) * 2, whose backward finds cos(x) by a create_graph pass of its own."""
+
+    def __init__(self, detach):
+        super().__init__()
+        self.detach = detach
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return np.sin(x) * 2
+
+    def backward(self, dy):
+        (x,) = self.saved_tensors
+        if self.detach:
+            x = x.detach()
+            x.attach_grad()
+        with autograd.record():
+            inner = np.sum(np.sin(x) + np.sin(x))        # the inner pass's own memo
+        (gx,) = autograd.grad(inner, [x], create_graph=True)
+        return dy * gx
+
+
+def test_a_pass_inside_a_pass_has_its_own_memo_and_nodes():
+    x = var([0.5, 1.5])
+    with autograd.record():
+        y = np.sum(np.cos(x) + _GradInside(detach=True)(x))
+    y.backward()
+    xs = x.asnumpy()
+    onp.testing.assert_allclose(x.grad.asnumpy(), -onp.sin(xs) + 2 * onp.cos(xs), rtol=1e-15)
+    from fastgrad import _memo
+    assert _memo._current is None
