@@ -118,7 +118,27 @@ cdef inline Node _heap_pop(list heap):
 
 # ------------------------------------------------------------------ helpers
 
+cdef int _depth = 0                  # passes running: more than one only when a Function's
+cdef list _running = []              #   backward runs one; their epochs, outermost first
+
+
+cdef void _check_nested(Node n) except *:
+    """A pass inside another must not reuse the outer pass's nodes: their dependency counts
+    and pending gradients are the outer pass's, and resetting them would lose its gradients."""
+    cdef Py_ssize_t k
+    for k in range(len(_running) - 1):
+        if n.epoch == <unsigned long long>_running[k]:
+            what = "fastgrad.%s" % n.op.name if n.op is not None else "a variable"
+            raise RuntimeError(
+                "backward: a backward pass started inside another (a Function's backward "
+                "calling backward() or grad()) reached %s (node #%d) of the outer pass; "
+                "differentiate detached copies inside backward (x.detach(), then "
+                "attach_grad())" % (what, n.seq))
+
+
 cdef inline void _visit(Node n, unsigned long long epoch, list nodes, list stack) except *:
+    if _depth > 1:
+        _check_nested(n)
     n.epoch = epoch
     n.deps = 0
     n.needed = True
@@ -458,6 +478,7 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     With ``variables=None`` the gradients are written into the variables' ``.grad`` buffers;
     otherwise they are returned, one per variable, and no ``.grad`` is touched.
     """
+    global _depth
     if head_grads is not None and len(head_grads) != len(heads):
         raise ValueError("backward: got %d heads but %d head gradients"
                          % (len(heads), len(head_grads)))
@@ -465,9 +486,13 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
         prev_rec = set_recording_c(create_graph)
         prev_train = set_training_c(train_mode)
         outer_memo = _memo.start() if create_graph else None   # Note [Shared subexpressions]
+        _depth += 1
+        _running.append(_epoch + 1)                 # the epoch _run is about to take
         try:
             return _run(heads, head_grads, variables, retain_graph, create_graph, allow_unused)
         finally:
+            _running.pop()
+            _depth -= 1
             if create_graph:
                 _memo.stop(outer_memo)
             set_recording_c(prev_rec)

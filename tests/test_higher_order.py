@@ -311,3 +311,12 @@ def test_a_pass_inside_a_pass_has_its_own_memo_and_nodes():
     onp.testing.assert_allclose(x.grad.asnumpy(), -onp.sin(xs) + 2 * onp.cos(xs), rtol=1e-15)
     from fastgrad import _memo
     assert _memo._current is None
+
+
+def test_a_pass_inside_a_pass_may_not_reach_the_outer_passs_nodes():
+    # Resetting the outer pass's nodes would lose x's pending gradient: a clear error instead.
+    x = var([0.5, 1.5])
+    with autograd.record():
+        y = np.sum(np.cos(x) + _GradInside(detach=False)(x))
+    with pytest.raises(RuntimeError, match=r"inside another .*a variable .*x\.detach\(\)"):
+        y.backward()
