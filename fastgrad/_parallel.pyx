@@ -363,6 +363,7 @@ def cached_bytes():
     """Bytes of freed output buffers held for reuse."""
     return fg_cache_bytes
 
+
 cdef bytes _CAPSULE = b"numpy_1.24_ufunc_call_info"
 cdef dict _loops = {}               # (ufunc, operand types) -> _Loop, or None: not usable
 cdef Py_ssize_t _pool_calls = 0      # calls run on the kernel pool (for tests)
@@ -520,9 +521,8 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
                 ops[i].shape != shape:
             return None
     errs = _geterr()
-    for mode in errs.values():
-        if mode not in _SPLIT_MODES:
-            return None
+    if not _errstate_ok(errs):
+        return None
     # Strides of every operand over the output's shape (0 on broadcast axes), then the axes
     # merged into rows of a contiguous run: (n_outer, n_inner).
     cdef cnp.npy_intp st[3][32]
@@ -929,9 +929,8 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
             if type(a) is NP_NDARRAY and not _disjoint(<cnp.ndarray>a, arr):
                 return None
     errs = _geterr()
-    for mode in errs.values():
-        if mode not in _SPLIT_MODES:
-            return None
+    if not _errstate_ok(errs):
+        return None
     # Type resolution (and its errors) exactly as NumPy's: run the ufunc on empty slices.
     probe = tuple([f[:0] if type(f) is NP_NDARRAY and cnp.PyArray_NDIM(<cnp.ndarray>f) else f
                    for f in flat])
