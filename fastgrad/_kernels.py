@@ -9,9 +9,8 @@ import math as _math
 import numpy as np
 
 from fastgrad._parallel import apply as _split_apply
+from fastgrad._parallel import get_min_size as _split_min_size
 from fastgrad._parallel import sum_all as _split_sum
-
-_SPLIT_SUM_SIZE = 1 << 17       # below it sum_all declines anyway: skip the call
 
 
 def normalize_axis(axis, ndim):
@@ -87,7 +86,7 @@ _add_reduce = np.add.reduce
 def reduce_sum(x, axis, keepdims):
     # np.add.reduce is what np.sum runs, minus two layers of Python.
     if type(x) is np.ndarray:
-        if axis is None and x.size >= _SPLIT_SUM_SIZE:
+        if axis is None and x.size >= _split_min_size():
             total = _split_sum(x)               # the same value, on the kernel pool
             if total is not None:
                 return np.full((1,) * x.ndim, total) if keepdims else total
