@@ -14,7 +14,14 @@
 import sys as _sys
 
 from fastgrad._version import __version__
-from fastgrad import _registry, _functions, _engine, _array, _anomaly
+try:
+    from fastgrad import _registry, _functions, _engine, _array, _anomaly
+except ModuleNotFoundError as _missing:  # Note [The source tree shadows the installed package]
+    from fastgrad import _source_tree
+    _explained = _source_tree.explain(_missing)
+    if _explained is None:
+        raise
+    raise _explained from None
 from fastgrad import autograd
 
 _array.install(_functions, _registry.UFUNC_OPS, _functions.FUNCS, _registry.REGISTRY,
