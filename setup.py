@@ -22,6 +22,9 @@ DIRECTIVES = {
     "initializedcheck": DEBUG,
     "cdivision": not DEBUG,
     "embedsignature": True,
+    # Signatures in the form CPython reads (__text_signature__): inspect.signature works on
+    # the compiled functions (autograd.is_recording, ...) as on Python ones.
+    "embedsignature.format": "clinic",
     "binding": False,
 }
 
@@ -48,30 +51,37 @@ BUILD_DIR = "build/cython-debug" if DEBUG else "build/cython"
 # own check (by modification times, counting its bundled .pxd files) would regenerate the C of
 # every module that cimports one, and the compiler would then recompile them all: installing
 # ``".[test]"`` after ``"."`` took a minute for nothing. The C files depend only on the sources
-# below, the Cython and NumPy versions and the directives, so a digest of those decides: when it
-# is the one recorded with the C files, they are used as they are, and setuptools skips the
-# modules whose compiled file is newer than its C file.
-def _sources_digest():
-    digest = hashlib.sha256(repr((Cython.__version__, numpy.__version__, DIRECTIVES)).encode())
+# below, the Cython and NumPy versions and the directives, so digests of those decide: when
+# both are the ones recorded with the C files, the C files are used as they are, and setuptools
+# skips the modules whose compiled file is newer than its C file. When the sources changed,
+# Cython regenerates the modules they touch; when the versions or directives changed (which
+# modification times cannot show), it regenerates every module.
+def _digests():
+    config = hashlib.sha256(repr((Cython.__version__, numpy.__version__, DIRECTIVES)).encode())
+    sources = hashlib.sha256()
     for name in sorted(os.listdir("fastgrad")):
         if name.endswith((".pyx", ".pxd", ".h")):
             with open(os.path.join("fastgrad", name), "rb") as source:
-                digest.update(name.encode() + b"\0" + source.read())
-    return digest.hexdigest()
+                sources.update(name.encode() + b"\0" + source.read())
+    return "%s %s\n" % (config.hexdigest(), sources.hexdigest())
 
 
 def _extensions():
-    digest, stamp = _sources_digest(), os.path.join(BUILD_DIR, "sources.sha256")
+    digests, stamp = _digests(), os.path.join(BUILD_DIR, "sources.sha256")
     generated = [os.path.join(BUILD_DIR, "fastgrad", "%s.c" % name) for name in MODULES]
+    recorded = ""
     if os.path.exists(stamp) and all(map(os.path.exists, generated)):
-        with open(stamp) as recorded:
-            if recorded.read() == digest:
-                for extension, c_file in zip(extensions, generated):
-                    extension.sources = [c_file]
-                return extensions
-    compiled = cythonize(extensions, compiler_directives=DIRECTIVES, build_dir=BUILD_DIR)
-    with open(stamp, "w") as recorded:
-        recorded.write(digest)
+        with open(stamp) as file:
+            recorded = file.read()
+    if recorded == digests:
+        for extension, c_file in zip(extensions, generated):
+            extension.sources = [c_file]
+        return extensions
+    compiled = cythonize(extensions, compiler_directives=DIRECTIVES, build_dir=BUILD_DIR,
+                         force=recorded.split(" ")[0] != digests.split(" ")[0])
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    with open(stamp, "w") as file:
+        file.write(digests)
     return compiled
 
 
