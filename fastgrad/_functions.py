@@ -1221,43 +1221,60 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
 
 
 def array_equal(a1, a2, equal_nan=False):
+    """Whether two arrays have the same shape and elements (``numpy.array_equal``); a Python
+    bool, not recorded."""
     return bool(_np.array_equal(unwrap(a1), unwrap(a2), equal_nan=equal_nan))
 
 
 def array_equiv(a1, a2):
+    """Whether two arrays are equal after broadcasting (``numpy.array_equiv``); a Python bool, not
+    recorded."""
     return bool(_np.array_equiv(unwrap(a1), unwrap(a2)))
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether all elements are equal within ``atol + rtol * abs(b)`` (``numpy.allclose``); a Python
+    bool, not recorded."""
     return bool(_np.allclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``abs(a - b) <= atol + rtol * abs(b)``, a boolean array (``numpy.isclose``); not
+    differentiable."""
     return _wrap(_np.asarray(_np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
                                          equal_nan=equal_nan)))
 
 
 def all(a, axis=None, keepdims=False):
+    """Whether every element along ``axis`` is true, a boolean array (``numpy.all``); not
+    differentiable."""
     return _wrap(_np.asarray(_np.all(unwrap(a), axis=axis, keepdims=keepdims)))
 
 
 def any(a, axis=None, keepdims=False):
+    """Whether any element along ``axis`` is true, a boolean array (``numpy.any``); not
+    differentiable."""
     return _wrap(_np.asarray(_np.any(unwrap(a), axis=axis, keepdims=keepdims)))
 
 
 def shape(a):
+    """The shape of ``a``, a tuple of ints (``numpy.shape``)."""
     return _np.shape(unwrap(a))
 
 
 def ndim(a):
+    """The number of dimensions of ``a`` (``numpy.ndim``)."""
     return _np.ndim(unwrap(a))
 
 
 def size(a, axis=None):
+    """The number of elements of ``a``, or along ``axis`` (``numpy.size``)."""
     return _np.size(unwrap(a), axis)
 
 
 def result_type(*arrays_and_dtypes):
+    """The dtype NumPy's promotion rules give for these arrays and dtypes
+    (``numpy.result_type``)."""
     return _np.result_type(*[unwrap(a) for a in arrays_and_dtypes])
 
 
@@ -1305,6 +1322,10 @@ __all__ = [
     'transpose', 'trapezoid', 'tril', 'triu', 'true_divide', 'trunc', 'unique', 'var',
     'vdot', 'vsplit', 'vstack', 'where', 'zeros', 'zeros_like',
 ]
+
+# Files and DLPack (fastgrad/_io.py); numpy.save(f, a) on a fastgrad array dispatches here.
+from fastgrad._io import from_dlpack, load, save, savez, savez_compressed  # noqa: E402
+__all__ += ['from_dlpack', 'load', 'save', 'savez', 'savez_compressed']
 
 
 # ---------------------------------------------------------------- NumPy dispatch
