@@ -27,6 +27,7 @@ from fastgrad import autograd
 _array.install(_functions, _registry.UFUNC_OPS, _functions.FUNCS, _registry.REGISTRY,
                autograd.backward, _anomaly.capture_trace)
 _registry.install_graph_rules(_functions)
+_array.install_describer(__import__("fastgrad._docs", fromlist=["describe"]).describe)
 _engine.install(__import__("fastgrad._kernels", fromlist=["sum_to"]).sum_to,
                 _registry.REGISTRY, _anomaly.report)
 

@@ -49,6 +49,7 @@ cdef dict _UFUNCS = {}           # numpy ufunc -> fastgrad callable
 cdef dict _FUNCS = {}            # numpy function -> fastgrad callable
 cdef object _backward = None     # fastgrad._engine.backward
 cdef object _capture_trace = None
+cdef object _describe = None     # fastgrad._docs.describe (Note [Docstrings of primitives])
 cdef Primitive P_ADD = None, P_SUB = None, P_MUL = None, P_DIV = None, P_POW = None
 cdef Primitive P_NEG = None, P_MATMUL = None, P_GETITEM = None, P_MOD = None
 
@@ -79,6 +80,31 @@ def install(ops, ufuncs, funcs, prims, backward, capture_trace):
     P_ADD, P_SUB, P_MUL, P_DIV = prims["add"], prims["subtract"], prims["multiply"], prims["divide"]
     P_POW, P_NEG, P_MATMUL = prims["power"], prims["negative"], prims["matmul"]
     P_GETITEM, P_MOD = prims["getitem"], prims["mod"]
+
+
+def install_describer(describe):
+    """Set the function that writes the primitives' docstrings and signatures (at import)."""
+    global _describe
+    _describe = describe
+
+
+# NumPy's keyword arguments that fastgrad's ops do not take, and what to do instead.
+_NUMPY_ONLY = {
+    "out": "use the returned array",
+    "where": "use fastgrad.np.where on the result",
+    "casting": "cast the inputs with astype() first",
+    "order": "fastgrad's results are C-ordered",
+    "dtype": "cast the inputs with astype() first",
+    "subok": "results are always fastgrad arrays",
+    "signature": "cast the inputs with astype() first",
+}
+
+
+def _unexpected_keyword(str op, str key):
+    if key in _NUMPY_ONLY:
+        return ("fastgrad.%s() does not support NumPy's %s= parameter: %s"
+                % (op, key, _NUMPY_ONLY[key]))
+    return "fastgrad.%s() got an unexpected keyword argument %r" % (op, key)
 
 
 cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
@@ -226,6 +252,31 @@ cdef class Primitive:
     def __reduce__(self):
         return (_ops_lookup, (self.name,))
 
+    # Note [Docstrings of primitives]
+    # ``fastgrad.np.sin`` is a Primitive, not a function, so its docstring and signature are
+    # written from the derivative table by fastgrad._docs, when first asked for (help(),
+    # inspect.signature, Sphinx), never at import. ``__get__`` (returning the primitive itself,
+    # as a class attribute already did) makes it a method descriptor to ``inspect``, so
+    # ``pydoc`` documents it as a routine instead of documenting the Primitive class.
+    @property
+    def __doc__(self):
+        return _describe(self, "doc") if _describe is not None else None
+
+    @property
+    def __signature__(self):
+        return _describe(self, "signature") if _describe is not None else None
+
+    @property
+    def __name__(self):
+        return self.name
+
+    @property
+    def __qualname__(self):
+        return self.name
+
+    def __get__(self, instance, owner):
+        return self
+
     def __call__(self, *args, **kwargs):
         if not kwargs:
             if PyTuple_GET_SIZE(args) == self.n_fast:
@@ -258,8 +309,7 @@ cdef class Primitive:
             try:
                 i = names.index(key)
             except ValueError:
-                raise TypeError("fastgrad.%s() got an unexpected keyword argument %r"
-                                % (self.name, key)) from None
+                raise TypeError(_unexpected_keyword(self.name, key)) from None
             if i < len(rest):
                 raise TypeError("fastgrad.%s() got multiple values for argument %r"
                                 % (self.name, key))
@@ -1023,8 +1073,21 @@ cdef class ndarray:
     # ----------------------------------------------------------- conversions
     def __len__(self):
         if self._data.ndim == 0:
-            raise TypeError("len() of a 0-d array")
+            # NumPy's words exactly: converters such as torch.tensor() recognise a scalar by them.
+            raise TypeError("len() of unsized object")
         return self._data.shape[0]
+
+    # Note [DLPack shares the data, not the history]
+    # The DLPack protocol hands the consumer (numpy.from_dlpack, torch.from_dlpack, jax.dlpack)
+    # the array's buffer without a copy, exactly as NumPy's own array would, so writes through
+    # the consumer's view are not seen by fastgrad's version counter, as with numpy.asarray(a).
+    # The history is not part of the protocol: the consumer gets values.
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._data.__dlpack__(stream=stream, max_version=max_version,
+                                     dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
 
     def __iter__(self):
         if self._data.ndim == 0:

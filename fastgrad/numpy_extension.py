@@ -433,6 +433,7 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
 
 
 def seed(s):
+    """Seed the random generator of ``fastgrad.np.random`` (``npx.random.seed``)."""
     _random.seed(s)
 
 
@@ -445,10 +446,13 @@ def reset_np():
 
 
 def is_np_array():
+    """Always ``True``: fastgrad's arrays have NumPy's semantics (MXNet's
+    ``npx.is_np_array``)."""
     return True
 
 
 def cpu(device_id=0):
+    """The CPU context, ``fastgrad.cpu(device_id)`` (MXNet's ``npx.cpu``)."""
     from fastgrad.context import cpu as _cpu
     return _cpu(device_id)
 

@@ -59,31 +59,39 @@ def _shape(shape):
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """An NDArray of zeros (``mx.nd.zeros``); float32 unless ``dtype`` is given."""
     return _wrap(_onp.zeros(_shape(shape), dtype=dtype or _onp.float32), NDArray)
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
+    """An NDArray of ones (``mx.nd.ones``); float32 unless ``dtype`` is given."""
     return _wrap(_onp.ones(_shape(shape), dtype=dtype or _onp.float32), NDArray)
 
 
 def full(shape, val, ctx=None, dtype=None, **kwargs):
+    """An NDArray filled with ``val`` (``mx.nd.full``); float32 unless ``dtype`` is given."""
     return _wrap(_onp.full(_shape(shape), val, dtype=dtype or _onp.float32), NDArray)
 
 
 def empty(shape, ctx=None, dtype=None):
+    """An uninitialized NDArray (``mx.nd.empty``); float32 unless ``dtype`` is given."""
     return _wrap(_onp.empty(_shape(shape), dtype=dtype or _onp.float32), NDArray)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times
+    (``mx.nd.arange``)."""
     return _wrap(_onp.repeat(_onp.arange(start, stop, step, dtype=dtype or _onp.float32),
                              repeat), NDArray)
 
 
 def zeros_like(data):
+    """An NDArray of zeros with the shape and dtype of ``data`` (``mx.nd.zeros_like``)."""
     return _wrap(_onp.zeros_like(unwrap(data)), NDArray)
 
 
 def ones_like(data):
+    """An NDArray of ones with the shape and dtype of ``data`` (``mx.nd.ones_like``)."""
     return _wrap(_onp.ones_like(unwrap(data)), NDArray)
 
 
@@ -106,11 +114,13 @@ def mean(data, axis=None, keepdims=False, exclude=False, **kwargs):
 
 
 def max(data, axis=None, keepdims=False, exclude=False, **kwargs):
+    """Maximum over ``axis``; a full reduction has shape ``(1,)``."""
     axis = _exclude(data, axis, exclude)
     return _full_reduction(F.max(data, axis=axis, keepdims=keepdims), axis, keepdims)
 
 
 def min(data, axis=None, keepdims=False, exclude=False, **kwargs):
+    """Minimum over ``axis``; a full reduction has shape ``(1,)``."""
     axis = _exclude(data, axis, exclude)
     return _full_reduction(F.min(data, axis=axis, keepdims=keepdims), axis, keepdims)
 
@@ -140,16 +150,22 @@ def elemwise_add(lhs, rhs):
 
 
 def elemwise_sub(lhs, rhs):
+    """``lhs - rhs`` for arrays of the same shape (no broadcasting), differentiable
+    (``mx.nd.elemwise_sub``)."""
     _same_shape("elemwise_sub", lhs, rhs)
     return F.subtract(lhs, rhs)
 
 
 def elemwise_mul(lhs, rhs):
+    """``lhs * rhs`` for arrays of the same shape (no broadcasting), differentiable
+    (``mx.nd.elemwise_mul``)."""
     _same_shape("elemwise_mul", lhs, rhs)
     return F.multiply(lhs, rhs)
 
 
 def elemwise_div(lhs, rhs):
+    """``lhs / rhs`` for arrays of the same shape (no broadcasting), differentiable
+    (``mx.nd.elemwise_div``)."""
     _same_shape("elemwise_div", lhs, rhs)
     return F.divide(lhs, rhs)
 
@@ -181,6 +197,8 @@ Activation = _npx.activation
 
 
 def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+    """``data @ weight.T + bias``, flattening ``data`` to 2-D first unless ``flatten=False``,
+    differentiable (``mx.nd.FullyConnected``)."""
     return _npx.fully_connected(data, weight, bias, num_hidden, no_bias, flatten)
 
 

@@ -1,0 +1,164 @@
+"""Docstrings and signatures of the ops, written from the derivative table.
+
+``help(fastgrad.np.sin)`` and ``inspect.signature(fastgrad.np.sin)`` ask the ``sin`` primitive,
+which asks :func:`describe` (Note [Docstrings of primitives] in _array.pyx). The text is made
+from what fastgrad knows about the op, so it cannot disagree with it: the inputs and
+parameters of the table's signature, NumPy's own summary and descriptions of those parameters
+(for ops NumPy has), the derivative formula of each input and how often it can be
+differentiated. NumPy parameters fastgrad does not take (``out=``, ``where=``...) are listed as
+such; passing one raises a ``TypeError`` naming it and the op.
+"""
+
+import functools
+import inspect
+import re
+
+import numpy as _np
+
+from fastgrad import _derivatives, _registry
+from fastgrad._array import REQUIRED, _NUMPY_ONLY
+
+_TABLE = {op.name: op for op in _derivatives.TABLE}
+_SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}\n", re.M)
+_ROLE = re.compile(r":(?:math|ref|func|class|meth|attr|obj|data|mod|doc):`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def describe(prim, what):
+    """``prim``'s docstring (``what == "doc"``) or ``inspect.Signature`` (``"signature"``)."""
+    return (_doc if what == "doc" else _signature)(prim.name)
+
+
+def _inputs(name):
+    op = _TABLE.get(name)
+    if op is None:
+        return None, False
+    names, variadic, _, _ = _registry._parse_signature(op)
+    return names, variadic
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(name):
+    prim = _registry.REGISTRY[name]
+    names, variadic = _inputs(name)
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    if names is None:   # an op registered outside the table: its counts are all there is
+        names = ["arrays"] if prim.n_in < 0 else ["x%d" % i for i in range(prim.n_in)]
+        variadic = prim.n_in < 0
+    params = [inspect.Parameter("arrays" if variadic else n, positional) for n in names]
+    for pname, default in zip(prim.param_names, prim.param_defaults):
+        params.append(inspect.Parameter(
+            pname, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if default is REQUIRED else default))
+    return inspect.Signature(params)
+
+
+def _numpy_reference(name):
+    op = _TABLE.get(name)
+    ref = op.ufunc if op is not None and op.ufunc is not None else getattr(_np, name, None)
+    return ref if callable(ref) else None
+
+
+def _sections(doc):
+    """NumPy docstring -> (summary paragraph, {section title: body})."""
+    doc = inspect.cleandoc(doc or "")
+    matches = list(_SECTION.finditer(doc))
+    head = doc[:matches[0].start()] if matches else doc
+    paragraphs = [p for p in head.split("\n\n") if p.strip()]
+    # A ufunc's docstring starts with its call signature; the summary is the next paragraph.
+    if paragraphs and re.match(r"^\w+\(.*\)\s*$", paragraphs[0].strip(), re.S):
+        paragraphs = paragraphs[1:]
+    summary = " ".join(paragraphs[0].split()) if paragraphs else ""
+    bodies = {}
+    for m, nxt in zip(matches, matches[1:] + [None]):
+        bodies[m.group(1)] = doc[m.end():nxt.start() if nxt else len(doc)]
+    return _ROLE.sub(r"\1", summary), bodies
+
+
+def _parameter_entries(body):
+    """A NumPy ``Parameters`` section -> [(names, type, description lines)]."""
+    entries = []
+    for line in body.splitlines():
+        if line and not line[0].isspace():
+            head, _, kind = line.partition(" : ")
+            names = [n.strip() for n in head.split(",") if n.strip()]
+            entries.append((names, kind.strip(), []))
+        elif entries and line.strip():
+            entries[-1][2].append(_ROLE.sub(r"\1", line.strip()))
+    return entries
+
+
+def _renamed(text, numpy_inputs, sig):
+    """NumPy's input names (``x1``, ``x2``) in a description, as fastgrad calls them."""
+    ours = [p.name for p in sig.parameters.values()
+            if p.kind is inspect.Parameter.POSITIONAL_ONLY]
+    for theirs, mine in zip(numpy_inputs, ours):
+        if theirs != mine:
+            text = re.sub(r"\b%s\b" % re.escape(theirs), mine, text)
+    return text
+
+
+def _order_text(prim):
+    if not prim.differentiable:
+        return "Not differentiable: its result is never recorded."
+    if prim.order < 0:
+        return ("Differentiable to any order: the rule is itself built from fastgrad's ops, so "
+                "it is recorded under ``create_graph=True``.")
+    return "Differentiable to order %d." % prim.order
+
+
+@functools.lru_cache(maxsize=None)
+def _doc(name):
+    prim = _registry.REGISTRY[name]
+    op = _TABLE.get(name)
+    sig = _signature(name)
+    ref = _numpy_reference(name)
+    summary, bodies = _sections(getattr(ref, "__doc__", "") if ref is not None else "")
+    lines = [_renamed(summary, [n for n in ("x1", "x2")], sig) or "The ``%s`` op of fastgrad's derivative table." % name, ""]
+    if ref is not None:
+        lines += ["As ``numpy.%s``, on fastgrad arrays, NumPy arrays and Python numbers; "
+                  "recorded inside ``autograd.record()`` when an input needs a gradient."
+                  % getattr(ref, "__name__", name), ""]
+
+    numpys = _parameter_entries(bodies.get("Parameters", ""))
+    by_name = {n: (kind, text) for names, kind, text in numpys for n in names}
+    numpy_inputs = [n for names, _, _ in numpys for n in names
+                    if n not in _NUMPY_ONLY and not n.startswith("*")]
+    lines += ["Parameters", "----------"]
+    for i, param in enumerate(sig.parameters.values()):
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            source = numpy_inputs[i] if i < len(numpy_inputs) else None
+            kind, text = by_name.get(source, ("array_like", []))
+            if param.name == "arrays":
+                kind, text = "sequence of array_like", text
+        else:
+            kind, text = by_name.get(param.name, ("", []))
+            default = param.default
+            kind = ", ".join(k for k in (kind, "" if default is param.empty
+                                         else "default %r" % (default,)) if k)
+        lines.append("%s : %s" % (param.name, kind) if kind else param.name)
+        lines += ["    " + _renamed(t, numpy_inputs, sig) for t in text]
+    unsupported = sorted(n for n in _NUMPY_ONLY if n in by_name or
+                         (ref is not None and isinstance(ref, _np.ufunc)))
+    lines += ["", "Returns", "-------",
+              "ndarray" if prim.n_out == 1 else "tuple of %d ndarrays" % prim.n_out,
+              "    fastgrad array%s, with the history of the inputs that need a gradient."
+              % ("" if prim.n_out == 1 else "s"), ""]
+
+    lines += ["Derivative", "----------"]
+    if op is not None and prim.differentiable:
+        names, variadic = _inputs(name)
+        for n in names:
+            rule = op.rules.get(n)
+            if rule == _derivatives.NONDIFF:
+                lines.append("    %s: not differentiable" % n)
+            elif rule is None:
+                lines.append("    %s: no rule (recording it with a variable raises)" % n)
+            else:
+                lines.append("    d/d%s: %s" % (n, " ".join(rule.split())))
+        lines.append("    (``g`` is the gradient of the result, ``result`` the result.)")
+    lines += ["    " + _order_text(prim), ""]
+    if unsupported:
+        lines += ["Notes", "-----",
+                  "NumPy's %s are not supported: passing one raises ``TypeError`` naming it."
+                  % ", ".join("``%s=``" % n for n in unsupported)]
+    return "\n".join(lines).rstrip() + "\n"
