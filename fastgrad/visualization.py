@@ -1,8 +1,10 @@
 """Pictures of symbol graphs: Graphviz DOT text (``fastgrad.viz``, like ``mx.viz``).
 
 ``plot_network`` needs nothing installed: it writes the DOT language itself. When the
-``graphviz`` Python package is available it also returns a ``graphviz.Digraph`` that can be
-rendered or shown in a notebook.
+``graphviz`` Python package is available (``pip install "fastgrad[viz]"``) it returns a
+``graphviz.Source`` that renders to SVG, PNG or PDF, or shows in a notebook, through the
+Graphviz programs (installed from the system's packages); without them, rendering raises an
+error that says what to install.
 """
 
 import importlib.util
@@ -48,8 +50,9 @@ class DotGraph:
         return filename
 
     def render(self, *args, **kwargs):
-        raise ImportError("rendering needs the 'graphviz' Python package and the Graphviz "
-                          "programs; the DOT text is in .source (save it with .save())")
+        raise ImportError("rendering needs the 'graphviz' Python package (pip install "
+                          "'fastgrad[viz]') and the Graphviz programs; the DOT text is in "
+                          ".source (save it with .save())")
 
 
 def network_dot(symbol, title="plot", shape=None, dtype=None, node_attrs=None,
@@ -125,8 +128,8 @@ def plot_network(symbol, title="plot", save_format="pdf", shape=None, dtype=None
 
     Returns
     -------
-    graphviz.Digraph or DotGraph
-        A ``graphviz.Digraph`` when the ``graphviz`` package is installed, else a
+    graphviz.Source or DotGraph
+        A ``graphviz.Source`` when the ``graphviz`` package is installed, else a
         :class:`DotGraph`. Both hold the DOT text in ``.source``.
 
     Examples
@@ -139,9 +142,35 @@ def plot_network(symbol, title="plot", save_format="pdf", shape=None, dtype=None
     """
     source = network_dot(symbol, title, shape, dtype, node_attrs, hide_weights)
     if importlib.util.find_spec("graphviz") is not None:
-        import graphviz
-        return graphviz.Source(source, filename=title, format=save_format)
+        return _graphviz_source()(source, filename=title, format=save_format)
     return DotGraph(source, title, save_format)
+
+
+_MISSING_PROGRAMS = (
+    "rendering needs the Graphviz programs ('dot') on PATH, which the 'graphviz' Python "
+    "package only drives: install them from your system's packages (apt-get install graphviz, "
+    "brew install graphviz, conda install graphviz); the DOT text is in .source")
+
+
+def _graphviz_source():
+    """``graphviz.Source`` that says what to install when the Graphviz programs are missing
+    (``render``, ``pipe`` and a notebook's display all end in ``pipe`` or ``render``)."""
+    import graphviz
+
+    class Source(graphviz.Source):
+        def pipe(self, *args, **kwargs):
+            try:
+                return super().pipe(*args, **kwargs)
+            except graphviz.ExecutableNotFound:
+                raise RuntimeError(_MISSING_PROGRAMS) from None
+
+        def render(self, *args, **kwargs):
+            try:
+                return super().render(*args, **kwargs)
+            except graphviz.ExecutableNotFound:
+                raise RuntimeError(_MISSING_PROGRAMS) from None
+
+    return Source
 
 
 def print_summary(symbol, shape=None, line_length=100):
