@@ -524,6 +524,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="cap BLAS/OpenMP/torch threads (sets OMP_NUM_THREADS etc.; default: libraries' defaults)",
     )
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--chart", default=None, metavar="FILE",
+                   help="also draw the ratios to NumPy as a chart (.svg, .png; needs matplotlib)")
     p.add_argument(
         "--in-process",
         action="store_true",
@@ -582,7 +584,7 @@ def run_cells(
     reference = {} if reference is None else dict(reference)
     results: list[Result] = []
     for b in backends:
-        for w in works:
+        for i, w in enumerate(works, 1):
             r = Result(w, b.name)
             results.append(r)
             if not b.available:
@@ -591,6 +593,11 @@ def run_cells(
             if b.name != "numpy" and w.key not in reference:
                 r.status, r.message = "error", "no NumPy reference"
                 continue
+            # Progress: which cell runs and how far this backend is ("[3/7]"); on a terminal
+            # the line is shown while the cell runs and then overwritten by its result.
+            where = f"  {b.name:9s} [{i}/{len(works)}] workload {w.key} {w.slug:18s}"
+            if sys.stderr.isatty():
+                print(where + " running...", end="\r", file=sys.stderr, flush=True)
             cell_start = time.perf_counter()
             try:
                 step = w.build(b, inputs[w.key])
@@ -603,7 +610,7 @@ def run_cells(
                 r.times = []
                 r.message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             log(
-                f"  {b.name:9s} [{w.key}] {w.slug:18s} "
+                where + " "
                 + (f"{fmt_time(r.median)} median of {len(r.times)}" if r.status == "ok" else r.status)
                 + (f"  {r.message}" if r.message else "")
                 + f"  ({time.perf_counter() - cell_start:.1f} s)"
@@ -670,7 +677,8 @@ def _child_argv(args: argparse.Namespace, name: str) -> list[str]:
 def _measure_apart(backends: Sequence[wl.Backend], works, args) -> list[Result]:
     """Each backend in a fresh Python process (progress on our standard error)."""
     results: list[Result] = []
-    for b in backends:
+    for i, b in enumerate(backends, 1):
+        log(f"backend {i}/{len(backends)}: {b.name}, {len(works)} workloads in a fresh process")
         proc = subprocess.run(_child_argv(args, b.name), stdout=subprocess.PIPE, text=True)
         try:
             data = json.loads(proc.stdout) if proc.returncode == 0 else None
@@ -717,6 +725,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     groups, notes = table_rows(results)
     render = render_markdown if args.markdown else render_text
     print(render(groups, notes, head))
+    if args.chart:
+        try:
+            import chart
+            log(f"chart: {chart.write_chart(results, args.chart, next((h for h in head if h.startswith('Run:')), ''))}")
+        except ImportError as exc:
+            log(f"--chart needs matplotlib ({exc}): pip install matplotlib")
+            return 1
     return 0
 
 
