@@ -42,13 +42,12 @@ autodoc_default_options = {"members": True, "undoc-members": False}
 
 # Every example in the docs (pages and docstrings) runs under ``-b doctest``. Each page starts
 # from a clean autograd state; the comparison pages run the other frameworks' snippets when
-# those are installed.
+# those are installed. Nothing else is imported here: every example shows its own imports, so
+# a reader can paste it, and an example that forgets one fails.
 doctest_global_setup = """
-import numpy
-import fastgrad as mx
-from fastgrad import autograd
-mx.autograd.set_recording(False)
-mx.autograd.set_training(False)
+import fastgrad as _fastgrad_doctest
+_fastgrad_doctest.autograd.set_recording(False)
+_fastgrad_doctest.autograd.set_training(False)
 try:
     import torch
 except ImportError:
