@@ -23,6 +23,38 @@ _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}\n", re.M)
 _ROLE = re.compile(r":(?:math|ref|func|class|meth|attr|obj|data|mod|doc):`~?([^`<]*?)(?:\s*<[^>]*>)?`")
 
 
+# What the ops NumPy does not have compute (NumPy's own summary serves for the others, NumPy's
+# linalg's for the matrix ops, the kernel's docstring for the internal adjoints).
+SUMMARIES = {
+    "rsqrt": "``1 / sqrt(x)``, elementwise.",
+    "rcbrt": "``1 / cbrt(x)``, elementwise.",
+    "erf": "The error function, elementwise.",
+    "erfinv": "The inverse of the error function, elementwise.",
+    "relu": "``max(x, 0)``, elementwise.",
+    "sigmoid": "The logistic function ``1 / (1 + exp(-x))``, elementwise.",
+    "leaky_relu": "``x`` where positive, ``slope * x`` elsewhere.",
+    "prelu": "``x`` where positive, ``gamma * x`` elsewhere, with a learned ``gamma``.",
+    "elu": "``x`` where positive, ``slope * (exp(x) - 1)`` elsewhere.",
+    "selu": "The scaled exponential linear unit, elementwise.",
+    "gelu": "``x * Phi(x)``, with ``Phi`` the standard normal distribution function.",
+    "gelu_tanh": "The tanh approximation of ``x * Phi(x)``.",
+    "softplus": "``log(1 + exp(x))``, computed without overflow.",
+    "log_sigmoid": "``log(sigmoid(x))``, computed without overflow.",
+    "softsign": "``x / (1 + abs(x))``, elementwise.",
+    "silu": "``x * sigmoid(x)`` (swish), elementwise.",
+    "hard_sigmoid": "``clip(alpha * x + beta, 0, 1)``, elementwise.",
+    "smooth_l1": "The smooth L1 (Huber-like) function with threshold ``1 / scalar**2``.",
+    "softmax": "``exp(x) / sum(exp(x))`` along ``axis``, computed stably.",
+    "log_softmax": "``x - logsumexp(x)`` along ``axis``, computed stably.",
+    "logsumexp": "``log(sum(exp(x)))`` over ``axis``, computed stably.",
+    "getitem": "``x[key]``: NumPy's basic and advanced indexing.",
+    "einsum2": "``einsum`` of two operands (the op ``np.einsum`` splits into).",
+    "conv2d": "2-D convolution (cross-correlation) of NCHW data with OIHW weights.",
+    "max_pool2d": "2-D max pooling of NCHW data.",
+    "avg_pool2d": "2-D average pooling of NCHW data.",
+}
+
+
 def describe(prim, what):
     """``prim``'s docstring (``what == "doc"``) or ``inspect.Signature`` (``"signature"``)."""
     return (_doc if what == "doc" else _signature)(prim.name)
@@ -54,7 +86,8 @@ def _signature(name):
 
 def _numpy_reference(name):
     op = _TABLE.get(name)
-    ref = op.ufunc if op is not None and op.ufunc is not None else getattr(_np, name, None)
+    ref = op.ufunc if op is not None and op.ufunc is not None else (
+        getattr(_np, name, None) or getattr(_np.linalg, name, None))
     return ref if callable(ref) else None
 
 
@@ -92,7 +125,8 @@ def _renamed(text, numpy_inputs, sig):
     ours = [p.name for p in sig.parameters.values()
             if p.kind is inspect.Parameter.POSITIONAL_ONLY]
     for theirs, mine in zip(numpy_inputs, ours):
-        if theirs != mine:
+        # Only numbered names (x1, x2): renaming NumPy's ``a`` would rewrite every article.
+        if theirs != mine and re.search(r"\d", theirs):
             text = re.sub(r"\b%s\b" % re.escape(theirs), mine, text)
     return text
 
@@ -113,7 +147,11 @@ def _doc(name):
     sig = _signature(name)
     ref = _numpy_reference(name)
     summary, bodies = _sections(getattr(ref, "__doc__", "") if ref is not None else "")
-    lines = [_renamed(summary, [n for n in ("x1", "x2")], sig) or "The ``%s`` op of fastgrad's derivative table." % name, ""]
+    kernel = inspect.getdoc(op.forward) if op is not None else None
+    summary = (_renamed(summary, ["x1", "x2"], sig) or SUMMARIES.get(name)
+               or (kernel.split("\n\n")[0] if kernel else "")
+               or "The ``%s`` op of fastgrad's derivative table." % name)
+    lines = [summary, ""]
     if ref is not None:
         lines += ["As ``numpy.%s``, on fastgrad arrays, NumPy arrays and Python numbers; "
                   "recorded inside ``autograd.record()`` when an input needs a gradient."
@@ -154,7 +192,8 @@ def _doc(name):
             elif rule is None:
                 lines.append("    %s: no rule (recording it with a variable raises)" % n)
             else:
-                lines.append("    d/d%s: %s" % (n, " ".join(rule.split())))
+                lines.append("    d/d%s: %s" % ("(each array, %s)" % n if variadic else n,
+                                                " ".join(rule.split())))
         lines.append("    (``g`` is the gradient of the result, ``result`` the result.)")
     lines += ["    " + _order_text(prim), ""]
     if unsupported:

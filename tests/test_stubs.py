@@ -54,6 +54,9 @@ def test_op_docstring_and_signature_come_from_the_table(name):
     assert tuple(p.name for p in params[len(positional):]) == prim.param_names
     doc = prim.__doc__
     assert "Derivative\n----------" in doc and "Parameters\n----------" in doc
+    # A real summary: NumPy's, fastgrad._docs.SUMMARIES' or the kernel's docstring.
+    assert "derivative table" not in doc.splitlines()[0], (
+        "%s has no summary: add one to SUMMARIES in fastgrad/_docs.py" % name)
     for p in params:
         assert p.name in doc
     if not prim.differentiable:
