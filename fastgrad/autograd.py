@@ -186,8 +186,9 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 
     Returns
     -------
-    ndarray or list of ndarray
-        One array per variable (a single array when ``variables`` is a single array).
+    list of ndarray
+        One array per variable, always a list, also when ``variables`` is a single array
+        (what MXNet returns, whatever its docstring says): index it with ``[0]``.
 
     Examples
     --------
@@ -201,14 +202,14 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     2.71828
     """
     heads, head_grads = _heads(heads, head_grads)
-    variables, single = _as_list(variables, "grad: variables")
+    variables, _ = _as_list(variables, "grad: variables")
     if not variables:
         raise ValueError("grad: variables cannot be an empty list")
     if retain_graph is None:
         retain_graph = create_graph
     out = _engine.run_backward(heads, head_grads, variables, bool(retain_graph),
                                bool(create_graph), bool(train_mode), bool(allow_unused))
-    return out[0] if single else out
+    return list(out)
 
 
 def get_symbol(x):
