@@ -666,21 +666,23 @@ cdef class ndarray:
         a new data buffer (a gradient the pass computed is moved in rather than copied): read
         it through ``x.grad`` after each pass instead of keeping a NumPy view of its old data.
 
-        Inside ``record()``, calling it on an array computed from variables keeps the history
-        through the array (MXNet 2.x): gradients still flow to the variables it came from, and
-        the array's own ``.grad`` receives the gradient with respect to it.
+        Calling it on an array computed from variables, inside ``record()`` or after it,
+        keeps the history through the array (MXNet 2.x): gradients still flow to the variables
+        it came from, and the array's own ``.grad`` receives the gradient with respect to it
+        (Note [Retained intermediates] in ``_engine.pyx``); :meth:`drop_grad` undoes it.
         """
         cdef int req = parse_grad_req(grad_req)
         if stype not in (None, "default"):
             raise ValueError("fastgrad arrays are dense: stype must be 'default', got %r" % (stype,))
-        if self._data.dtype.kind not in "fc":
-            raise TypeError("attach_grad: gradients are defined for floating-point arrays; "
-                            "this array has dtype %s (use astype('float32'))" % self._data.dtype)
+        if self._data.dtype.kind not in "fciu":
+            raise TypeError("attach_grad: gradients are defined for numeric arrays (integer "
+                            "variables get integer gradients, as in MXNet); this array has "
+                            "dtype %s (use astype('float32'))" % self._data.dtype)
         self._attach(req, None, True)
 
     cdef _attach(self, int req, object grad, bint swappable):
         cdef Node node = self._node
-        if is_recording_c() and node is not None and node.op is not None:
+        if node is not None and node.op is not None:
             if node.n_out == 1:
                 node.var_refs = _weakref(self)
             else:
@@ -696,6 +698,29 @@ cdef class ndarray:
         self._grad_lazy = grad is None
         self._grad_req = req
         self._grad_swappable = swappable
+        self._fresh_grad = False
+
+    def drop_grad(self):
+        """Undo :meth:`attach_grad`: ``.grad`` becomes ``None`` and no backward pass writes it.
+
+        A variable becomes a constant; an intermediate keeps its history (gradients still flow
+        through it to the variables below) but no longer receives its own gradient.
+        """
+        cdef Node node = self._node
+        if node is not None:
+            if node.op is None:
+                node.var_refs = None
+                self._node = None
+            elif node.n_out == 1:
+                node.var_refs = None
+            elif node.var_refs is not None:
+                node.var_refs[self._oidx] = None
+                if all(r is None for r in node.var_refs):
+                    node.var_refs = None
+        self._grad = None
+        self._grad_lazy = False
+        self._grad_req = GRAD_NULL
+        self._fresh_grad = False
 
     def _mark(self, grad, grad_req):
         cdef int req = parse_grad_req(grad_req)
@@ -707,8 +732,8 @@ cdef class ndarray:
         if (<ndarray>grad)._data.shape != self._data.shape:
             raise ValueError("mark_variables: gradient shape %s does not match the variable's "
                              "shape %s" % ((<ndarray>grad).shape, self.shape))
-        if self._data.dtype.kind not in "fc":
-            raise TypeError("mark_variables: gradients are defined for floating-point arrays; "
+        if self._data.dtype.kind not in "fciu":
+            raise TypeError("mark_variables: gradients are defined for numeric arrays; "
                             "this variable has dtype %s" % self._data.dtype)
         self._attach(req, grad, False)
 

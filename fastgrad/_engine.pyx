@@ -31,6 +31,15 @@ Once a node has run, the values it saved and the gradients it received are dropp
 ``retain_graph``), so a backward pass holds at most the arrays a hand-written one would. A node
 whose saved values were dropped is marked ``released``; reaching it again raises an error that
 says to use ``retain_graph=True``.
+
+Note [Retained intermediates]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``attach_grad()`` on an array computed from variables keeps its history and only adds a
+reference from its node to the array (``var_refs``), inside ``record()`` or after it (MXNet
+2.x's "retain grad"): a pass fills its ``.grad`` and goes on to the variables below. If an
+earlier pass freed that history, the node *acts as a leaf*: the pass writes its ``.grad`` and
+stops there instead of raising, which is what the array became for the user when they
+attached a gradient to it after its graph was gone.
 """
 
 cimport cython
@@ -147,6 +156,12 @@ cdef inline void _visit(Node n, unsigned long long epoch, list nodes, list stack
     n.acc_owned = False
     nodes.append(n)
     stack.append(n)
+
+
+cdef inline bint _acts_as_leaf(Node n) noexcept:
+    """Whether the pass stops at ``n``: a variable, or an intermediate with ``attach_grad``
+    whose history an earlier pass freed (Note [Retained intermediates])."""
+    return n.op is None or (n.released and n.var_refs is not None)
 
 
 cdef str _released_message(Node n):
@@ -361,6 +376,7 @@ cdef void _write_var(object ref, object g, bint owned) except *:
     cdef ndarray a = <ndarray>arr
     if a._grad_req == GRAD_NULL:
         return
+    a._fresh_grad = True
     if isinstance(g, ndarray):
         g = (<ndarray>g)._data
     if a._grad is None:
@@ -545,7 +561,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
     while stack:
         n = <Node>stack.pop()
-        if n.op is None:
+        if _acts_as_leaf(n):
             continue
         if n.released:
             if not prune:
@@ -616,7 +632,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 # A gradient that only this loop still holds can be moved into .grad even if
                 # it was shared when it arrived (add hands one array to both its inputs).
                 _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
-            if n.op is None:
+            if _acts_as_leaf(n):
                 continue
             parents = n.parents
             nparents = PyTuple_GET_SIZE(parents)
@@ -688,7 +704,7 @@ cdef void _prune(list nodes) except *:
         n = <Node>obj
         n.deps = 0
         needed = n.is_target
-        if not needed and n.op is not None:
+        if not needed and not _acts_as_leaf(n):
             for par in n.parents:
                 if par is not None and (<Node>par).needed:
                     needed = True
@@ -696,7 +712,7 @@ cdef void _prune(list nodes) except *:
         n.needed = needed
     for obj in nodes:
         n = <Node>obj
-        if n.needed and n.op is not None:
+        if n.needed and not _acts_as_leaf(n):
             for par in n.parents:
                 if par is not None and (<Node>par).needed:
                     (<Node>par).deps += 1
