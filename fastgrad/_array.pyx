@@ -28,6 +28,9 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTu
 from cpython.ref cimport Py_INCREF, PyObject
 from fastgrad._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell
 cimport numpy as cnp
+
+cdef extern from "Python.h":
+    Py_ssize_t _refcount "Py_REFCNT"(PyObject* o)   # no temporary reference, unlike Py_REFCNT
 from fastgrad._state cimport is_recording_c, is_anomaly_c
 from fastgrad._parallel cimport any_large, call as split_call
 
@@ -35,6 +38,7 @@ import weakref
 import numpy as _np
 
 from fastgrad._filled import Filled as _Filled
+from fastgrad.base import MXNetError, MXNetIndexError     # Note [MXNet errors]
 
 cnp.import_array()
 
@@ -51,6 +55,7 @@ cdef object _backward = None     # fastgrad._engine.backward
 cdef object _capture_trace = None
 cdef Primitive P_ADD = None, P_SUB = None, P_MUL = None, P_DIV = None, P_POW = None
 cdef Primitive P_NEG = None, P_MATMUL = None, P_GETITEM = None, P_MOD = None
+cdef Primitive P_SCATTER = None, P_BROADCAST = None, P_ASTYPE = None
 
 class _Required:
     """The default of a parameter that has none."""
@@ -79,6 +84,8 @@ def install(ops, ufuncs, funcs, prims, backward, capture_trace):
     P_ADD, P_SUB, P_MUL, P_DIV = prims["add"], prims["subtract"], prims["multiply"], prims["divide"]
     P_POW, P_NEG, P_MATMUL = prims["power"], prims["negative"], prims["matmul"]
     P_GETITEM, P_MOD = prims["getitem"], prims["mod"]
+    global P_SCATTER, P_BROADCAST, P_ASTYPE
+    P_SCATTER, P_BROADCAST, P_ASTYPE = prims["scatter_add"], prims["broadcast_to"], prims["astype"]
 
 
 cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
@@ -154,14 +161,34 @@ def history(a):
 
 
 def _raw_key(key):
-    """An index with fastgrad arrays replaced by their NumPy data."""
+    """An index with fastgrad arrays replaced by their NumPy data (Note [Float indices])."""
     if isinstance(key, ndarray):
-        return (<ndarray>key)._data
+        return _integral_index((<ndarray>key)._data)
     if type(key) is tuple:
-        return tuple([raw(k) for k in key])
+        return tuple([_integral_index(raw(k)) for k in key])
     if type(key) is list:
-        return _asarray([raw(k) for k in key])
+        return _integral_index(_asarray([raw(k) for k in key]))
+    if type(key) is NP_NDARRAY:
+        return _integral_index(key)
     return key
+
+
+cdef object _integral_index(object k):
+    """Note [Float indices]
+    ~~~~~~~~~~~~~~~~~~~~
+    ``mx.np.array([0, 2])`` is float32, and MXNet indexes with float arrays (D2L's
+    ``y_hat[[0, 1], y]``). A float index array whose values are all integers indexes like the
+    integer array with those values; any other value raises ``IndexError`` naming it, where
+    MXNet would silently truncate it.
+    """
+    if type(k) is not NP_NDARRAY or (<cnp.ndarray>k).dtype.kind != "f":
+        return k
+    ik = k.astype(_np.intp)
+    if not _np.array_equal(ik, k):
+        bad = k[(ik != k) | ~_np.isfinite(k)]
+        raise MXNetIndexError("index arrays must hold integers; this %s index holds %s"
+                              % (k.dtype, _np.unique(bad)[:5].tolist()))
+    return ik
 
 
 def parse_grad_req(req):
@@ -482,9 +509,60 @@ def _ops_lookup(name):
 cdef inline void _check_recorded_inplace(ndarray self, object other, str what) except *:
     if is_recording_c() and (self._node is not None
                              or (isinstance(other, ndarray) and (<ndarray>other)._node is not None)):
-        raise RuntimeError(
+        raise MXNetError(
             "in-place %s on an array that takes part in a recorded graph would rewrite its "
             "history; inside autograd.record() write it out of place (a = a + b)" % what)
+
+
+cdef void _record_setitem(ndarray self, object key, object value) except *:
+    """``self[key] = value`` inside ``record()``.
+
+    Note [Recorded assignment]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    As in MXNet and PyTorch, ``x[key] = v`` inside ``record()`` is part of the graph when ``x``
+    is an intermediate or a constant: the values are written into ``x``'s memory as usual, and
+    ``x`` gets a new history, ``x - scatter(x[key]) + scatter(v)``, made of table ops (so it is
+    differentiable to any order and saves none of ``x``'s values): the gradient reaches ``v``
+    at ``key`` and ``x``'s old history everywhere else. Refused, with a clear error: writing
+    into a variable (a leaf whose gradient is wanted), into memory that another fastgrad array
+    shares (a view, or an output whose rule reads it), and repeated advanced indices (which
+    element wins is up to NumPy). A recorded op that saved ``x``'s old values raises at
+    backward time, through the version counter (Note [Versions]).
+    """
+    cdef Node node = self._node
+    if node is not None and node.op is None:
+        raise MXNetError(
+            "in-place assignment (a[...] = v) into a variable that requires a gradient would "
+            "lose its gradient; inside autograd.record() write into an intermediate or a copy "
+            "(y = x.copy(); y[...] = v)")
+    if self._vcell is not None and _refcount(<PyObject*>self._vcell) > 1:
+        raise MXNetError(
+            "in-place assignment (a[...] = v) inside autograd.record() into an array whose "
+            "memory another recorded array shares (a view, or an output its op saved) would "
+            "give that array wrong gradients; assign into a copy() instead")
+    cdef object data = self._data
+    cdef object target_shape = data[key].shape
+    counts = _np.zeros(data.shape, dtype=_np.intp)
+    _np.add.at(counts, key, 1)
+    if counts.max(initial=0) > 1:
+        raise MXNetIndexError(
+            "in-place assignment (a[...] = v) inside autograd.record() with repeated indices "
+            "is not differentiable (which value is kept is up to NumPy); use unique indices")
+    v = value
+    if not isinstance(v, ndarray):
+        v = wrap(_np.asarray(v), None, 0, type(self))
+    if (<ndarray>v)._data.dtype != data.dtype:
+        v = P_ASTYPE.apply((v,), (data.dtype,))
+    if (<ndarray>v)._data.shape != target_shape:
+        v = P_BROADCAST.apply((v,), (target_shape,))
+    shape = data.shape
+    old = wrap(data, node, self._oidx, type(self))   # the values before, with their history
+    kept = P_SUB.apply((old, P_SCATTER.apply((P_GETITEM.apply((old,), (key,)),), (key, shape))), ())
+    new = <ndarray>P_ADD.apply((kept, P_SCATTER.apply((v,), (key, shape))), ())
+    data[key] = (<ndarray>v)._data
+    self._bump()
+    self._node = new._node
+    self._oidx = new._oidx
 
 
 @cython.freelist(256)
@@ -1041,8 +1119,12 @@ cdef class ndarray:
         return P_GETITEM.apply((self,), (_raw_key(key),))
 
     def __setitem__(self, key, value):
-        _check_recorded_inplace(self, value, "assignment (a[...] = v)")
-        self._data[_raw_key(key)] = raw(value)
+        key = _raw_key(key)
+        if is_recording_c() and (self._node is not None or (
+                isinstance(value, ndarray) and (<ndarray>value)._node is not None)):
+            _record_setitem(self, key, value)
+            return
+        self._data[key] = raw(value)
         self._bump()
 
     # ----------------------------------------------------------- conversions

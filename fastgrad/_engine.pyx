@@ -57,6 +57,7 @@ import threading
 import numpy as _np
 from fastgrad import _memo
 from fastgrad._filled import Filled as FILLED
+from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 
 cnp.import_array()
 
@@ -138,7 +139,7 @@ cdef void _check_nested(Node n) except *:
     for k in range(len(_running) - 1):
         if n.epoch == <unsigned long long>_running[k]:
             what = "fastgrad.%s" % n.op.name if n.op is not None else "a variable"
-            raise RuntimeError(
+            raise MXNetError(
                 "backward: a backward pass started inside another (a Function's backward "
                 "calling backward() or grad()) reached %s (node #%d) of the outer pass; "
                 "differentiate detached copies inside backward (x.detach(), then "
@@ -427,7 +428,7 @@ cdef void _check_versions(Node n) except *:
         if isinstance(s, ndarray):
             vsum += version_of(<ndarray>s)
     if vsum != n.vsum or (n.out_cell is not None and n.out_cell.value != n.out_v0):
-        raise RuntimeError(
+        raise MXNetError(
             "fastgrad.%s (node #%d): an array this op saved for the backward pass was modified "
             "in place after it was recorded, so its gradient would be wrong. Write the update "
             "out of place, or copy() the array before modifying it." % (op.name, n.seq))
@@ -548,7 +549,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
-            raise RuntimeError(
+            raise MXNetError(
                 "backward: head %d has no recorded history. Compute it inside "
                 "autograd.record() from an array that had attach_grad() called%s."
                 % (i, "" if not prune else
@@ -565,7 +566,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             continue
         if n.released:
             if not prune:
-                raise RuntimeError(_released_message(n))
+                raise MXNetError(_released_message(n))
             freed.append(n)     # an error only if its rule would run (checked after pruning)
         for obj in n.parents:
             if obj is None:
@@ -585,11 +586,11 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                                 % (i, type(obj).__name__))
             h = <ndarray>obj
             if h._node is None:
-                raise ValueError("grad: variable %d (shape %s) has no recorded history; call "
+                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; call "
                                  "attach_grad() on it before recording" % (i, h.shape))
             if h._node.epoch != epoch:
                 if not allow_unused:
-                    raise ValueError(
+                    raise MXNetValueError(
                         "grad: variable %d (shape %s) is not reached from the heads, so its "
                         "gradient is undefined; pass allow_unused=True to get zeros"
                         % (i, h.shape))
@@ -605,7 +606,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if n.needed:
                 for par in n.parents:
                     if par is not None and (<Node>par).needed:
-                        raise RuntimeError(_released_message(n))
+                        raise MXNetError(_released_message(n))
 
     cdef dict captured = {} if prune else None
     cdef list heap = []

@@ -18,6 +18,7 @@ import numpy as _np
 from fastgrad._state import (is_recording, is_training, set_recording, set_training,
                              is_anomaly_enabled, set_anomaly_enabled)
 from fastgrad._array import ndarray
+from fastgrad.base import MXNetValueError
 from fastgrad import _engine
 from fastgrad._function import Function
 from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
@@ -205,6 +206,13 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     variables, _ = _as_list(variables, "grad: variables")
     if not variables:
         raise ValueError("grad: variables cannot be an empty list")
+    for i, v in enumerate(variables):
+        node = getattr(v, "node", None)
+        if node is not None and node.op is None and v.grad_req == "null":
+            raise MXNetValueError(
+                "grad: cannot differentiate with respect to variable %d (shape %s) because "
+                "its grad_req is 'null' (MXNet refuses too); attach_grad() it with 'write'"
+                % (i, v.shape))
     if retain_graph is None:
         retain_graph = create_graph
     out = _engine.run_backward(heads, head_grads, variables, bool(retain_graph),

@@ -205,9 +205,12 @@ CASES = [
     # ---- in-place writes
     ("in-place add inside record on a recorded array",
      lambda: recorded(lambda t: t.__iadd__(1)), RuntimeError, "in-place addition"),
-    ("setitem inside record on a recorded array",
-     lambda: recorded(lambda t: (t * 2).__setitem__(0, 1.0)), RuntimeError,
-     r"in-place assignment"),
+    ("setitem inside record on a variable",
+     lambda: recorded(lambda t: t.__setitem__(0, 1.0)), RuntimeError,
+     r"in-place assignment.*variable"),
+    ("setitem inside record with repeated indices",
+     lambda: recorded(lambda t: (t * 2).__setitem__(onp.array([0, 0]), 1.0)), IndexError,
+     r"repeated indices"),
     ("mutating a saved array then backward", _inplace_then_backward, RuntimeError,
      "multiply.*modified in place"),
     # ---- symbols and executors
