@@ -38,7 +38,8 @@ import weakref
 import numpy as _np
 
 from fastgrad._filled import Filled as _Filled
-from fastgrad.base import MXNetError, MXNetIndexError     # Note [MXNet errors]
+from fastgrad.base import MXNetError, MXNetIndexError, MXNetValueError  # Note [MXNet errors]
+from fastgrad.context import check_device as _check_device
 
 cnp.import_array()
 
@@ -867,13 +868,31 @@ cdef class ndarray:
         if isinstance(other, ndarray):
             other[...] = self
             return other
+        _check_device(other)
         return _ops.copy(self)
 
     def as_in_context(self, ctx):
+        """This array (fastgrad has one device, the CPU; another device raises)."""
+        _check_device(ctx)
+        return self
+
+    def as_in_ctx(self, ctx):
+        """This array (fastgrad has one device, the CPU; another device raises)."""
+        _check_device(ctx)
         return self
 
     def to_device(self, device):
+        """This array (fastgrad has one device, the CPU; another device raises)."""
+        _check_device(device)
         return self
+
+    def tostype(self, stype):
+        """A copy (with this array's history) for ``stype='default'``; fastgrad has no sparse
+        storage types, so any other raises."""
+        if stype != "default":
+            raise MXNetValueError("tostype(%r): fastgrad arrays are dense; only 'default' "
+                                  "storage exists" % (stype,))
+        return _ops.copy(self)
 
     def astype(self, dtype, copy=True):
         if not copy and _np.dtype(dtype) == self._data.dtype:
@@ -882,6 +901,9 @@ cdef class ndarray:
 
     # ----------------------------------------------------------- shape methods
     def reshape(self, *shape, order="C", reverse=False):
+        if reverse:
+            raise ValueError("reshape: NumPy arrays have no reverse=; use npx.reshape(a, shape, "
+                             "reverse=True) for MXNet's reshape codes")
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
         return _ops.reshape(self, shape, order=order)

@@ -22,11 +22,13 @@ from fastgrad.base import MXNetValueError
 from fastgrad import _engine
 from fastgrad._function import Function
 from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
+from fastgrad.ndarray import NDArray     # re-exported, as mxnet.autograd does
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
     "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp", "hvp",
+    "NDArray",
 ]
 
 

@@ -201,7 +201,7 @@ CASES = [
      "unknown act_type"),
     ("op on an object array", lambda: np.sin(np.array(onp.array([object()], dtype=object))),
      TypeError, "fastgrad.sin"),
-    ("a GPU context", lambda: mx.gpu(0), ValueError, "CPU only"),
+    ("an array placed on a GPU", lambda: np.zeros((2,), ctx=mx.gpu(0)), ValueError, "CPU only"),
     # ---- in-place writes
     ("in-place add inside record on a recorded array",
      lambda: recorded(lambda t: t.__iadd__(1)), RuntimeError, "in-place addition"),
