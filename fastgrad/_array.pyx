@@ -184,9 +184,10 @@ cdef object _integral_index(object k):
     """
     if type(k) is not NP_NDARRAY or (<cnp.ndarray>k).dtype.kind != "f":
         return k
-    ik = k.astype(_np.intp)
-    if not _np.array_equal(ik, k):
-        bad = k[(ik != k) | ~_np.isfinite(k)]
+    finite = _np.isfinite(k)
+    ik = _np.where(finite, k, 0).astype(_np.intp)
+    if not (finite.all() and _np.array_equal(ik, k)):
+        bad = k[(ik != k) | ~finite]
         raise MXNetIndexError("index arrays must hold integers; this %s index holds %s"
                               % (k.dtype, _np.unique(bad)[:5].tolist()))
     return ik
