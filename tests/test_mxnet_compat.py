@@ -536,3 +536,11 @@ def test_set_np_dtype_makes_float64_the_default():
         npx.set_np()
     assert np.array([1, 2]).dtype == onp.float32
     npx.waitall()
+
+
+def test_every_table_op_mxnet_nd_has_is_in_nd():
+    with open(os.path.join(FIXTURES, "mxnet_nd_names.json")) as f:
+        names = json.load(f)
+    assert len(names) > 50
+    missing = [n for n in names if not callable(getattr(nd, n, None))]
+    assert missing == []
