@@ -18,9 +18,10 @@ An in-place write (``a += b``, ``a[k] = v``) bumps the version of the array's *m
 cell when their output really is a view of it). A node remembers the sum of the versions of the
 arrays it saved and, if its rule reads its output, the output's cell; the backward pass checks
 both and raises, naming the op, if memory the rule needs was written after it was recorded —
-through the array itself or through any view. Inside ``record()`` an in-place write into an
-array that belongs to the graph is refused outright, because it would rewrite history. Writes
-through NumPy views of the data (``numpy.asarray(a)[...] = v``) are outside fastgrad's sight.
+through the array itself or through any view. Inside ``record()`` in-place arithmetic on an
+array that belongs to the graph is refused outright, because it would rewrite history; an
+assignment ``a[k] = v`` is recorded instead (Note [Recorded assignment]). Writes through NumPy
+views of the data (``numpy.asarray(a)[...] = v``) are outside fastgrad's sight.
 """
 
 cimport cython
