@@ -265,6 +265,43 @@ def test_attached_intermediate_whose_history_was_freed_acts_as_a_leaf():
     assert_close(x.grad, [6.0, 12.0])          # from the first pass only
 
 
+def test_retain_and_drop_grad_on_head_intermediate_and_variable():
+    """MXNet 2.x's retain/drop grad: the head, an intermediate and a variable."""
+    xn, yn = onp.array([[1.0, 2.0], [3.0, 4.0]]), onp.array([[5.0, 6.0], [7.0, 8.0]])
+    x, y = f64(xn), f64(yn)
+    x.attach_grad()
+    y.attach_grad()
+    with autograd.record():
+        u = x * y
+        z = u * x
+    u.attach_grad()
+    z.attach_grad()
+    z.backward(f64(onp.full((2, 2), 10.0)), retain_graph=True)
+    assert_close(z.grad, onp.full((2, 2), 10.0))
+    assert_close(u.grad, 10 * xn)
+    assert_close(y.grad, 10 * xn * xn)
+    assert_close(x.grad, 10 * 2 * xn * yn)
+    u.drop_grad()
+    z.drop_grad()
+    y.drop_grad()
+    z.backward(f64(onp.full((2, 2), 0.1)))
+    assert u.grad is None and z.grad is None and y.grad is None
+    assert_close(x.grad, 0.1 * 2 * xn * yn)
+
+
+def test_mark_variables_on_an_intermediate_keeps_its_history():
+    x = f64(onp.ones((3, 2)))
+    x.attach_grad()
+    with autograd.record():
+        u = x * 3
+        z = u * x
+    ubuf = np.zeros((3, 2), dtype="float64")
+    autograd.mark_variables(u, ubuf)
+    z.backward()
+    assert_close(ubuf, onp.ones((3, 2)))          # dz/du = x
+    assert_close(x.grad, onp.full((3, 2), 6.0))   # d(3x^2)/dx
+
+
 def test_fresh_grad_flag():
     """MXNet's test_detach_updated_grad."""
     x, y = nd.ones((2, 2)), nd.ones((2, 2))
