@@ -586,8 +586,9 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                                 % (i, type(obj).__name__))
             h = <ndarray>obj
             if h._node is None:
-                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; call "
-                                 "attach_grad() on it before recording" % (i, h.shape))
+                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
+                                      "call attach_grad() on it before recording"
+                                      % (i, h.shape))
             if h._node.epoch != epoch:
                 if not allow_unused:
                     raise MXNetValueError(

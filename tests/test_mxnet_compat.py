@@ -421,7 +421,8 @@ def test_reshape_codes_differentiate():
 
 @pytest.mark.parametrize("target, message", [
     ((5, -1), "not a multiple"), ((-1, -1), "only one"), ((0, 0, 0, 0), "more dimensions"),
-    ((-4, -1, -1, -2), "both split sizes"), ((-4, 5, -1, -2), "cannot split"), ((-7,), "not a reshape code"),
+    ((-4, -1, -1, -2), "both split sizes"), ((-4, 5, -1, -2), "cannot split"),
+    ((-7,), "not a reshape code"),
 ])
 def test_bad_reshape_codes_raise(target, message):
     with pytest.raises(ValueError, match=message):
