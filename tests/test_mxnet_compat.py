@@ -5,13 +5,16 @@ Reference values are closed forms, finite differences, or real MXNet 1.9.1 outpu
 """
 import json
 import os
+import sys
 
 import numpy as onp
 import pytest
 
 import fastgrad as mx
 from fastgrad import autograd, nd, np, npx
-from tests._helpers import assert_close, f64, numerical_grad
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _helpers import assert_close, f64, numerical_grad  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
