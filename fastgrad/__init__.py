@@ -31,6 +31,7 @@ from fastgrad._registry import list_ops  # noqa: E402
 from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402
+from fastgrad import functional  # noqa: E402
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np
@@ -41,3 +42,4 @@ _sys.modules[__name__ + ".viz"] = viz
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__"]
+__all__ += ["functional"]

@@ -21,12 +21,14 @@ from fastgrad._array import ndarray
 from fastgrad import _engine
 from fastgrad._function import Function
 from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
+from fastgrad.functional import grad_and_loss
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
     "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp", "hvp",
 ]
+__all__ += ["grad_and_loss"]
 
 
 class _RecordingStateScope:
