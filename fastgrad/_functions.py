@@ -202,6 +202,36 @@ def real(val):
     return _P["real"](val)
 
 
+def imag(val):
+    """The imaginary part (``numpy.imag``); differentiable for complex input, a constant
+    zero array for real input."""
+    if isinstance(val, ndarray) and val.dtype.kind == "c":
+        return _P["imag"](val)
+    return _wrap(_np.array(_np.imag(unwrap(val)), copy=True))
+
+
+def angle(z, deg=False):
+    """The argument of complex numbers (``numpy.angle``), in radians or degrees:
+    ``arctan2(imag(z), real(z))``, differentiable for complex input; piecewise constant (no
+    history) for real input."""
+    if isinstance(z, ndarray) and z.dtype.kind == "c":
+        out = arctan2(imag(z), real(z))
+        return out * (180.0 / _np.pi) if deg else out
+    return _wrap(_np.angle(unwrap(z), deg=deg))
+
+
+def real_if_close(a, tol=100):
+    """The real part if every imaginary part is within ``tol`` machine epsilons of zero,
+    else ``a`` (``numpy.real_if_close``); differentiable either way."""
+    if not (isinstance(a, ndarray) and a.dtype.kind == "c"):
+        return a if isinstance(a, ndarray) else _wrap(_np.real_if_close(a, tol))
+    data = unwrap(a)
+    limit = _np.finfo(data.dtype).eps * tol if tol > 1 else tol
+    if _np.all(_np.abs(data.imag) < limit):
+        return real(a)
+    return a
+
+
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN and infinities replaced by finite numbers (``numpy.nan_to_num``); the gradient
     is zero at the replaced elements."""
@@ -1307,6 +1337,9 @@ __all__ = [
 ]
 
 
+__all__ += ["imag", "angle", "real_if_close"]
+
+
 # ---------------------------------------------------------------- NumPy dispatch
 def _dispatch_table():
     """NumPy function -> fastgrad function, for every NumPy function fastgrad implements
@@ -1324,3 +1357,4 @@ def _dispatch_table():
 
 
 FUNCS = _dispatch_table()
+

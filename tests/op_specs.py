@@ -591,3 +591,33 @@ COMPOSITE_SPECS = {
                                   call=lambda a, w: np_.average(a, axis=1, weights=w),
                                   ref=lambda a, w: onp.average(a, axis=1, weights=w)),
 }
+
+
+# ---------------------------------------------------------------- complex parts and FFTs
+# Complex values are made inside the call (to_complex, or an FFT of a real input) and split
+# back into real and imaginary parts by ``post``; test_fft.py differentiates complex inputs
+# along both parts.
+_P_ = REGISTRY
+_parts = (lambda out: (onp.real(out), onp.imag(out)))
+SPECS["to_complex"] = Spec([C((3, 4))], post=_parts, ref=lambda x: x.astype(complex))
+SPECS["times_i"] = Spec([C((3, 4))], post=_parts, ref=lambda x: 1j * x)
+SPECS["imag"] = Spec([C((5,))], call=lambda x: _P_["imag"](
+    _P_["fftn_c2c"](_P_["to_complex"](x), (0,), "backward", False)),
+    ref=lambda x: onp.imag(onp.fft.fft(x)))
+SPECS["fftn_c2c"] = Spec(
+    [C((6,), axes=(0,), norm="backward", inverse=False),
+     C((3, 4), axes=(0, 1), norm="ortho", inverse=True),
+     C((2, 3, 4), axes=(2, 0), norm="forward", inverse=False)],
+    call=lambda x, **p: _P_["fftn_c2c"](_P_["to_complex"](x), **p), post=_parts,
+    ref=lambda x, axes, norm, inverse: (onp.fft.ifftn if inverse else onp.fft.fftn)(
+        x, axes=axes, norm=norm))
+SPECS["rfftn"] = Spec(
+    [C((6,), axes=(0,), norm="backward"), C((3, 5), axes=(0, 1), norm="ortho"),
+     C((4, 3), axes=(1, 0), norm="forward")], post=_parts,
+    ref=lambda x, axes, norm: onp.fft.rfftn(x, axes=axes, norm=norm))
+SPECS["irfftn"] = Spec(
+    [C((4,), axes=(0,), n=6, norm="backward"), C((4,), axes=(0,), n=7, norm="ortho"),
+     C((3, 3), axes=(0, 1), n=5, norm="forward")],
+    call=lambda x, **p: _P_["irfftn"](_P_["to_complex"](x), **p),
+    ref=lambda x, axes, n, norm: onp.fft.irfftn(
+        x, s=[x.shape[a] for a in axes[:-1]] + [n], axes=axes, norm=norm))

@@ -128,8 +128,9 @@ SECOND = _cases({n: s for n, s in ALL_SPECS.items() if s.order2})
 
 
 def _close(actual, expected, spec, what, scale=1.0):
-    onp.testing.assert_allclose(onp.asarray(actual, dtype=onp.float64),
-                                onp.asarray(expected, dtype=onp.float64),
+    kind = onp.complex128 if onp.iscomplexobj(expected) else onp.float64
+    onp.testing.assert_allclose(onp.asarray(actual, dtype=kind),
+                                onp.asarray(expected, dtype=kind),
                                 rtol=spec.rtol * scale, atol=spec.atol * scale, err_msg=what)
 
 

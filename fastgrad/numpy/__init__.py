@@ -9,6 +9,7 @@ from fastgrad import _functions
 from fastgrad._functions import *  # noqa: F401,F403
 from fastgrad.numpy import random  # noqa: F401
 from fastgrad.numpy import linalg  # noqa: F401
+from fastgrad.numpy import fft  # noqa: F401
 
 import numpy as _onp
 
@@ -25,3 +26,4 @@ finfo, iinfo = _onp.finfo, _onp.iinfo
 
 __all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"]
 __all__ += _functions.__all__
+__all__ += ["fft"]
