@@ -220,6 +220,12 @@ def angle(z, deg=False):
     return _wrap(_np.angle(unwrap(z), deg=deg))
 
 
+def i0(x):
+    """The modified Bessel function of the first kind of order 0 (``numpy.i0``),
+    differentiable (its derivative is ``i1``)."""
+    return _P["i0"](x)
+
+
 def real_if_close(a, tol=100):
     """The real part if every imaginary part is within ``tol`` machine epsilons of zero,
     else ``a`` (``numpy.real_if_close``); differentiable either way."""
@@ -1337,7 +1343,7 @@ __all__ = [
 ]
 
 
-__all__ += ["imag", "angle", "real_if_close"]
+__all__ += ["imag", "angle", "real_if_close", "i0"]
 
 
 # ---------------------------------------------------------------- NumPy dispatch

@@ -621,3 +621,84 @@ SPECS["irfftn"] = Spec(
     call=lambda x, **p: _P_["irfftn"](_P_["to_complex"](x), **p),
     ref=lambda x, axes, n, norm: onp.fft.irfftn(
         x, s=[x.shape[a] for a in axes[:-1]] + [n], axes=axes, norm=norm))
+
+
+# ---------------------------------------------------------------- SciPy (fastgrad.scipy)
+import scipy.linalg as _sla  # noqa: E402
+import scipy.signal as _ssig  # noqa: E402
+import scipy.special as _ssp  # noqa: E402
+
+
+def _orders(rng, shape):
+    return rng.integers(0, 3, shape)
+
+
+def _signed_away_from_zero(rng, shape):
+    return rng.uniform(0.2, 2.0, shape) * rng.choice([-1, 1], shape)
+
+
+def _triangular(lower):
+    def make(rng, shape):
+        a = rng.uniform(-1, 1, shape) + 3 * onp.eye(shape[0])
+        return onp.tril(a) if lower else onp.triu(a)
+    return make
+
+
+def _special(names, domain=(0.5, 3.0), cases=None, **kw):
+    for name in names.split():
+        SPECS[name] = Spec(cases or [C((3, 4)), C(())], domain=domain,
+                           ref=getattr(_ssp, name), **kw)
+
+
+_special("gamma gammaln rgamma digamma")
+_special("beta betaln", cases=[C((3, 4), (4,))])
+_special("erfc j0 j1", domain=(-2.0, 2.0))
+_special("erfcinv", domain=(0.1, 1.9))
+_special("ndtr", domain=(-2.0, 2.0))
+_special("log_ndtr", domain=(-3.0, 3.0))
+_special("ndtri logit", domain=(0.1, 0.9))
+_special("y0 y1", domain=(0.5, 3.0))
+_special("i0 i1", domain=(-2.0, 2.0), rtol=1e-5)
+SPECS["i0"].ref = onp.i0
+SPECS["i0e"] = Spec([C((3, 4))], make={0: _signed_away_from_zero}, ref=_ssp.i0e)
+SPECS["i1e"] = Spec([C((3, 4))], make={0: _signed_away_from_zero}, ref=_ssp.i1e)
+SPECS["xlogy"] = Spec([C((3, 4), (4,))], domain=[(-2, 2), (0.5, 2)], ref=_ssp.xlogy)
+SPECS["xlog1py"] = Spec([C((3, 4), (4,))], domain=[(-2, 2), (-0.5, 2)], ref=_ssp.xlog1py)
+SPECS["polygamma"] = Spec([C((3, 4), (3, 4))], make={0: _orders}, domain=(0.5, 3.0),
+                          ref=_ssp.polygamma)
+for _name in ("iv", "jv", "yv"):
+    SPECS[_name] = Spec([C((3, 4), (3, 4)), C((4,), ())], make={0: _orders},
+                        domain=(0.5, 3.0), ref=getattr(_ssp, _name))
+SPECS["ive"] = Spec([C((3, 4), (3, 4))], make={0: _orders, 1: _signed_away_from_zero},
+                    ref=_ssp.ive)
+SPECS["gammainc"] = Spec([C((3, 4), (3, 4)), C((), (5,))], domain=[(0.5, 3), (0.2, 3)],
+                         nondiff={0}, ref=_ssp.gammainc)
+SPECS["gammaincc"] = Spec([C((3, 4), (3, 4))], domain=[(0.5, 3), (0.2, 3)], nondiff={0},
+                          ref=_ssp.gammaincc)
+SPECS["betainc"] = Spec([C((3, 4), (4,), (3, 4))], domain=[(0.5, 3), (0.5, 3), (0.1, 0.9)],
+                        nondiff={0, 1}, ref=_ssp.betainc)
+SPECS["stdtr"] = Spec([C((3, 4), (3, 4))], domain=[(1, 5), (-2, 2)], nondiff={0},
+                      ref=_ssp.stdtr)
+SPECS["convolve_full"] = Spec([C((5,), (3,)), C((3, 4), (2, 3))],
+                              ref=lambda x, y: _ssig.convolve(x, y, mode="full"))
+SPECS["convolve_valid"] = Spec([C((5,), (3,)), C((4, 5), (2, 3)), C((2, 3, 4), (1, 2, 2))],
+                               ref=lambda x, y: _ssig.convolve(x, y, mode="valid"))
+def _solve_triangular_ref(a, b, lower, trans, unit_diagonal):
+    return _sla.solve_triangular(a, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+
+
+SPECS["solve_triangular"] = Spec(
+    [C((3, 3), (3,), lower=True, trans=0, unit_diagonal=False),
+     C((3, 3), (3, 2), lower=True, trans=1, unit_diagonal=False),
+     C((4, 4), (4, 2), lower=True, trans=0, unit_diagonal=True)],
+    make={0: _triangular(True)}, ref=_solve_triangular_ref)
+SPECS["solve_triangular_upper"] = Spec(
+    [C((3, 3), (3, 2), lower=False, trans=1, unit_diagonal=False)],
+    make={0: _triangular(False)}, ref=_solve_triangular_ref,
+    call=lambda a, b, **p: REGISTRY["solve_triangular"](a, b, **p))
+SPECS["expm"] = Spec([C((3, 3)), C((2, 2, 2))], domain=(-1, 1), ref=_sla.expm,
+                     rtol=1e-5, atol=1e-6)
+SPECS["sqrtm"] = Spec([C((3, 3))], make={0: spd}, ref=lambda a: _sla.sqrtm(a).real)
+SPECS["sylvester"] = Spec([C((3, 3), (2, 2), (3, 2))],
+                          make={0: well_conditioned, 1: well_conditioned},
+                          ref=_sla.solve_sylvester)
