@@ -16,9 +16,9 @@ import sys as _sys
 from fastgrad._version import __version__
 from fastgrad import _registry, _functions, _engine, _array, _anomaly
 from fastgrad import autograd
-from fastgrad import _fft
-_array.install(_functions, _registry.UFUNC_OPS, {**_functions.FUNCS, **_fft.FUNCS},
-               _registry.REGISTRY, autograd.backward, _anomaly.capture_trace)
+from fastgrad import _dispatch
+_array.install(_functions, _registry.UFUNC_OPS, _dispatch.FUNCS, _registry.REGISTRY,
+               autograd.backward, _anomaly.capture_trace)
 _registry.install_graph_rules(_functions)
 _engine.install(__import__("fastgrad._kernels", fromlist=["sum_to"]).sum_to,
                 _registry.REGISTRY, _anomaly.report)

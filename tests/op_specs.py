@@ -702,3 +702,76 @@ SPECS["sqrtm"] = Spec([C((3, 3))], make={0: spd}, ref=lambda a: _sla.sqrtm(a).re
 SPECS["sylvester"] = Spec([C((3, 3), (2, 2), (3, 2))],
                           make={0: well_conditioned, 1: well_conditioned},
                           ref=_sla.solve_sylvester)
+
+
+# ---------------------------------------------------------------- more of NumPy
+def _eig_parts(out):
+    w, v = out
+    return onp.real(w), onp.imag(w), onp.real(v) ** 2 + onp.imag(v) ** 2
+
+
+def _complete_ref(u):
+    q = onp.linalg.qr(u, mode="complete")[0]
+    return onp.concatenate([u, q[..., u.shape[-1]:]], axis=-1)
+
+
+def _orthonormal_columns(rng, shape):
+    return onp.linalg.qr(rng.uniform(-1, 1, shape))[0]
+
+
+# Second order waits for the complex convention of matmul, solve and conjugate (issue 12):
+# eig's rule is written with them.
+SPECS["eig"] = Spec([C((3, 3)), C((2, 4, 4))], post=_eig_parts, order2=False,
+                    ref=lambda x: onp.linalg.eig(x), rtol=1e-5, atol=1e-6)
+# Only the given columns are differentiable: the weights of the loss on the completed ones
+# are zero through ``post``.
+SPECS["complete_basis"] = Spec([C((4, 2))], make={0: _orthonormal_columns},
+                               post=lambda out: out[..., :2] * 1.0, ref=_complete_ref)
+COMPOSITE_SPECS.update({
+    "np.gradient": Spec([C((5,)), C((4, 3))], call=np_.gradient, ref=onp.gradient),
+    "np.gradient_edge2_coords": Spec(
+        [C((5, 3))], call=lambda f: np_.gradient(f, onp.array([0., 0.5, 1.5, 1.7, 3.0]), 2.0,
+                                                 edge_order=2),
+        ref=lambda f: onp.gradient(f, onp.array([0., 0.5, 1.5, 1.7, 3.0]), 2.0,
+                                   edge_order=2)),
+    "np.partition": Spec([C((3, 5))], make={0: distinct},
+                         call=lambda a: np_.partition(a, 2, axis=1),
+                         ref=lambda a: onp.partition(a, 2, axis=1)),
+    "np.select": Spec([C((4,), (4,), ())],
+                      call=lambda a, b, d: np_.select([onp.array([1, 0, 0, 1], bool),
+                                                       onp.array([1, 1, 0, 0], bool)], [a, b], d),
+                      ref=lambda a, b, d: onp.select([onp.array([1, 0, 0, 1], bool),
+                                                      onp.array([1, 1, 0, 0], bool)], [a, b], d)),
+    "np.meshgrid": Spec([C((3,), (2,))], call=lambda x, y: tuple(np_.meshgrid(x, y)),
+                        ref=lambda x, y: tuple(onp.meshgrid(x, y))),
+    "np.meshgrid_ij_sparse": Spec([C((3,), (2,), (4,))],
+                                  call=lambda x, y, z: tuple(np_.meshgrid(x, y, z, indexing="ij",
+                                                                          sparse=True)),
+                                  ref=lambda x, y, z: tuple(onp.meshgrid(x, y, z, indexing="ij",
+                                                                         sparse=True))),
+    "np.dsplit": Spec([C((2, 2, 6))], call=lambda a: tuple(np_.dsplit(a, 3)),
+                      ref=lambda a: tuple(onp.dsplit(a, 3))),
+    "np.linalg.eigvals": Spec([C((3, 3))], call=np_.linalg.eigvals,
+                              post=lambda w: (onp.real(w), onp.imag(w)),
+                              ref=onp.linalg.eigvals, order2=False),
+    "np.linalg.lstsq": Spec([C((5, 3), (5, 2))], call=lambda a, b: np_.linalg.lstsq(a, b)[:2],
+                            ref=lambda a, b: onp.linalg.lstsq(a, b)[:2], rtol=1e-5),
+    "np.linalg.svd_full": Spec([C((4, 2)), C((2, 3))],
+                               call=lambda a: _svd_used(np_.linalg.svd(a)),
+                               ref=lambda a: _svd_used(onp.linalg.svd(a))),
+    "np.einsum_interleaved": Spec([C((2, 3), (3, 4))],
+                                  call=lambda a, b: np_.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+                                  ref=lambda a, b: onp.einsum(a, [0, 1], b, [1, 2], [0, 2])),
+    "np.einsum_trace": Spec([C((3, 3))], call=lambda a: np_.einsum("ii->", a),
+                            ref=lambda a: onp.einsum("ii->", a)),
+    "np.einsum_diagonal_repeated": Spec([C((2, 2, 3))], call=lambda a: np_.einsum("iij->j", a),
+                                        ref=lambda a: onp.einsum("iij->j", a)),
+})
+
+
+def _svd_used(usv):
+    """The parts of a full SVD that are unique: singular values, and the products of the
+    leading singular vectors (sign-free)."""
+    u, s, vh = usv
+    k = s.shape[-1]
+    return s, u[..., :k] @ vh[..., :k, :]
