@@ -8,6 +8,13 @@ Arguments may be arrays, Python numbers, or (for ``grad``, ``value_and_grad``,
 ``grad_and_aux``, ``elementwise_grad`` and ``vjp``) lists, tuples and dicts of them; the
 gradient has the same structure. Integer and boolean inputs are differentiated as float64.
 
+Note [Result types]
+~~~~~~~~~~~~~~~~~~
+A transform returns what its arguments were: called (outside any recording) on NumPy arrays
+and Python numbers, as HIPS autograd code and ``scipy.optimize`` do, it returns NumPy arrays
+(NumPy scalars for numbers); called on fastgrad arrays, fastgrad arrays. Inside an enclosing
+transform the results are always fastgrad arrays, which carry the history.
+
 Note [Nesting transforms]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
 A transform runs its function under recording and differentiates it with the engine. It keeps
@@ -90,10 +97,12 @@ class _Traced:
         args = list(args)
         self.rebuilds = []
         self.leaves = []
+        self.kinds = []
         for a in argnums:
             leaves, rebuild = _flatten(args[a])
             self.nested = self.nested or any(
                 isinstance(v, ndarray) and v.node is not None for v in leaves)
+            self.kinds.extend(_kind(v) for v in leaves)
             variables = [_variable(v) for v in leaves]
             self.rebuilds.append((rebuild, len(variables)))
             self.leaves.extend(variables)
@@ -114,17 +123,44 @@ class _Traced:
                                 self.leaves, retain or self.nested, self.nested, True, True)
         else:
             flat = [_F.zeros_like(v) for v in self.leaves]
+        if not self.nested:
+            flat = [_like(g, kind) for g, kind in zip(flat, self.kinds)]
         out, k = [], 0
         for rebuild, n in self.rebuilds:
             out.append(rebuild(list(flat[k:k + n])))
             k += n
         return out
 
+    @property
+    def plain(self):
+        """Whether the results are NumPy's (Note [Result types])."""
+        return not self.nested and "fastgrad" not in self.kinds
+
     def value(self, out):
         """``out`` without history unless the call is nested (the graph is not kept)."""
         if isinstance(out, ndarray) and not self.nested:
+            if self.plain:
+                return _like(out, "scalar" if out.ndim == 0 else "numpy")
             return out.detach()
         return out
+
+    def export(self, x):
+        """A result computed from the gradients, as NumPy's when the arguments were."""
+        return _like(x, "numpy") if self.plain and isinstance(x, ndarray) else x
+
+
+def _kind(x):
+    """How a result for argument ``x`` is returned (Note [Result types])."""
+    if isinstance(x, ndarray):
+        return "fastgrad"
+    return "scalar" if _onp.ndim(x) == 0 and not isinstance(x, _onp.ndarray) else "numpy"
+
+
+def _like(x, kind):
+    if kind == "fastgrad" or not isinstance(x, ndarray):
+        return x
+    data = unwrap(x)
+    return data[()] if kind == "scalar" else data
 
 
 def _scalar(out, who):
@@ -270,8 +306,8 @@ def jacobian(fun, argnum=0):
             e[i] = 1
             rows.append(t.gradients([out], [e.reshape(out.shape)], retain=True)[0])
         if n == 0:
-            return _F.zeros(out.shape + x.shape, dtype=x.dtype)
-        return _F.reshape(_F.stack(rows), out.shape + x.shape)
+            return t.export(_F.zeros(out.shape + x.shape, dtype=x.dtype))
+        return t.export(_F.reshape(_F.stack(rows), out.shape + x.shape))
     return jacobian_fun
 
 
@@ -373,7 +409,7 @@ def jvp(fun, primals, tangents):
     t = _Traced(fun, primals, {}, tuple(range(len(primals))), "jvp")
     out = t.out if isinstance(t.out, ndarray) else _wrap(_onp.asarray(t.out))
     if out.node is None:
-        return t.value(out), _F.zeros_like(out)
+        return t.value(out), t.export(_F.zeros_like(out))
     u = _wrap(_onp.zeros(out.shape, dtype=out.dtype))
     u.attach_grad()
     prev = set_recording(True)
@@ -386,9 +422,9 @@ def jvp(fun, primals, tangents):
     finally:
         set_recording(prev)
     if inner is None or inner.node is None:
-        return t.value(out), _F.zeros_like(out)
+        return t.value(out), t.export(_F.zeros_like(out))
     tangent_out = run_backward([inner], None, [u], t.nested, t.nested, True, True)[0]
-    return t.value(out), tangent_out
+    return t.value(out), t.export(tangent_out)
 
 
 def make_jvp(fun, argnum=0):
