@@ -9,7 +9,7 @@ Arguments may be arrays, Python numbers, or (for ``grad``, ``value_and_grad``,
 gradient has the same structure. Integer and boolean inputs are differentiated as float64.
 
 Note [Result types]
-~~~~~~~~~~~~~~~~~~
+~~~~~~~~~~~~~~~~~~~
 A transform returns what its arguments were: called (outside any recording) on NumPy arrays
 and Python numbers, as HIPS autograd code and ``scipy.optimize`` do, it returns NumPy arrays
 (NumPy scalars for numbers); called on fastgrad arrays, fastgrad arrays. Inside an enclosing
