@@ -775,3 +775,112 @@ def _svd_used(usv):
     u, s, vh = usv
     k = s.shape[-1]
     return s, u[..., :k] @ vh[..., :k, :]
+
+
+# ---------------------------------------------------------------- npx: other dimensions
+import itertools as _it  # noqa: E402
+
+
+def _conv_nd_ref(x, w, stride, pad, dilate):
+    """Direct N-d cross-correlation (MXNet's convolution), by loops over output positions."""
+    n = x.ndim - 2
+    xp = onp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    k = w.shape[2:]
+    out_shape = [(xp.shape[2 + i] - dilate[i] * (k[i] - 1) - 1) // stride[i] + 1
+                 for i in range(n)]
+    out = onp.zeros((x.shape[0], w.shape[0]) + tuple(out_shape))
+    for pos in _it.product(*[range(s) for s in out_shape]):
+        window = xp[(slice(None), slice(None)) + tuple(
+            slice(pos[i] * stride[i], pos[i] * stride[i] + dilate[i] * (k[i] - 1) + 1,
+                  dilate[i]) for i in range(n))]
+        axes = list(range(1, n + 2))
+        out[(slice(None), slice(None)) + pos] = onp.tensordot(window, w, (axes, axes))
+    return out
+
+
+def _pool_nd_ref(x, kernel, stride, pad, kind):
+    n = x.ndim - 2
+    fill = -onp.inf if kind == "max" else 0.0
+    xp = onp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad], constant_values=fill)
+    out_shape = [(xp.shape[2 + i] - kernel[i]) // stride[i] + 1 for i in range(n)]
+    out = onp.zeros(x.shape[:2] + tuple(out_shape))
+    axes = tuple(range(2, 2 + n))
+    for pos in _it.product(*[range(s) for s in out_shape]):
+        window = xp[(slice(None), slice(None)) + tuple(
+            slice(pos[i] * stride[i], pos[i] * stride[i] + kernel[i]) for i in range(n))]
+        out[(slice(None), slice(None)) + pos] = (window.max(axis=axes) if kind == "max"
+                                                 else window.mean(axis=axes))
+    return out
+
+
+def _deconv_ref(x, w, stride, pad, dilate, adj):
+    """Transposed convolution by scattering each input element's contribution."""
+    n = x.ndim - 2
+    k = w.shape[2:]
+    full = [(x.shape[2 + i] - 1) * stride[i] + dilate[i] * (k[i] - 1) + 1 + adj[i]
+            for i in range(n)]
+    out = onp.zeros((x.shape[0], w.shape[1]) + tuple(full))
+    for pos in _it.product(*[range(s) for s in x.shape[2:]]):
+        for kp in _it.product(*[range(s) for s in k]):
+            at = tuple(pos[i] * stride[i] + kp[i] * dilate[i] for i in range(n))
+            out[(slice(None), slice(None)) + at] += onp.einsum(
+                "nc,cf->nf", x[(slice(None), slice(None)) + pos],
+                w[(slice(None), slice(None)) + kp])
+    return out[(slice(None), slice(None)) + tuple(slice(p, f - p) for p, f in zip(pad, full))]
+
+
+_GATHER_IDX = onp.array([[1, 0, 2, 1], [2, 1, 0, 2]])
+COMPOSITE_SPECS.update({
+    "npx.convolution_1d": Spec(
+        [C((2, 2, 7), (3, 2, 3), (3,))],
+        call=lambda x, w, b: npx.convolution(x, w, b, kernel=(3,), stride=2, pad=1, dilate=1,
+                                             num_filter=3),
+        ref=lambda x, w, b: _conv_nd_ref(x, w, (2,), (1,), (1,)) + b.reshape(1, -1, 1)),
+    "npx.convolution_3d": Spec(
+        [C((1, 2, 4, 4, 3), (2, 2, 2, 3, 2), (2,))],
+        call=lambda x, w, b: npx.convolution(x, w, b, kernel=(2, 3, 2), stride=(2, 1, 1),
+                                             pad=(1, 1, 0), dilate=(1, 1, 2), num_filter=2),
+        ref=lambda x, w, b: _conv_nd_ref(x, w, (2, 1, 1), (1, 1, 0), (1, 1, 2))
+        + b.reshape(1, -1, 1, 1, 1)),
+    "npx.pooling_1d_max": Spec([C((2, 2, 7))], make={0: distinct},
+                               call=lambda x: npx.pooling(x, kernel=3, stride=2, pad=1),
+                               ref=lambda x: _pool_nd_ref(x, (3,), (2,), (1,), "max")),
+    "npx.pooling_3d_max": Spec([C((1, 2, 4, 4, 3))], make={0: distinct},
+                               call=lambda x: npx.pooling(x, kernel=(2, 2, 2), stride=(2, 1, 1),
+                                                          pad=(1, 0, 1)),
+                               ref=lambda x: _pool_nd_ref(x, (2, 2, 2), (2, 1, 1), (1, 0, 1),
+                                                          "max")),
+    "npx.pooling_3d_avg": Spec([C((1, 2, 4, 3, 3))],
+                               call=lambda x: npx.pooling(x, kernel=(3, 2, 2), stride=1,
+                                                          pad=(1, 1, 0), pool_type="avg"),
+                               ref=lambda x: _pool_nd_ref(x, (3, 2, 2), (1, 1, 1), (1, 1, 0),
+                                                          "avg")),
+    "npx.pooling_1d_sum": Spec([C((2, 3, 6))],
+                               call=lambda x: npx.pooling(x, kernel=2, stride=2,
+                                                          pool_type="sum"),
+                               ref=lambda x: 2 * _pool_nd_ref(x, (2,), (2,), (0,), "avg")),
+    "npx.deconvolution": Spec(
+        [C((1, 2, 3, 3), (2, 3, 2, 3), (3,))],
+        call=lambda x, w, b: npx.deconvolution(x, w, b, kernel=(2, 3), stride=(2, 1),
+                                               pad=(1, 1), adj=(1, 0), num_filter=3),
+        ref=lambda x, w, b: _deconv_ref(x, w, (2, 1), (1, 1), (1, 1), (1, 0))
+        + b.reshape(1, -1, 1, 1)),
+    "npx.deconvolution_1d": Spec(
+        [C((2, 2, 4), (2, 1, 3))],
+        call=lambda x, w: npx.deconvolution(x, w, kernel=3, stride=2, dilate=2),
+        ref=lambda x, w: _deconv_ref(x, w, (2,), (0,), (2,), (0,))),
+    "npx.reshape_like": Spec([C((6, 2), (3, 4))], nondiff={1},
+                             call=lambda a, b: npx.reshape_like(a, b),
+                             ref=lambda a, b: a.reshape(b.shape)),
+    "npx.sequence_mask": Spec([C((4, 3, 2))],
+                              call=lambda x: npx.sequence_mask(x, onp.array([1, 4, 2]), True,
+                                                               value=-1.0),
+                              ref=lambda x: onp.where(
+                                  (onp.arange(4)[:, None] < onp.array([1, 4, 2]))[..., None],
+                                  x, -1.0)),
+    "npx.gather_nd": Spec([C((3, 4, 2))], call=lambda x: npx.gather_nd(x, _GATHER_IDX),
+                          ref=lambda x: x[tuple(_GATHER_IDX)]),
+    "npx.scatter_nd": Spec([C((4, 2))],
+                           call=lambda v: npx.scatter_nd(v, _GATHER_IDX, (3, 4, 2)),
+                           ref=lambda v: _scatter_ref(v, tuple(_GATHER_IDX), (3, 4, 2))),
+})
