@@ -162,6 +162,48 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return list(out)
 
 
+# ---------------------------------------------------------------- index builders
+class _Concatenator:
+    """``r_`` and ``c_``: arrays built by indexing, keeping the history of the arrays in them.
+
+    Slices become ranges (``1:4``) or evenly spaced points (``0:1:5j``), numbers become
+    one-element arrays; everything is then joined. NumPy's string directives (``'0,2'``) are
+    not supported.
+    """
+
+    def __init__(self, name, columns):
+        self.name = name
+        self.columns = columns
+
+    def _piece(self, item):
+        if isinstance(item, slice):
+            start = 0 if item.start is None else item.start
+            step = 1 if item.step is None else item.step
+            if isinstance(step, complex):
+                return _wrap(_np.linspace(start, item.stop, int(abs(step))))
+            return _wrap(_np.arange(start, item.stop, step))
+        if isinstance(item, str):
+            raise NotImplementedError("fastgrad.%s: string directives such as %r are not "
+                                      "supported" % (self.name, item))
+        a = _as_array(item)
+        return F.reshape(a, (1,)) if a.ndim == 0 else a
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        pieces = [self._piece(item) for item in items]
+        if not self.columns:
+            return F.concatenate(pieces, axis=0)
+        pieces = [F.reshape(p, (-1, 1)) if p.ndim == 1 else p for p in pieces]
+        return F.concatenate(pieces, axis=-1)
+
+    def __len__(self):
+        return 0
+
+
+r_ = _Concatenator("r_", columns=False)
+c_ = _Concatenator("c_", columns=True)
+
+
 # ---------------------------------------------------------------- linalg
 def eig(a):
     """Eigenvalues and right eigenvectors of a general square matrix, always complex
@@ -217,6 +259,7 @@ def lstsq(a, b, rcond=None):
 
 
 __all__ = ["gradient", "argpartition", "partition", "dsplit", "select", "meshgrid"]
+INDEX_BUILDERS = {"r_": r_, "c_": c_}
 LINALG = {"eig": eig, "eigvals": eigvals, "lstsq": lstsq}
 
 # NumPy's functions -> these, for NumPy calls on fastgrad arrays (``__array_function__``).

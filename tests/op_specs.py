@@ -884,3 +884,10 @@ COMPOSITE_SPECS.update({
                            call=lambda v: npx.scatter_nd(v, _GATHER_IDX, (3, 4, 2)),
                            ref=lambda v: _scatter_ref(v, tuple(_GATHER_IDX), (3, 4, 2))),
 })
+COMPOSITE_SPECS.update({
+    # the range and the number are float64/int64, which promote the result as in NumPy
+    "np.r_": Spec([C((3,), (2,))], f32=False, call=lambda a, b: np_.r_[a, 0.5, b * 2, 0:2],
+                  ref=lambda a, b: onp.r_[a, 0.5, b * 2, 0:2]),
+    "np.c_": Spec([C((3,), (3, 2))], call=lambda a, b: np_.c_[a, b],
+                  ref=lambda a, b: onp.c_[a, b]),
+})

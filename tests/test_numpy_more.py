@@ -86,3 +86,10 @@ def test_argpartition_and_numpy_dispatch():
     assert isinstance(g, mx.np.ndarray)
     w = onp.linalg.eigvals(np.array([[1.0, 0.0], [0.0, 2.0]]))
     onp.testing.assert_allclose(onp.sort(w.asnumpy().real), [1.0, 2.0])
+
+
+def test_index_builders_make_ranges_and_reject_directives():
+    onp.testing.assert_allclose(np.r_[0:1:5j].asnumpy(), onp.r_[0:1:5j])
+    onp.testing.assert_array_equal(np.r_[1:7:2].asnumpy(), onp.r_[1:7:2])
+    with pytest.raises(NotImplementedError, match="r_: string directives"):
+        np.r_["0,2", np.ones(2)]

@@ -30,3 +30,6 @@ __all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"]
 __all__ += _functions.__all__
 __all__ += ["fft"]
 __all__ += _numpy_more.__all__
+r_ = _numpy_more.INDEX_BUILDERS["r_"]
+c_ = _numpy_more.INDEX_BUILDERS["c_"]
+__all__ += ["r_", "c_"]
