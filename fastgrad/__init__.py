@@ -17,6 +17,7 @@ from fastgrad._version import __version__
 from fastgrad import _registry, _functions, _engine, _array, _anomaly
 from fastgrad import autograd
 from fastgrad import _dispatch
+
 _array.install(_functions, _registry.UFUNC_OPS, _dispatch.FUNCS, _registry.REGISTRY,
                autograd.backward, _anomaly.capture_trace)
 _registry.install_graph_rules(_functions)
