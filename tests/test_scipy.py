@@ -210,6 +210,8 @@ def test_multivariate_normal_in_x_mean_and_cov():
     onp.testing.assert_allclose(
         stats.multivariate_normal.logpdf(np.array(x), cov=2.0).asnumpy(),
         sst.multivariate_normal.logpdf(x, mean=onp.zeros(d), cov=2.0 * onp.eye(d)))
+    one = stats.multivariate_normal.logpdf(np.array(x[:1]), np.array(mean), np.array(cov))
+    assert one.shape == () == onp.shape(sst.multivariate_normal.logpdf(x[:1], mean, cov))
     with pytest.raises(NotImplementedError, match="multivariate_normal.cdf"):
         stats.multivariate_normal.cdf(np.array(x))
 

@@ -24,8 +24,8 @@ def _cov(cov, d):
 
 
 def logpdf(x, mean=None, cov=1.0, allow_singular=False):
-    """The log of the probability density; one value per row of ``x`` (a number for one
-    point)."""
+    """The log of the probability density; one value per row of ``x``, with axes of length
+    one squeezed as SciPy does (a number for one point)."""
     if allow_singular:
         raise NotImplementedError("fastgrad.scipy.stats.multivariate_normal.logpdf: "
                                   "allow_singular=True is not supported")
@@ -38,7 +38,8 @@ def logpdf(x, mean=None, cov=1.0, allow_singular=False):
     maha = F.sum(y * y, axis=0)
     log_det = 2 * F.sum(F.log(F.diagonal(factor)))
     out = -0.5 * (d * math.log(2 * math.pi) + log_det + maha)
-    return F.reshape(out, diff.shape[:-1])
+    out = F.reshape(out, diff.shape[:-1])
+    return F.squeeze(out) if 1 in out.shape else out     # as SciPy: one point, one number
 
 
 def pdf(x, mean=None, cov=1.0, allow_singular=False):
