@@ -133,7 +133,9 @@ def deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None
     """Transposed convolution of NCW or NCHW ``data`` with (C, F, K...) ``weight``
     (``npx.deconvolution``): the gradient of a convolution with respect to its input, so it is
     differentiable to any order. The output length is
-    ``(in - 1) * stride - 2 * pad + dilate * (kernel - 1) + 1 + adj``.
+    ``(in - 1) * stride - 2 * pad + dilate * (kernel - 1) + 1 + adj``. With both ``stride``
+    and ``dilate`` above 1, MXNet 1.9's own deconvolution is not the transpose of its
+    convolution (its convolution's input gradient is); fastgrad's is the transpose.
 
     Examples
     --------
