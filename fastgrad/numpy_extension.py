@@ -15,6 +15,7 @@ from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad import _npx_more as _more
 from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
                                 gather_nd, scatter_nd)
+from fastgrad._rnn import rnn  # noqa: F401
 
 relu = _P["relu"]
 sigmoid = _P["sigmoid"]
@@ -489,5 +490,5 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
            "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
            "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu"]
-__all__ += ["gamma", "gammaln", "digamma"] + _more.__all__
-COMPOSITES += _more.COMPOSITES
+__all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
+COMPOSITES += _more.COMPOSITES + ("rnn",)

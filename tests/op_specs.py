@@ -891,3 +891,36 @@ COMPOSITE_SPECS.update({
     "np.c_": Spec([C((3,), (3, 2))], call=lambda a, b: np_.c_[a, b],
                   ref=lambda a, b: onp.c_[a, b]),
 })
+
+
+# ---------------------------------------------------------------- npx.rnn
+def _lstm_bi_ref(x, params, h0, c0, hidden=3):
+    """One bidirectional LSTM layer in NumPy, MXNet's parameter layout."""
+    steps, _, size = x.shape
+    g = 4 * hidden
+    sizes = [g * size, g * hidden] * 2
+    cuts = onp.cumsum(sizes)
+    wx = [params[0:cuts[0]].reshape(g, size), params[cuts[1]:cuts[2]].reshape(g, size)]
+    wh = [params[cuts[0]:cuts[1]].reshape(g, hidden), params[cuts[2]:cuts[3]].reshape(g, hidden)]
+    b = params[cuts[3]:]
+    bx = [b[0:g], b[2 * g:3 * g]]
+    bh = [b[g:2 * g], b[3 * g:4 * g]]
+    outs = []
+    for d in range(2):
+        h, c = h0[d], c0[d]
+        hs = [None] * steps
+        for t in (range(steps) if d == 0 else range(steps - 1, -1, -1)):
+            z = x[t] @ wx[d].T + bx[d] + h @ wh[d].T + bh[d]
+            i, f, gg, o = onp.split(z, 4, axis=-1)
+            c = _sigmoid(f) * c + _sigmoid(i) * onp.tanh(gg)
+            h = _sigmoid(o) * onp.tanh(c)
+            hs[t] = h
+        outs.append(onp.stack(hs))
+    return onp.concatenate(outs, axis=-1)
+
+
+COMPOSITE_SPECS["npx.rnn"] = Spec(
+    [C((3, 2, 2), (2 * (12 * 2 + 12 * 3 + 24),), (2, 2, 3), (2, 2, 3))], domain=(-1, 1),
+    call=lambda x, p, h, c: npx.rnn(x, p, h, c, mode="lstm", state_size=3, num_layers=1,
+                                    bidirectional=True),
+    ref=_lstm_bi_ref)
