@@ -93,3 +93,14 @@ def test_index_builders_make_ranges_and_reject_directives():
     onp.testing.assert_array_equal(np.r_[1:7:2].asnumpy(), onp.r_[1:7:2])
     with pytest.raises(NotImplementedError, match="r_: string directives"):
         np.r_["0,2", np.ones(2)]
+
+
+def test_eig_second_order_is_an_error_not_a_wrong_number():
+    x = np.array(onp.array([[2.0, 1.0], [0.5, 3.0]]))
+    x.attach_grad()
+    with mx.autograd.record():
+        w, _ = np.linalg.eig(x)
+        loss = np.real(w).sum()
+        with pytest.raises(NotImplementedError, match="eig: derivatives of order 2"):
+            mx.autograd.grad(loss, [x], create_graph=True)
+    assert mx.list_ops()["eig"]["order"] == 1
