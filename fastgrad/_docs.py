@@ -10,6 +10,7 @@ such; passing one raises a ``TypeError`` naming it and the op.
 """
 
 import functools
+import importlib
 import inspect
 import re
 
@@ -52,6 +53,10 @@ SUMMARIES = {
     "conv2d": "2-D convolution (cross-correlation) of NCHW data with OIHW weights.",
     "max_pool2d": "2-D max pooling of NCHW data.",
     "avg_pool2d": "2-D average pooling of NCHW data.",
+    "convolve_full": "The full discrete linear convolution of two 1-D arrays.",
+    "convolve_valid": "The discrete linear convolution of two 1-D arrays where they overlap "
+                      "completely.",
+    "fftn_c2c": "The n-dimensional complex-to-complex FFT over ``axes`` (forward or inverse).",
 }
 
 
@@ -84,11 +89,25 @@ def _signature(name):
     return inspect.Signature(params)
 
 
+# Where the function an op follows is documented, in order. SciPy's are read only when SciPy is
+# installed, and imported only when a docstring is first asked for.
+REFERENCE_MODULES = ("numpy", "numpy.linalg", "numpy.fft", "scipy.special", "scipy.linalg")
+
+
 def _numpy_reference(name):
+    """The NumPy (or SciPy) function the op follows, and its dotted name; ``(None, None)``."""
     op = _TABLE.get(name)
-    ref = op.ufunc if op is not None and op.ufunc is not None else (
-        getattr(_np, name, None) or getattr(_np.linalg, name, None))
-    return ref if callable(ref) else None
+    if op is not None and op.ufunc is not None:
+        return op.ufunc, "numpy." + op.ufunc.__name__
+    for modname in REFERENCE_MODULES:
+        try:
+            module = importlib.import_module(modname)
+        except ImportError:
+            continue
+        ref = getattr(module, name, None)
+        if callable(ref) and not isinstance(ref, type):
+            return ref, "%s.%s" % (modname, name)
+    return None, None
 
 
 def _sections(doc):
@@ -145,7 +164,7 @@ def _doc(name):
     prim = _registry.REGISTRY[name]
     op = _TABLE.get(name)
     sig = _signature(name)
-    ref = _numpy_reference(name)
+    ref, ref_name = _numpy_reference(name)
     summary, bodies = _sections(getattr(ref, "__doc__", "") if ref is not None else "")
     kernel = inspect.getdoc(op.forward) if op is not None else None
     summary = (_renamed(summary, ["x1", "x2"], sig) or SUMMARIES.get(name)
@@ -153,9 +172,9 @@ def _doc(name):
                or "The ``%s`` op of fastgrad's derivative table." % name)
     lines = [summary, ""]
     if ref is not None:
-        lines += ["As ``numpy.%s``, on fastgrad arrays, NumPy arrays and Python numbers; "
+        lines += ["As ``%s``, on fastgrad arrays, NumPy arrays and Python numbers; "
                   "recorded inside ``autograd.record()`` when an input needs a gradient."
-                  % getattr(ref, "__name__", name), ""]
+                  % ref_name, ""]
 
     numpys = _parameter_entries(bodies.get("Parameters", ""))
     by_name = {n: (kind, text) for names, kind, text in numpys for n in names}

@@ -67,6 +67,7 @@ def num_gpus():
 
 
 def current_context():
+    """The current device: always ``cpu(0)`` (MXNet's ``current_context``)."""
     return cpu()
 
 
