@@ -21,7 +21,8 @@ from fastgrad._array import REQUIRED, _NUMPY_ONLY
 
 _TABLE = {op.name: op for op in _derivatives.TABLE}
 _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}\n", re.M)
-_ROLE = re.compile(r":(?:math|ref|func|class|meth|attr|obj|data|mod|doc):`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_ROLE = re.compile(r":(?:math|ref|func|class|meth|attr|obj|data|mod|doc):"
+                   r"`~?([^`<]*?)(?:\s*<[^>]*>)?`")
 
 
 # What the ops NumPy does not have compute (NumPy's own summary serves for the others, NumPy's
@@ -194,8 +195,8 @@ def _doc(name):
                                          else "default %r" % (default,)) if k)
         lines.append("%s : %s" % (param.name, kind) if kind else param.name)
         lines += ["    " + _renamed(t, numpy_inputs, sig) for t in text]
-    unsupported = sorted(n for n in _NUMPY_ONLY if n in by_name or
-                         (ref is not None and isinstance(ref, _np.ufunc)))
+    unsupported = sorted(n for n in _NUMPY_ONLY if n not in prim.param_names and (
+        n in by_name or isinstance(ref, _np.ufunc)))
     lines += ["", "Returns", "-------",
               "ndarray" if prim.n_out == 1 else "tuple of %d ndarrays" % prim.n_out,
               "    fastgrad array%s, with the history of the inputs that need a gradient."
