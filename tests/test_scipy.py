@@ -62,12 +62,14 @@ def _check(f_fast, f_ref, args, diff=None, rtol=1e-6, atol=1e-8, second=True):
 
 
 # ---------------------------------------------------------------- import on first use
-def test_import_fastgrad_does_not_import_scipy():
+def test_import_fastgrad_does_not_import_scipy(tmp_path):
     code = ("import sys, fastgrad, fastgrad.scipy.stats\n"
             "assert 'scipy' not in sys.modules, 'imported'\n"
             "fastgrad.scipy.special.gammaln(2.0)\n"
             "assert 'scipy.special' in sys.modules\n")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # From an empty directory: ``python -c`` puts the working directory first on sys.path, and
+    # a checkout's uncompiled package must not shadow the installed one.
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
 # ---------------------------------------------------------------- special
