@@ -182,7 +182,7 @@ cdef class Primitive:
     def __init__(self, str name, forward, backward, Py_ssize_t n_in, Py_ssize_t n_out,
                  tuple param_names, tuple param_defaults, tuple save_inputs, tuple save_shapes,
                  bint save_result, tuple diff, bint differentiable, int order=-1,
-                 bint views=False):
+                 bint views=False, bint zero=False):
         self.name = name
         self.forward = forward
         self.backward = backward
@@ -200,6 +200,7 @@ cdef class Primitive:
         self.differentiable = differentiable
         self.order = order
         self.views = views
+        self.zero = zero
         self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
                       and forward.nout == 1 and forward.nin == n_in and not param_names)
 
@@ -284,7 +285,17 @@ cdef class Primitive:
                     cls = type(a)
                 if (<ndarray>a)._node is not None:
                     track = True
-            elif type(a) is list or type(a) is tuple or type(a) is FILLED:
+            elif type(a) is list or type(a) is tuple:
+                r = _sequence_argument(a, self, i)
+                if isinstance(r, ndarray):          # Note [History through construction]
+                    a = r
+                    args = args[:i] + (a,) + args[i + 1:]
+                    r = (<ndarray>a)._data
+                    if cls is None:
+                        cls = type(a)
+                    if (<ndarray>a)._node is not None:
+                        track = True
+            elif type(a) is FILLED:
                 r = _asarray(a)
             else:
                 r = a
@@ -306,22 +317,22 @@ cdef class Primitive:
         if self.n_out == 1:
             if type(out) is not NP_NDARRAY:
                 out = _asarray(out)
-            if track and self.differentiable and is_recording_c():
+            if track and is_recording_c():
                 node = self._record(args, raws, params, out, 1)
             w = wrap(out, node, 0, cls)
             if self.views:
                 _share_views(<object>PyTuple_GET_ITEM(args, 0), (w,))
-            if node is not None and self.save_result:
+            if node is not None and self.save_result and not node.zero:
                 node.out_cell = cell_of(w)
                 node.out_v0 = node.out_cell.value
             return w
         out = tuple([o if type(o) is NP_NDARRAY else _asarray(o) for o in out])
-        if track and self.differentiable and is_recording_c():
+        if track and is_recording_c():
             node = self._record(args, raws, params, out, len(out))
         ws = tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
         if self.views:
             _share_views(<object>PyTuple_GET_ITEM(args, 0), ws)
-        if node is not None and self.save_result:
+        if node is not None and self.save_result and not node.zero:
             # One cell watches every output the rule reads.
             cell = VersionCell.__new__(VersionCell)
             for obj in ws:
@@ -338,11 +349,14 @@ cdef class Primitive:
         cdef bint linked = False
         cdef object a, p
         cdef unsigned long vsum = 0
+        # A node that carries no gradient still records what it depends on (Note [Zero
+        # gradients]): every input with history is a parent, nothing is saved.
+        cdef bint zero = self.zero or not self.differentiable or not _carries(out, n_out)
         for i in range(n):
             a = <object>PyTuple_GET_ITEM(args, i)
             p = None
             if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
-                d = self.diff_all if self.n_in < 0 else self.diff[i]
+                d = 1 if zero else (self.diff_all if self.n_in < 0 else self.diff[i])
                 if d == 1:
                     p = (<ndarray>a)._node
                     linked = True
@@ -371,7 +385,10 @@ cdef class Primitive:
         cdef Py_ssize_t ns = PyTuple_GET_SIZE(self.save_inputs)
         cdef Py_ssize_t nsh = PyTuple_GET_SIZE(self.save_shapes)
         cdef tuple saved
-        if ns or nsh:
+        if zero:
+            node.zero = True
+            node.saved = ()
+        elif ns or nsh:
             saved = PyTuple_New(ns + nsh)
             for i in range(nsh):
                 j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_shapes, i)
@@ -392,7 +409,7 @@ cdef class Primitive:
             node.vsum = vsum
         else:
             node.saved = ()
-        if self.save_result:
+        if self.save_result and not zero:
             node.result = out
         node.params = params
         node.n_out = n_out
@@ -405,6 +422,50 @@ cdef class Primitive:
         if is_anomaly_c():
             node.trace = _capture_trace()
         return node
+
+
+cdef object _sequence_argument(object seq, Primitive op, Py_ssize_t i):
+    """A list or tuple passed for an array argument: a recorded array if it holds fastgrad
+    arrays (Note [History through construction] in _construction.py), else its NumPy array.
+    Ragged or non-numeric sequences raise ``TypeError`` naming the op and the argument."""
+    what = "fastgrad.%s: argument %d" % (op.name, i)
+    if _ops._holds_array(seq):
+        return _ops._from_sequence(seq, None, what)
+    try:
+        r = _asarray(seq)
+    except ValueError as exc:
+        raise TypeError("%s is a ragged sequence (%s)" % (what, exc)) from None
+    _ops._check_numeric(r.dtype, what)
+    return r
+
+
+cdef bint _foreign(object a):
+    """Whether ``a`` is another library's type that overrides NumPy's ufuncs (or opts out of
+    them with ``__array_ufunc__ = None``, which asks operators to return NotImplemented)."""
+    if isinstance(a, (ndarray, NP_NDARRAY, FILLED, int, float, complex, _np.generic, list,
+                      tuple)) or a is None:
+        return False
+    return hasattr(type(a), "__array_ufunc__")
+
+
+cdef inline bint _defer(object other):
+    """Whether a binary operator should return ``NotImplemented`` so that ``other``'s own
+    reflected operator runs (another library's array wrapping fastgrad arrays)."""
+    if type(other) is float or type(other) is int or isinstance(other, ndarray) \
+            or type(other) is NP_NDARRAY:
+        return False
+    return _foreign(other)
+
+
+cdef inline bint _carries(object out, Py_ssize_t n_out) except -1:
+    """Whether an op's output can carry a gradient: a floating or complex dtype (for several
+    outputs, any of them). Integer and bool results never do (Note [Zero gradients])."""
+    if n_out == 1:
+        return cnp.PyArray_ISFLOAT(<cnp.ndarray>out) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out)
+    for o in out:
+        if cnp.PyArray_ISFLOAT(<cnp.ndarray>o) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>o):
+            return True
+    return False
 
 
 cdef void _annotate(object exc, Primitive op, tuple raws, tuple params):
@@ -527,7 +588,17 @@ cdef class ndarray:
         return _np.array(self._data, dtype=dtype, copy=True if copy else None)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # An operand of another library that overrides ufuncs (a wrapper holding fastgrad
+        # arrays, such as an xarray DataArray): defer to it, as NumPy's protocol asks; it
+        # calls the ufunc again on the fastgrad arrays it holds, which records it.
+        for a in inputs:
+            if _foreign(a):
+                return NotImplemented
         out = kwargs.pop("out", None)
+        if out is not None:
+            for a in (out if isinstance(out, tuple) else (out,)):
+                if _foreign(a):
+                    return NotImplemented
         if method == "__call__":
             fn = _UFUNCS.get(ufunc)
             if fn is None:
@@ -557,6 +628,9 @@ cdef class ndarray:
         return result
 
     def __array_function__(self, func, types, args, kwargs):
+        for t in types:
+            if not issubclass(t, (ndarray, NP_NDARRAY, FILLED)):
+                return NotImplemented       # another library's array: let it decide
         fn = _FUNCS.get(func)
         if fn is None:
             raise TypeError("fastgrad does not support numpy.%s on fastgrad arrays; call "
@@ -673,8 +747,9 @@ cdef class ndarray:
         cdef int req = parse_grad_req(grad_req)
         if stype not in (None, "default"):
             raise ValueError("fastgrad arrays are dense: stype must be 'default', got %r" % (stype,))
-        if self._data.dtype.kind not in "fc":
-            raise TypeError("attach_grad: gradients are defined for floating-point arrays; "
+        if self._data.dtype.kind not in "fciu":
+            raise TypeError("attach_grad: gradients are defined for floating-point and integer "
+                            "arrays (an integer variable gets integer gradients, as in MXNet); "
                             "this array has dtype %s (use astype('float32'))" % self._data.dtype)
         self._attach(req, None, True)
 
@@ -707,9 +782,9 @@ cdef class ndarray:
         if (<ndarray>grad)._data.shape != self._data.shape:
             raise ValueError("mark_variables: gradient shape %s does not match the variable's "
                              "shape %s" % ((<ndarray>grad).shape, self.shape))
-        if self._data.dtype.kind not in "fc":
-            raise TypeError("mark_variables: gradients are defined for floating-point arrays; "
-                            "this variable has dtype %s" % self._data.dtype)
+        if self._data.dtype.kind not in "fciu":
+            raise TypeError("mark_variables: gradients are defined for floating-point and "
+                            "integer arrays; this variable has dtype %s" % self._data.dtype)
         self._attach(req, grad, False)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
@@ -890,55 +965,87 @@ cdef class ndarray:
 
     # ----------------------------------------------------------- operators
     def __add__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_ADD.apply((self, other), ())
 
     def __radd__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_ADD.apply((other, self), ())
 
     def __sub__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_SUB.apply((self, other), ())
 
     def __rsub__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_SUB.apply((other, self), ())
 
     def __mul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MUL.apply((self, other), ())
 
     def __rmul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MUL.apply((other, self), ())
 
     def __truediv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_DIV.apply((self, other), ())
 
     def __rtruediv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_DIV.apply((other, self), ())
 
     def __pow__(self, other, mod):
         if mod is not None:
+            return NotImplemented
+        if _defer(other):
             return NotImplemented
         return P_POW.apply((self, other), ())
 
     def __rpow__(self, other, mod):
         if mod is not None:
             return NotImplemented
+        if _defer(other):
+            return NotImplemented
         return P_POW.apply((other, self), ())
 
     def __mod__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MOD.apply((self, other), ())
 
     def __rmod__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MOD.apply((other, self), ())
 
     def __floordiv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return _ops.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return _ops.floor_divide(other, self)
 
     def __matmul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MATMUL.apply((self, other), ())
 
     def __rmatmul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MATMUL.apply((other, self), ())
 
     def __neg__(self):

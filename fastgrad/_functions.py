@@ -14,6 +14,8 @@ import numpy as _np
 from fastgrad import _array
 from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad._kernels import normalize_axis
+from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
+                                    check_numeric as _check_numeric, r_, c_)
 from fastgrad._registry import REGISTRY, UFUNC_OPS
 
 _P = REGISTRY
@@ -1059,7 +1061,11 @@ def _float_default(obj, dtype):
         return _np.dtype(dtype)
     if isinstance(obj, (ndarray, _np.ndarray, _np.generic)):
         return obj.dtype          # NumPy arrays and scalars keep their dtype
-    probe = _np.asarray(obj)
+    try:
+        probe = _np.asarray(obj)
+    except ValueError as exc:          # NumPy's "inhomogeneous shape"
+        raise TypeError("fastgrad.array: argument 'object' is ragged or not numeric (%s)"
+                        % exc) from None
     if probe.dtype.kind in "fiu":
         return _np.dtype(_DEFAULT_FLOAT)
     return probe.dtype
@@ -1069,6 +1075,10 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
     """Create an array. Python numbers and lists give float32 (MXNet's default); a NumPy
     array keeps its dtype unless ``dtype`` is given.
 
+    A recorded array, or a list or tuple holding recorded arrays, gives a recorded result
+    with NumPy's result dtype (Note [History through construction]). Values that are not
+    numbers, and ragged sequences, raise ``TypeError``.
+
     Examples
     --------
     >>> import fastgrad as mx
@@ -1076,9 +1086,31 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
     array([[1., 2.],
            [3., 4.]])
     """
-    dt = _float_default(object, dtype)
+    if isinstance(object, ndarray) and object.node is not None:
+        if dtype is not None and _np.dtype(dtype) != object.dtype:
+            return astype(object, dtype)
+        return _P["copy"](object) if copy else object
+    if (type(object) is list or type(object) is tuple) and _holds_array(object):
+        return _as_recorded(_from_sequence(object, dtype))
     data = unwrap(object)
-    return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
+    if isinstance(data, _np.ndarray) and data.dtype.kind == "O" and dtype is None:
+        try:
+            data = _np.array(data.tolist())
+        except ValueError as exc:
+            raise TypeError("fastgrad.array: argument 'object' is a ragged object array (%s)"
+                            % exc) from None
+        _check_numeric(data.dtype, "fastgrad.array: argument 'object'")
+    dt = _float_default(data if isinstance(data, _np.ndarray) else object, dtype)
+    _check_numeric(dt, "fastgrad.array: argument 'object'")
+    try:
+        return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
+    except (ValueError, TypeError) as exc:
+        raise TypeError("fastgrad.array: argument 'object' cannot be converted to %s (%s)"
+                        % (dt, exc)) from None
+
+
+def _as_recorded(out):
+    return out if isinstance(out, ndarray) else _wrap(out)
 
 
 def asarray(a, dtype=None, ctx=None, device=None):
@@ -1165,9 +1197,9 @@ def argsort(a, axis=-1, kind=None, order=None, stable=None):
 
 
 def around(a, decimals=0, out=None):
-    """Round to the given number of decimals (not differentiable)."""
+    """Round to the given number of decimals; the derivative is zero (Note [Zero gradients])."""
     _check_out("round", out)
-    return _wrap(_np.asarray(_np.round(unwrap(a), decimals)))
+    return _P["round"](a, int(decimals))
 
 
 round = round_ = around
@@ -1305,6 +1337,7 @@ __all__ = [
     'transpose', 'trapezoid', 'tril', 'triu', 'true_divide', 'trunc', 'unique', 'var',
     'vdot', 'vsplit', 'vstack', 'where', 'zeros', 'zeros_like',
 ]
+__all__ += ['r_', 'c_']      # index builders that keep history (Note [History through construction])
 
 
 # ---------------------------------------------------------------- NumPy dispatch
