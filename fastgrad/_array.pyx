@@ -35,6 +35,7 @@ import weakref
 import numpy as _np
 
 from fastgrad._filled import Filled as _Filled
+from fastgrad._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT
 
 cnp.import_array()
 
@@ -182,7 +183,7 @@ cdef class Primitive:
     def __init__(self, str name, forward, backward, Py_ssize_t n_in, Py_ssize_t n_out,
                  tuple param_names, tuple param_defaults, tuple save_inputs, tuple save_shapes,
                  bint save_result, tuple diff, bint differentiable, int order=-1,
-                 bint views=False, bint zero=False):
+                 bint views=False, bint zero=False, tuple differentiable_outputs=None):
         self.name = name
         self.forward = forward
         self.backward = backward
@@ -201,6 +202,7 @@ cdef class Primitive:
         self.order = order
         self.views = views
         self.zero = zero
+        self.differentiable_outputs = differentiable_outputs
         self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
                       and forward.nout == 1 and forward.nin == n_in and not param_names)
 
@@ -330,6 +332,8 @@ cdef class Primitive:
         if track and is_recording_c():
             node = self._record(args, raws, params, out, len(out))
         ws = tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
+        if node is not None and not node.zero:
+            _zero_outputs(self, node, out, ws)
         if self.views:
             _share_views(<object>PyTuple_GET_ITEM(args, 0), ws)
         if node is not None and self.save_result and not node.zero:
@@ -437,6 +441,30 @@ cdef object _sequence_argument(object seq, Primitive op, Py_ssize_t i):
         raise TypeError("%s is a ragged sequence (%s)" % (what, exc)) from None
     _ops._check_numeric(r.dtype, what)
     return r
+
+
+cdef void _zero_outputs(Primitive op, Node node, tuple out, tuple ws) except *:
+    """Give each output of a multi-output node that carries no gradient (declared so in the
+    table, or of an integer or bool dtype) a zero node of its own between it and ``node``:
+    it still reaches what ``node`` depends on, and ``node`` sees a symbolic zero for it
+    (Note [Zero gradients])."""
+    cdef Py_ssize_t k
+    cdef Node z
+    cdef tuple flags = op.differentiable_outputs
+    for k in range(len(out)):
+        if (flags is None or flags[k]) and (cnp.PyArray_ISFLOAT(<cnp.ndarray>out[k])
+                                            or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out[k])):
+            continue
+        z = new_node(_NO_GRADIENT_OUTPUT)
+        z.zero = True
+        z.parents = (node,)
+        z.parent_oidx = (k,) if k else None
+        z.saved = ()
+        z.params = ()
+        z.out_shape = out[k].shape
+        z.out_dtype = out[k].dtype
+        (<ndarray>ws[k])._node = z
+        (<ndarray>ws[k])._oidx = 0
 
 
 cdef bint _foreign(object a):

@@ -31,10 +31,10 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order", "views", "zero")
+                 "order", "views", "zero", "differentiable_outputs")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
-                 order=-1, views=False, zero=False, **rules):
+                 order=-1, views=False, zero=False, differentiable_outputs=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -46,6 +46,9 @@ class Op:
         self.order = order
         self.views = views   # the output may be a view of input 0 (Note [Versions])
         self.zero = zero     # the derivative is zero almost everywhere (Note [Zero gradients])
+        # Per output, whether it carries a gradient (PyTorch's output_differentiability);
+        # None: every output with a float or complex dtype does (Note [Zero gradients]).
+        self.differentiable_outputs = differentiable_outputs
 
 
 def nondiff(name, forward, signature):
@@ -263,7 +266,8 @@ TABLE = [
        x="convolve_backward_x(g, x.shape, y)", y="convolve_backward_y(g, x, y.shape)"),
     Op("inv", K.inv, "x", x="inv_backward(g, result)"),
     Op("det", K.det, "x", x="det_backward(g, x, result)"),
-    Op("slogdet", K.slogdet, "x", n_out=2, x="slogdet_backward(g, x)"),
+    Op("slogdet", K.slogdet, "x", n_out=2, differentiable_outputs=(False, True),
+       x="slogdet_backward(g, x)"),
     Op("solve", K.solve, "a, b",
        a="solve_backward_a(g, a, b.ndim, result)", b="solve_backward_b(g, a, b.ndim)"),
     Op("cholesky", K.cholesky, "x", x="cholesky_backward(g, result)"),

@@ -203,7 +203,8 @@ def build(table):
         n_in = -1 if variadic else len(names)
         prim = Primitive(op.name, op.forward, fn, n_in, op.n_out, pnames, pdefaults,
                          save_inputs, save_shapes, save_result, diff,
-                         op.differentiable and fn is not None, op.order, op.views, op.zero)
+                         op.differentiable and fn is not None, op.order, op.views, op.zero,
+                         op.differentiable_outputs)
         registry[op.name] = prim
         if fn is not None:
             split_codes[op.name] = (_SPLIT_CODE[op.name], _SOURCES[op.name][1])

@@ -82,3 +82,25 @@ class GradientOf:
 
 
 GRADIENT_OF = GradientOf()
+
+
+class NoGradientOutput:
+    """The op of the zero node between a multi-output node and one of its outputs that
+    carries no gradient (``slogdet``'s sign, an integer output): it keeps the reach, and the
+    producing node sees a symbolic zero for that output. ``get_symbol`` reads it as the
+    output itself."""
+
+    __slots__ = ()
+    name = "no_gradient_output"
+
+    def node_backward(self, node, g, needs, create_graph):
+        return (None,)
+
+    def release(self):
+        pass
+
+    def __repr__(self):
+        return "<fastgrad op no_gradient_output>"
+
+
+NO_GRADIENT_OUTPUT = NoGradientOutput()

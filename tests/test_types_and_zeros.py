@@ -280,3 +280,43 @@ def test_function_saved_view_written_through_the_base_raises():
     w.T[0] = 5.0                     # a view of the saved w shares its version cell
     with pytest.raises(RuntimeError, match="modified in place"):
         y.backward()
+
+
+# ---------------------------------------------------------------- per-output differentiability
+def test_slogdet_sign_output_carries_no_gradient():
+    av = onp.array([[2.0, 1.0], [0.5, -3.0]])
+    a = var(av)
+    with autograd.record():
+        sign, logabs = np.linalg.slogdet(a)
+        y = sign * logabs
+    assert not sign.node.carries_gradient and logabs.node.carries_gradient
+    y.backward()
+    # d/da (sign * log|det a|) with sign locally constant: sign * inv(a).T
+    assert_close(a.grad, onp.sign(onp.linalg.det(av)) * onp.linalg.inv(av).T)
+    with autograd.record():
+        sign, _ = np.linalg.slogdet(a)
+        s = sign * 1.0
+    assert_close(autograd.grad(s, [a])[0], onp.zeros((2, 2)))
+
+
+def test_table_declares_output_differentiability():
+    from fastgrad._registry import REGISTRY
+    assert REGISTRY["slogdet"].differentiable_outputs == (False, True)
+    assert REGISTRY["eigh"].differentiable_outputs is None
+
+
+# ---------------------------------------------------------------- get_symbol of tied gradients
+def test_get_symbol_of_gradients_returned_under_create_graph():
+    import json
+    x = var([0.3, -0.7])
+    with autograd.record():
+        (d1,) = autograd.grad((x * x * x).sum(), [x], create_graph=True)
+        (d3,) = autograd.grad(np.square(x).sum(), [x], create_graph=True)
+        (d4,) = autograd.grad(d3.sum(), [x], create_graph=True)     # constant 2
+    ops = [n["op"] for n in json.loads(autograd.get_symbol(d1).tojson())["nodes"]]
+    assert "gradient_of" not in ops and "multiply" in ops
+    sym = autograd.get_symbol(d4)              # a constant: no arguments
+    assert sym.list_arguments() == []
+    assert_close(sym.bind(mx.cpu(), {}).forward()[0], [2.0, 2.0])
+    s1 = autograd.get_symbol(d1)                 # 3 x**2
+    assert_close(s1.bind(mx.cpu(), {"var0": x}).forward()[0], 3 * onp.array([0.3, -0.7]) ** 2)

@@ -17,7 +17,7 @@ constants, as the tape saw them.
 """
 
 from fastgrad._array import Primitive, ndarray, history
-from fastgrad._zeros import ConstantDerivative, GradientOf
+from fastgrad._zeros import ConstantDerivative, GradientOf, NoGradientOutput
 from fastgrad.symbol._graph import Symbol, SymNode, constant
 from fastgrad.symbol._ops import VARIABLE
 
@@ -31,8 +31,8 @@ def _collect(heads):
             continue
         seen[n.seq] = n
         parents = n.parents_list()
-        if isinstance(n.op, GradientOf):            # only input 0 is part of the program;
-            parents = parents[:1]                   # the rest are zero edges (_zeros.py)
+        if isinstance(n.op, (GradientOf, NoGradientOutput)):
+            parents = parents[:1]       # only input 0 is part of the program (_zeros.py)
         elif isinstance(n.op, ConstantDerivative):
             parents = []
         stack.extend(p for p in parents if p is not None)
@@ -90,7 +90,7 @@ def from_history(x, names=None):
             made[n.seq] = SymNode(VARIABLE, name, attrs={"shape": tuple(shape),
                                                          "dtype": dtype})
             continue
-        if isinstance(n.op, GradientOf):
+        if isinstance(n.op, (GradientOf, NoGradientOutput)):
             p, k = n.parents_list()[0], n.output_indices[0]
             alias[n.seq] = alias.get(p.seq, (made.get(p.seq), k))
             continue
