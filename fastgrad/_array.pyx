@@ -35,7 +35,7 @@ import weakref
 import numpy as _np
 
 from fastgrad._filled import Filled as _Filled
-from fastgrad._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT
+from fastgrad._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT, ZeroResult as _ZeroResult
 
 cnp.import_array()
 
@@ -556,6 +556,32 @@ def record_custom(op, tuple inputs, tuple outputs):
         node.trace = _capture_trace()
     return tuple([wrap((<ndarray>outputs[i])._data, node, i, type(outputs[i]))
                   for i in range(node.n_out)])
+
+
+def record_zero(str name, tuple inputs, ndarray out):
+    """Record ``out``, an integer or bool result of ``inputs`` that no table op computes
+    (``argmax``, ``nonzero``...), as a zero node (Note [Zero gradients]); returns ``out``."""
+    if not is_recording_c():
+        return out
+    cdef list parents = []
+    cdef list oidx = []
+    for a in inputs:
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            parents.append((<ndarray>a)._node)
+            oidx.append((<ndarray>a)._oidx)
+    if not parents:
+        return out
+    cdef Node node = new_node(_ZeroResult(name, out._data))
+    node.zero = True
+    node.parents = tuple(parents)
+    node.parent_oidx = tuple(oidx) if any(oidx) else None
+    node.saved = ()
+    node.params = ()
+    node.out_shape = out._data.shape
+    node.out_dtype = out._data.dtype
+    out._node = node
+    out._oidx = 0
+    return out
 
 
 def wrap_output(data, Node node, Py_ssize_t index):

@@ -12,7 +12,8 @@ import types as _types
 import numpy as _np
 
 from fastgrad import _array
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
+from fastgrad._state import is_recording as _is_recording
 from fastgrad._kernels import normalize_axis
 from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
                                     check_numeric as _check_numeric, r_, c_)
@@ -1179,21 +1180,27 @@ def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
 
 
 # ---------------------------------------------------------------- not differentiable
+def _no_gradient(name, value, *inputs):
+    """An integer or bool result of ``inputs``: no gradient, but recorded for what it
+    depends on (Note [Zero gradients])."""
+    return _record_zero(name, inputs, _wrap(_np.asarray(value)))
+
+
 def argmax(a, axis=None, out=None, keepdims=False):
     """Indices of the maximum values (not differentiable)."""
     _check_out("argmax", out)
-    return _wrap(_np.asarray(_np.argmax(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("argmax", _np.argmax(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def argmin(a, axis=None, out=None, keepdims=False):
     """Indices of the minimum values (not differentiable)."""
     _check_out("argmin", out)
-    return _wrap(_np.asarray(_np.argmin(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("argmin", _np.argmin(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def argsort(a, axis=-1, kind=None, order=None, stable=None):
     """Indices that would sort an array (not differentiable)."""
-    return _wrap(_np.argsort(unwrap(a), axis=axis, kind=kind))
+    return _no_gradient("argsort", _np.argsort(unwrap(a), axis=axis, kind=kind), a)
 
 
 def around(a, decimals=0, out=None):
@@ -1207,49 +1214,74 @@ round = round_ = around
 
 def nonzero(a):
     """Indices of the non-zero elements, one array per dimension (not differentiable)."""
-    return tuple(_wrap(i) for i in _np.nonzero(unwrap(a)))
+    return tuple(_no_gradient("nonzero", i, a) for i in _np.nonzero(unwrap(a)))
 
 
 def flatnonzero(a):
     """Indices of the non-zero elements of the flattened array (not differentiable)."""
-    return _wrap(_np.flatnonzero(unwrap(a)))
+    return _no_gradient("flatnonzero", _np.flatnonzero(unwrap(a)), a)
 
 
 def argwhere(a):
     """Indices of the non-zero elements, grouped by element (not differentiable)."""
-    return _wrap(_np.argwhere(unwrap(a)))
+    return _no_gradient("argwhere", _np.argwhere(unwrap(a)), a)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
     """The number of non-zero elements (not differentiable)."""
-    return _wrap(_np.asarray(_np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("count_nonzero",
+                        _np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def searchsorted(a, v, side="left", sorter=None):
     """Where to insert ``v`` to keep ``a`` sorted (not differentiable)."""
-    return _wrap(_np.asarray(_np.searchsorted(unwrap(a), unwrap(v), side=side,
-                                              sorter=unwrap(sorter))))
+    return _no_gradient("searchsorted", _np.searchsorted(unwrap(a), unwrap(v), side=side,
+                                                         sorter=unwrap(sorter)), a, v)
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            equal_nan=True):
-    """The sorted unique elements (not differentiable)."""
-    res = _np.unique(unwrap(ar), return_index=return_index, return_inverse=return_inverse,
+    """The sorted unique elements. The values are a recorded selection of ``ar`` (their
+    gradient reaches the first occurrence of each); indices and counts carry none."""
+    res = _np.unique(unwrap(ar), return_index=True, return_inverse=return_inverse,
                      return_counts=return_counts, axis=axis)
-    if isinstance(res, tuple):
-        return tuple(_wrap(r) for r in res)
-    return _wrap(res)
+    first = res[1]
+    if axis is None:
+        values = _P["getitem"](reshape(ar, (-1,)), (first,))
+    else:
+        values = take(ar, first, axis=axis)
+    extra = [_no_gradient("unique", r, ar) for r in res[2:]]
+    if return_index:
+        extra.insert(0, _no_gradient("unique", first, ar))
+    return tuple([values] + extra) if extra else values
 
 
 def bincount(x, weights=None, minlength=0):
-    """Counts of each non-negative integer (not differentiable)."""
-    return _wrap(_np.bincount(unwrap(x), unwrap(weights), minlength))
+    """Counts of each non-negative integer; with ``weights``, the sums of the weights in each
+    bin, differentiable with respect to the weights."""
+    xv = _np.asarray(unwrap(x))
+    if weights is None:
+        return _no_gradient("bincount", _np.bincount(xv, None, minlength), x)
+    n = _max(int(xv.max()) + 1 if xv.size else 0, int(minlength))
+    w = weights if isinstance(weights, ndarray) else _np.asarray(weights)
+    if _np.asarray(unwrap(w)).dtype.kind not in "fc":
+        w = astype(w, _np.float64)          # NumPy's bincount sums weights in float64
+    return _P["scatter_add"](w, (xv,), (n,))
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    """A histogram of the data (not differentiable)."""
+    """A histogram of the data. Counts carry no gradient; float results that depend on a
+    recorded array (edges found from its range, densities, weighted counts) raise rather
+    than silently having none: call it on ``a.detach()``."""
     hist, edges = _np.histogram(unwrap(a), bins, range, density, unwrap(weights))
-    return _wrap(hist), _wrap(edges)
+    recorded = [v for v in (a, weights) if isinstance(v, ndarray) and v.node is not None]
+    if recorded and _is_recording() and (
+            range is None or hist.dtype.kind == "f" or weights is not None):
+        raise NotImplementedError(
+            "fastgrad.histogram has no derivative for its edges, densities or weighted "
+            "counts, which depend on a recorded array; call it on a.detach() (and pass "
+            "range=) if you only need the values")
+    return _no_gradient("histogram", hist, a), _wrap(edges)
 
 
 def array_equal(a1, a2, equal_nan=False):
@@ -1265,16 +1297,16 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return _wrap(_np.asarray(_np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
-                                         equal_nan=equal_nan)))
+    return _no_gradient("isclose", _np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
+                                               equal_nan=equal_nan), a, b)
 
 
 def all(a, axis=None, keepdims=False):
-    return _wrap(_np.asarray(_np.all(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("all", _np.all(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def any(a, axis=None, keepdims=False):
-    return _wrap(_np.asarray(_np.any(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("any", _np.any(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def shape(a):

@@ -104,3 +104,24 @@ class NoGradientOutput:
 
 
 NO_GRADIENT_OUTPUT = NoGradientOutput()
+
+
+class ZeroResult:
+    """The op of the zero node recorded for an integer or bool result that no table op makes
+    (``argmax``, ``nonzero``, ``isclose``...): it keeps the reach to the inputs, and
+    ``get_symbol`` stores the value as a constant."""
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, name, value):
+        self.name = name
+        self.value = value
+
+    def node_backward(self, node, g, needs, create_graph):
+        return (None,) * len(node.parents_list())
+
+    def release(self):
+        pass
+
+    def __repr__(self):
+        return "<fastgrad op %s (no gradient)>" % self.name

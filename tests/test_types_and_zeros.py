@@ -320,3 +320,53 @@ def test_get_symbol_of_gradients_returned_under_create_graph():
     assert_close(sym.bind(mx.cpu(), {}).forward()[0], [2.0, 2.0])
     s1 = autograd.get_symbol(d1)                 # 3 x**2
     assert_close(s1.bind(mx.cpu(), {"var0": x}).forward()[0], 3 * onp.array([0.3, -0.7]) ** 2)
+
+
+# ---------------------------------------------------------------- integer results of functions
+@pytest.mark.parametrize("name,fn", [
+    ("argmax", lambda v: np.argmax(v)), ("argmin", lambda v: np.argmin(v)),
+    ("argsort", lambda v: np.argsort(v)), ("nonzero", lambda v: np.nonzero(v)[0]),
+    ("flatnonzero", np.flatnonzero), ("argwhere", np.argwhere),
+    ("count_nonzero", np.count_nonzero), ("searchsorted", lambda v: np.searchsorted(v, 0.7)),
+    ("isclose", lambda v: np.isclose(v, 0.5)), ("all", np.all), ("any", np.any),
+])
+def test_integer_results_reach_their_inputs_with_zero_gradient(name, fn):
+    x = var([0.5, 1.5, -2.0, 0.25])
+    with autograd.record():
+        r = fn(x)
+        y = (r * 1.0).sum()
+    assert r.node is not None and not r.node.carries_gradient
+    assert_close(autograd.grad(y, [x])[0], onp.zeros(4))
+
+
+def test_unique_values_are_a_recorded_selection():
+    xv = onp.array([0.5, 1.5, 0.5, -2.0])
+    x = var(xv)
+    with autograd.record():
+        u, first, counts = np.unique(x, return_index=True, return_counts=True)
+        y = (u * u * counts).sum()
+    assert u.asnumpy().tolist() == [-2.0, 0.5, 1.5]
+    assert first.asnumpy().tolist() == [3, 0, 1] and counts.asnumpy().tolist() == [1, 2, 1]
+    # d/dx of sum(u_k^2 c_k), u_k = x[first_k]: 2 x c at each first occurrence
+    assert_close(autograd.grad(y, [x])[0], [2 * 0.5 * 2, 2 * 1.5, 0.0, 2 * -2.0])
+
+
+def test_bincount_is_differentiable_in_its_weights():
+    w = var([1.0, 2.0, 3.0, 4.0])
+    idx = onp.array([0, 2, 2, 1])
+    with autograd.record():
+        b = np.bincount(np.array(idx), w, minlength=4)
+        y = (b * np.array(onp.array([1.0, 10.0, 100.0, 1000.0]))).sum()
+    assert_close(b, onp.bincount(idx, [1.0, 2.0, 3.0, 4.0], minlength=4))
+    assert_close(autograd.grad(y, [w])[0], [1.0, 100.0, 100.0, 10.0])
+
+
+def test_histogram_counts_carry_no_gradient_and_float_results_raise():
+    x = var([0.5, 1.5, -2.0])
+    with autograd.record():
+        h, edges = np.histogram(x, bins=3, range=(-3, 3))
+        assert not h.node.carries_gradient
+        with pytest.raises(NotImplementedError, match="histogram"):
+            np.histogram(x)
+    h, edges = np.histogram(x.detach())
+    assert h.asnumpy().sum() == 3

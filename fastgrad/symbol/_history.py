@@ -17,7 +17,7 @@ constants, as the tape saw them.
 """
 
 from fastgrad._array import Primitive, ndarray, history
-from fastgrad._zeros import ConstantDerivative, GradientOf, NoGradientOutput
+from fastgrad._zeros import ConstantDerivative, GradientOf, NoGradientOutput, ZeroResult
 from fastgrad.symbol._graph import Symbol, SymNode, constant
 from fastgrad.symbol._ops import VARIABLE
 
@@ -33,7 +33,7 @@ def _collect(heads):
         parents = n.parents_list()
         if isinstance(n.op, (GradientOf, NoGradientOutput)):
             parents = parents[:1]       # only input 0 is part of the program (_zeros.py)
-        elif isinstance(n.op, ConstantDerivative):
+        elif isinstance(n.op, (ConstantDerivative, ZeroResult)):
             parents = []
         stack.extend(p for p in parents if p is not None)
     return [seen[k] for k in sorted(seen)]
@@ -94,7 +94,7 @@ def from_history(x, names=None):
             p, k = n.parents_list()[0], n.output_indices[0]
             alias[n.seq] = alias.get(p.seq, (made.get(p.seq), k))
             continue
-        if isinstance(n.op, ConstantDerivative):
+        if isinstance(n.op, (ConstantDerivative, ZeroResult)):
             alias[n.seq] = (constant(n.op.value), 0)
             continue
         if type(n.op) is not Primitive:
