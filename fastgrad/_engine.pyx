@@ -369,8 +369,8 @@ cdef void _write_var(object ref, object g, bint owned) except *:
             return
         # Its buffer was never made: this gradient becomes it (Note [Lazy grad buffers]).
         if g is None:
-            g = _np.zeros_like(a._data)
-        elif not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
+            return      # a zero stays symbolic: reading .grad makes the zeros (Note [Zero gradients])
+        if not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
                   and g.dtype == a._data.dtype):
             g = _np.array(g, dtype=a._data.dtype, copy=True)
         a._grad = wrap(g, None, 0, type(a))

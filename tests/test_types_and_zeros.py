@@ -370,3 +370,17 @@ def test_histogram_counts_carry_no_gradient_and_float_results_raise():
             np.histogram(x)
     h, edges = np.histogram(x.detach())
     assert h.asnumpy().sum() == 3
+
+
+def test_a_reached_variable_with_zero_gradient_allocates_nothing_until_read():
+    # Note [Zero gradients]: the zero stays symbolic in the lazy .grad buffer.
+    x = var([0.4, 1.6])
+    with autograd.record():
+        y = np.floor(x).sum()
+    y.backward()
+    assert_close(x.grad, [0.0, 0.0])
+    x.grad[...] = 5.0                # an existing buffer is overwritten with zeros
+    with autograd.record():
+        y = np.floor(x).sum()
+    y.backward()
+    assert_close(x.grad, [0.0, 0.0])
