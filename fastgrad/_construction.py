@@ -22,13 +22,11 @@ fastgrad array as an argument (``numpy.stack([x, y])``, ``numpy.mean(x)``) do di
 
 import numpy as _np
 
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._array import ndarray, unwrap
 from fastgrad._registry import REGISTRY
 
 _STACK = REGISTRY["stack"]
-_CONCATENATE = REGISTRY["concatenate"]
 _ASTYPE = REGISTRY["astype"]
-_RESHAPE = REGISTRY["reshape"]
 _NUMERIC = "biufc"
 
 
@@ -110,78 +108,3 @@ def from_sequence(seq, dtype=None, what="fastgrad.array: argument 'object'"):
     dtype = _result_dtype(seq, what) if dtype is None else _np.dtype(dtype)
     out = _build(seq, dtype, what)
     return out if isinstance(out, ndarray) else _np.asarray(out)
-
-
-# ---------------------------------------------------------------- r_ and c_
-class _Concatenator:
-    """``np.r_`` / ``np.c_``: NumPy's index-expression concatenation, keeping history.
-
-    Items may be fastgrad arrays, NumPy arrays, lists, numbers and slices (``1:5``,
-    ``0:1:5j``), and, first, a string of up to three integers ``'axis,ndmin,trans1d'`` as in
-    NumPy (``'r'``/``'c'`` matrix directives are not supported).
-    """
-
-    def __init__(self, axis, ndmin, trans1d, name):
-        self.axis, self.ndmin, self.trans1d, self.name = axis, ndmin, trans1d, name
-
-    def __getitem__(self, key):
-        items = list(key) if isinstance(key, tuple) else [key]
-        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
-        if items and isinstance(items[0], str):
-            spec = [s.strip() for s in items.pop(0).split(",")]
-            try:
-                numbers = [int(s) for s in spec]
-            except ValueError:
-                raise ValueError("fastgrad.%s: only 'axis,ndmin,trans1d' directives are "
-                                 "supported, got %r" % (self.name, ",".join(spec))) from None
-            axis = numbers[0]
-            if len(numbers) > 1:
-                ndmin = numbers[1]
-            if len(numbers) > 2:
-                trans1d = numbers[2]
-        arrays = []
-        for item in items:
-            if isinstance(item, slice):
-                start, stop, step = item.start or 0, item.stop, item.step or 1
-                if isinstance(step, complex):
-                    a = _np.linspace(start, stop, int(abs(step)))
-                else:
-                    a = _np.arange(start, stop, step)
-                item = a
-            elif (type(item) is list or type(item) is tuple) and holds_array(item):
-                item = from_sequence(item, what="fastgrad.%s: an item" % self.name)
-            elif not isinstance(item, (ndarray, _np.ndarray)):
-                item = _np.asarray(item)
-            arrays.append(self._promote(item, ndmin, trans1d))
-        if not arrays:
-            return _wrap(_np.zeros((0,)))
-        dtype = _np.result_type(*[unwrap(a) for a in arrays])
-        check_numeric(dtype, "fastgrad.%s" % self.name)
-        arrays = [a if _np.asarray(unwrap(a)).dtype == dtype else _ASTYPE(a, dtype)
-                  for a in arrays]
-        axis %= _np.ndim(unwrap(arrays[0]))
-        sizes = tuple(_np.shape(unwrap(a))[axis] for a in arrays)
-        return _CONCATENATE(arrays, axis, sizes)
-
-    @staticmethod
-    def _promote(a, ndmin, trans1d):
-        nd = _np.ndim(unwrap(a))
-        if nd >= ndmin:
-            return a
-        shape = _np.shape(unwrap(a))
-        # NumPy puts the existing axes at position trans1d of the new shape (-1: at the end).
-        new = (1,) * (ndmin - nd)
-        if trans1d == -1 or trans1d >= ndmin - nd + nd:
-            target = new + shape
-        else:
-            target = new[:trans1d] + shape + new[trans1d:]
-        if isinstance(a, ndarray):
-            return _RESHAPE(a, target)
-        return _np.reshape(a, target)
-
-    def __len__(self):
-        return 0
-
-
-r_ = _Concatenator(0, 1, -1, "r_")
-c_ = _Concatenator(-1, 2, 0, "c_")

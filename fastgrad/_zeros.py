@@ -13,9 +13,10 @@ A gradient that is absent or identically zero is never an array of zeros inside 
 
 Differentiability is a property of outputs and their dtypes:
 
-* An op whose output is integer or bool (comparisons, ``astype('int64')``, a sum with
-  ``dtype='int64'``) never carries a gradient: the derivative of a cast to an integer type is
-  zero. An op whose derivative is zero almost everywhere (``floor``, ``ceil``, ``trunc``,
+* An op whose output is bool (comparisons, ``isnan``), or integer while some input with
+  history is not (``astype('int64')`` of a float, a sum with ``dtype='int64'``), never carries
+  a gradient: the derivative of a cast to an integer type is zero. Integer ops on integer
+  variables do carry gradients, as in MXNet (``k * k`` for an int32 variable ``k``). An op whose derivative is zero almost everywhere (``floor``, ``ceil``, ``trunc``,
   ``rint``, ``round``, ``sign``, ``floor_divide``, ``heaviside``) has a zero rule. Both are
   still recorded, as *zero nodes* (``Node.carries_gradient`` is False): every input with
   history is a parent, nothing is saved, the rule never runs, and no consumer computes a
