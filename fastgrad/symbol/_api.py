@@ -7,8 +7,10 @@ import numpy as np
 
 from fastgrad._registry import REGISTRY
 from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_composite,
-                                    constant)
+                                    constant, _auto_name, _as_entry)
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
+from fastgrad.symbol._values import InputRef
+from fastgrad.symbol import _legacy
 
 
 def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs):
@@ -140,12 +142,108 @@ def op_names():
     return sorted(names)
 
 
+# Names whose MXNet 1.x meaning differs from NumPy's: ``sym.concat(*data, dim=)``,
+# ``sym.flatten`` (keeps the batch axis); ``sym.split`` is MXNet's when called with
+# ``num_outputs=`` and no sections (see ``_split``).
+_MXNET_FIRST = frozenset({"concat", "flatten"})
+
+
 def resolve(attr):
-    """``fastgrad.sym.<attr>``: a registry op, else a composite of ``np``, else of ``npx``."""
+    """``fastgrad.sym.<attr>``: a registry op, else a composite of ``np``, else of ``npx``,
+    else an MXNet 1.x operator (Note [MXNet 1.x operators])."""
+    if attr in _MXNET_FIRST:
+        return legacy_op(attr)
+    if attr == "split":
+        return _split
     if attr in REGISTRY:
         return symbol_op(attr)
     for prefix in ("np.", "npx."):
         fn = composites().get(prefix + attr)
         if fn is not None:
             return symbol_op(fn.name) if is_primitive(fn) else symbol_op(prefix + attr)
+    if attr in _legacy.CATALOGUE:
+        return legacy_op(attr)
+    if attr in ("zeros", "ones"):
+        return legacy_op("_" + attr)
     raise AttributeError("module 'fastgrad.sym' has no attribute %r" % attr)
+
+
+def _split(*args, **kwargs):
+    """``sym.split``: MXNet's ``split(data, num_outputs, axis=1, squeeze_axis=False)`` when
+    called with ``num_outputs=`` only, else NumPy's ``split(ary, indices_or_sections)``."""
+    if len(args) == 1 and "num_outputs" in kwargs and "indices_or_sections" not in kwargs:
+        return legacy_op("SliceChannel")(*args, **kwargs)
+    return symbol_op("split")(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def legacy_op(name):
+    """The ``fastgrad.sym`` function of MXNet 1.x operator ``name`` (or one of its aliases).
+
+    It takes the inputs by position or by MXNet's input names (``data``, ``weight``, ...),
+    MXNet's parameters, ``name=`` and ``attr=``; inputs not given become variables named
+    ``<name>_<input>`` (Note [MXNet 1.x operators] in ``_legacy.py``).
+    """
+    spec = _legacy.CATALOGUE[name]
+
+    def op(*args, **kwargs):
+        kwargs = dict(kwargs)
+        node_name = kwargs.pop("name", None)
+        attr = kwargs.pop("attr", None)
+        where = "sym.%s" % name
+        if spec.variadic:
+            inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
+                else list(args)
+            kwargs.setdefault("num_args", len(inputs))
+            given = spec.parse(kwargs, where)
+            if given["num_args"] != len(inputs):
+                raise ValueError("%s: num_args=%d but %d inputs were given"
+                                 % (where, given["num_args"], len(inputs)))
+            names = ["arg%d" % i for i in range(len(inputs))]
+        else:
+            trial = {k: v for k, v in kwargs.items() if k in spec.params}
+            given = spec.parse(trial, where)
+            full = spec.full(given, where)
+            names = spec.input_names(full)
+            extra = [k for k in kwargs if k not in spec.params and k not in names]
+            if extra:
+                raise TypeError("%s: unknown argument(s) %s (inputs: %s; parameters: %s)"
+                                % (where, extra, names, sorted(spec.params)))
+            if len(args) > len(names):
+                raise TypeError("%s takes at most %d inputs (%d given)"
+                                % (where, len(names), len(args)))
+            inputs = list(args) + [kwargs.get(n) for n in names[len(args):]]
+            for n in names[:len(args)]:
+                if n in kwargs:
+                    raise TypeError("%s got multiple values for input %r" % (where, n))
+        if node_name is None:
+            node_name = _auto_name(spec.name.lower())
+        full = spec.full(given, where)
+        var_attrs = {k: _legacy.format_attr(v) for k, v in given.items()}
+        var_attrs.update({str(k): str(v) for k, v in dict(attr or {}).items()})
+        for i, (n, x) in enumerate(zip(names, inputs)):
+            if x is None:
+                if n in _legacy.DATA_INPUTS or not spec.auto:
+                    raise TypeError("%s: input %r is required" % (where, n))
+                a = dict(var_attrs)
+                if n in spec.var_attrs:
+                    a["__init__"] = spec.var_attrs[n]
+                inputs[i] = var("%s_%s" % (node_name, n), attr=a)
+        entries = [_as_entry(x, name, "input %r" % n) for n, x in zip(names, inputs)]
+        node = SymNode("mx." + spec.name, node_name, entries,
+                       (tuple(InputRef(i) for i in range(len(entries))), dict(sorted(given.items()))),
+                       attrs={str(k): str(v) for k, v in dict(attr or {}).items()},
+                       num_outputs=spec.num_outputs(full))
+        return Symbol.from_node(node)
+
+    op.__name__ = op.__qualname__ = name
+    params = ", ".join("%s=%s" % (k, "<required>" if d is _legacy.REQUIRED else repr(d))
+                       for k, (kind, d) in spec.params.items())
+    op.__doc__ = ("MXNet 1.x operator ``%s`` (a Symbol). Inputs: %s. Parameters: %s."
+                  % (spec.name, "any number" if spec.variadic else
+                     ", ".join(spec.input_names(_defaults_for_doc(spec))), params or "none"))
+    return op
+
+
+def _defaults_for_doc(spec):
+    return {k: (None if d is _legacy.REQUIRED else d) for k, (kind, d) in spec.params.items()}

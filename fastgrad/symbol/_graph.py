@@ -120,6 +120,29 @@ class SymNode:
         return "<SymNode %s %s #%d>" % (self.op, self.name, self.id)
 
 
+def aux_positions(node):
+    """The input positions of ``node`` that are auxiliary states (MXNet 1.x operators only)."""
+    if not node.op.startswith("mx."):
+        return ()
+    from fastgrad.symbol import _legacy
+    spec = _legacy.CATALOGUE[node.op[3:]]
+    if not spec.aux:
+        return ()
+    names = spec.input_names(spec.full(node.params[1]))
+    return tuple(i for i, n in enumerate(names) if n in spec.aux)
+
+
+def aux_ids(nodes):
+    """Ids of the variables among ``nodes``' inputs that feed an auxiliary position."""
+    out = set()
+    for n in nodes:
+        for i in aux_positions(n):
+            p = n.inputs[i][0]
+            if p.op == VARIABLE:
+                out.add(p.id)
+    return out
+
+
 def topo_nodes(entries):
     """Every node the entries depend on, in creation order (Note [Symbol graph])."""
     seen = {}
@@ -394,14 +417,16 @@ def infer(entries, shapes, dtypes, partial=False):
         if node.op == VARIABLE:
             shape = shapes.get(node.name, node.attrs.get("shape"))
             dtype = dtypes.get(node.name, node.attrs.get("dtype")) or np.float32
-            if shape is None and not partial:
-                raise _Unknown(node.name)
+            # An unknown shape may still be inferred from its consumer (an MXNet operator's
+            # weight); it is an error only when a node needs it.
             info[(node.id, 0)] = (None if shape is None else tuple(shape), np.dtype(dtype))
             continue
         if node.op == CONSTANT:
             v = np.asarray(node.value)
             info[(node.id, 0)] = (v.shape, v.dtype)
             continue
+        if node.op.startswith("mx."):
+            _infer_parameter_shapes(node, info, dtypes)
         try:
             probes = [_probe_for(info, e) for e in node.inputs]
         except _Unknown:
@@ -417,7 +442,35 @@ def infer(entries, shapes, dtypes, partial=False):
                              % (node.name, node.op, len(outs), node.num_outputs))
         for i, o in enumerate(outs):
             info[(node.id, i)] = (o.shape, o.dtype)
+    if not partial:
+        for node in topo_nodes(entries):
+            if node.op == VARIABLE and info[(node.id, 0)][0] is None:
+                raise _Unknown(node.name)
     return info
+
+
+def _infer_parameter_shapes(node, info, dtypes):
+    """Fill in the unknown shapes of variables feeding an MXNet operator from its data's shape
+    (``fc1_weight`` from ``num_hidden`` and the data), as MXNet's inference does."""
+    from fastgrad.symbol import _legacy
+    spec = _legacy.CATALOGUE[node.op[3:]]
+    if spec.shape_rule is None:
+        return
+    known = [info[(p.id, k)][0] for p, k in node.inputs]
+    if all(s is not None for s in known):
+        return
+    full = spec.full(node.params[1])
+    try:
+        wanted = spec.shape_rule(known, full)
+    except (TypeError, IndexError, ValueError, ZeroDivisionError):
+        return
+    for i, shape in wanted.items():
+        p, k = node.inputs[i]
+        if p.op == VARIABLE and info[(p.id, 0)][0] is None and shape is not None:
+            dtype = dtypes.get(p.name, p.attrs.get("dtype"))
+            if dtype is None and known[0] is not None:
+                dtype = info[(node.inputs[0][0].id, node.inputs[0][1])][1]
+            info[(p.id, 0)] = (tuple(int(d) for d in shape), np.dtype(dtype or np.float32))
 
 
 # ---------------------------------------------------------------- Symbol
@@ -472,16 +525,21 @@ class Symbol:
         return self._entries[0][0].name
 
     def list_arguments(self):
-        """Names of the arguments (variables), in depth-first order."""
-        return [n.name for n in dfs_nodes(self._entries) if n.op == VARIABLE]
+        """Names of the arguments (variables but auxiliary states), in depth-first order."""
+        nodes = dfs_nodes(self._entries)
+        aux = aux_ids(nodes)
+        return [n.name for n in nodes if n.op == VARIABLE and n.id not in aux]
 
     def list_inputs(self):
-        """Names of every input: arguments and auxiliary states (fastgrad ops have none)."""
-        return self.list_arguments() + self.list_auxiliary_states()
+        """Names of every input: arguments and auxiliary states, in depth-first order."""
+        return [n.name for n in dfs_nodes(self._entries) if n.op == VARIABLE]
 
     def list_auxiliary_states(self):
-        """Names of auxiliary states. No fastgrad op keeps any, so this is empty."""
-        return []
+        """Names of the auxiliary states: variables that MXNet 1.x operators update
+        themselves (``BatchNorm``'s ``moving_mean``/``moving_var``), in depth-first order."""
+        nodes = dfs_nodes(self._entries)
+        aux = aux_ids(nodes)
+        return [n.name for n in nodes if n.op == VARIABLE and n.id in aux]
 
     def list_outputs(self):
         """Names of the outputs: ``'<node>_output'`` (``_output<i>`` for several)."""
