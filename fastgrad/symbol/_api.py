@@ -142,10 +142,11 @@ def op_names():
     return sorted(names)
 
 
-# Names whose MXNet 1.x meaning differs from NumPy's: ``sym.concat(*data, dim=)``,
+# Names whose MXNet 1.x meaning differs from NumPy's: ``sym.concat(*data, dim=)``, ``sym.dot``
+# (contracts the last axis of lhs with the first of rhs),
 # ``sym.flatten`` (keeps the batch axis); ``sym.split`` is MXNet's when called with
 # ``num_outputs=`` and no sections (see ``_split``).
-_MXNET_FIRST = frozenset({"concat", "flatten"})
+_MXNET_FIRST = frozenset({"concat", "flatten", "dot"})
 
 
 def resolve(attr):

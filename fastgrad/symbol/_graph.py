@@ -598,7 +598,7 @@ class Symbol:
 
     def __reduce__(self):
         from fastgrad.symbol._json import load_json
-        return (load_json, (self.tojson(),))
+        return (load_json, (self.tojson(layout="fastgrad"),))
 
     # ------------------------------------------------------------ arithmetic
     def __neg__(self):
@@ -733,10 +733,20 @@ class Symbol:
                 [(None, info[(n.id, i)]) for n, i in self._entries])
 
     # ------------------------------------------------------------ serialization and binding
-    def tojson(self):
-        """The graph as JSON text (see :func:`fastgrad.sym.load_json`)."""
+    def tojson(self, remove_amp_cast=True, layout="auto"):
+        """The graph as JSON text (see :func:`fastgrad.sym.load_json`).
+
+        Parameters
+        ----------
+        remove_amp_cast : bool
+            Accepted for MXNet compatibility (fastgrad inserts no casts).
+        layout : {'auto', 'mxnet', 'fastgrad'}
+            ``'auto'`` writes MXNet's format when MXNet can read the graph, else fastgrad's
+            (Note [MXNet JSON] in ``fastgrad/symbol/_mxnet_json.py``); ``'mxnet'`` raises
+            ``ValueError`` naming a node MXNet cannot hold.
+        """
         from fastgrad.symbol._json import to_json
-        return to_json(self)
+        return to_json(self, layout)
 
     def save(self, fname):
         """Write :meth:`tojson` to the file ``fname``."""

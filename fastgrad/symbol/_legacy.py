@@ -666,7 +666,9 @@ _register(LegacyOp("Pooling", ["data"],
                     "pooling_convention": (_S, "valid"), "stride": ("shape", ()),
                     "pad": ("shape", ()), "p_value": ("any", None),
                     "count_include_pad": ("opt_bool", None), "layout": ("opt_str", None)},
-                   _pooling))
+                   _pooling,
+                   # MXNet 1.9.1 (MKL-DNN build) counts a hidden workspace for max pooling.
+                   total_outputs=lambda p: 2 if p["pool_type"] == "max" else 1))
 _register(LegacyOp("Activation", ["data"], {"act_type": (_S, REQUIRED)},
                    lambda x, p: npx.activation(x[0], act_type=p["act_type"])))
 _register(LegacyOp("BatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"],
