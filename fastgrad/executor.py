@@ -245,6 +245,56 @@ class Executor:
             return
         np.copyto(unwrap(dst), data, casting="unsafe")
 
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes (``data=(64, 3, 32, 32)``), as MXNet's.
+
+        The other inputs' shapes are inferred again; an input whose shape does not change
+        is shared with this executor (the same array), the others are new zero arrays.
+
+        Parameters
+        ----------
+        partial_shaping : bool
+            Allow inputs not named in ``kwargs`` to change shape (else ``ValueError``).
+        allow_up_sizing : bool
+            Allow an input to grow (else ``ValueError``, as MXNet, which reuses memory).
+        **kwargs : tuple of int
+            New shapes by input name.
+        """
+        names = self._arg_names + self._aux_names
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise ValueError("reshape: %s are not inputs of the symbol (inputs: %s)"
+                             % (unknown, names))
+        new_shapes = {k: tuple(int(d) for d in v) for k, v in kwargs.items()}
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**new_shapes)
+        if arg_shapes is None:
+            current = {n: a.shape for n, a in zip(names, self._args)}
+            current.update(new_shapes)
+            arg_shapes, _, aux_shapes = self._symbol.infer_shape(**current)
+        values = {}
+        shared = []
+        for i, (name, shape) in enumerate(zip(names, list(arg_shapes) + list(aux_shapes))):
+            old = self._args[i]
+            if tuple(shape) == old.shape:
+                values[name] = old
+                shared.append(i)
+                continue
+            if name not in new_shapes and not partial_shaping:
+                raise ValueError("reshape: the shape of %r changes from %s to %s; pass "
+                                 "partial_shaping=True to allow it" % (name, old.shape,
+                                                                       tuple(shape)))
+            if int(np.prod(shape)) > old.size and not allow_up_sizing:
+                raise ValueError("reshape: %r grows from %s to %s; pass allow_up_sizing=True"
+                                 % (name, old.shape, tuple(shape)))
+            values[name] = _wrap(np.zeros(shape, old.dtype), type(old))
+        out = Executor(self._symbol, self._ctx,
+                       {n: values[n] for n in self._arg_names},
+                       grad_req=list(self._reqs),
+                       aux_states={n: values[n] for n in self._aux_names})
+        for i in shared:
+            out._args[i] = self._args[i]
+        return out
+
     # ------------------------------------------------------------ running
     def forward(self, is_train=False, **kwargs):
         """Run the graph and return the list of outputs.

@@ -465,10 +465,12 @@ def _infer_parameter_shapes(node, info, dtypes):
     except (TypeError, IndexError, ValueError, ZeroDivisionError):
         return
     for i, shape in wanted.items():
+        if i >= len(node.inputs):
+            continue
         p, k = node.inputs[i]
         if p.op == VARIABLE and info[(p.id, 0)][0] is None and shape is not None:
             dtype = dtypes.get(p.name, p.attrs.get("dtype"))
-            if dtype is None and known[0] is not None:
+            if dtype is None:
                 dtype = info[(node.inputs[0][0].id, node.inputs[0][1])][1]
             info[(p.id, 0)] = (tuple(int(d) for d in shape), np.dtype(dtype or np.float32))
 
@@ -637,6 +639,7 @@ class Symbol:
     # ------------------------------------------------------------ inference
     def _shape_dict(self, args, kwargs, what):
         names = self.list_arguments()
+        inputs = self.list_inputs()
         given = {}
         if args:
             if len(args) > len(names):
@@ -646,16 +649,23 @@ class Symbol:
                 if v is not None:
                     given[n] = v
         for k, v in kwargs.items():
-            if k not in names:
+            if k not in inputs:
                 raise ValueError("%s: %r is not an argument of this symbol (arguments: %s)"
-                                 % (what, k, names))
+                                 % (what, k, inputs))
             given[k] = v
         return given
 
+    def _split_inputs(self):
+        nodes = dfs_nodes(self._entries)
+        aux = aux_ids(nodes)
+        variables = [n for n in nodes if n.op == VARIABLE]
+        return ([n for n in variables if n.id not in aux], [n for n in variables if n.id in aux])
+
     def _infer(self, shapes, dtypes, partial):
         info = infer(self._entries, shapes, dtypes, partial=partial)
-        args = [n for n in dfs_nodes(self._entries) if n.op == VARIABLE]
-        return ([info[(n.id, 0)] for n in args], [info[(n.id, i)] for n, i in self._entries])
+        args, aux = self._split_inputs()
+        return ([info[(n.id, 0)] for n in args], [info[(n.id, i)] for n, i in self._entries],
+                [info[(n.id, 0)] for n in aux])
 
     def infer_shape(self, *args, **kwargs):
         """Infer the shapes of the arguments and outputs from the given argument shapes.
@@ -676,17 +686,19 @@ class Symbol:
         shapes = {k: tuple(int(s) for s in v)
                   for k, v in self._shape_dict(args, kwargs, "infer_shape").items()}
         try:
-            arg_info, out_info = self._infer(shapes, {}, partial=False)
+            arg_info, out_info, aux_info = self._infer(shapes, {}, partial=False)
         except _Unknown:
             return None, None, None
-        return [s for s, _ in arg_info], [s for s, _ in out_info], []
+        return ([s for s, _ in arg_info], [s for s, _ in out_info],
+                [s for s, _ in aux_info])
 
     def infer_shape_partial(self, *args, **kwargs):
         """Like :meth:`infer_shape`, with ``None`` for shapes that cannot be inferred."""
         shapes = {k: tuple(int(s) for s in v)
                   for k, v in self._shape_dict(args, kwargs, "infer_shape_partial").items()}
-        arg_info, out_info = self._infer(shapes, {}, partial=True)
-        return [s for s, _ in arg_info], [s for s, _ in out_info], []
+        arg_info, out_info, aux_info = self._infer(shapes, {}, partial=True)
+        return ([s for s, _ in arg_info], [s for s, _ in out_info],
+                [s for s, _ in aux_info])
 
     def infer_type(self, *args, **kwargs):
         """Infer the dtypes of the arguments and outputs from the given argument dtypes.
@@ -702,10 +714,11 @@ class Symbol:
         dtypes = {k: np.dtype(v)
                   for k, v in self._shape_dict(args, kwargs, "infer_type").items()}
         try:
-            arg_info, out_info = self._infer({}, dtypes, partial=False)
+            arg_info, out_info, aux_info = self._infer({}, dtypes, partial=False)
         except (_Unknown, ValueError):
-            arg_info, out_info = self._infer_types_only(dtypes)
-        return [d for _, d in arg_info], [d for _, d in out_info], []
+            arg_info, out_info, aux_info = self._infer_types_only(dtypes)
+        return ([d for _, d in arg_info], [d for _, d in out_info],
+                [d for _, d in aux_info])
 
     def _infer_types_only(self, dtypes):
         info = {}
@@ -717,6 +730,13 @@ class Symbol:
             if node.op == CONSTANT:
                 info[(node.id, 0)] = np.asarray(node.value).dtype
                 continue
+            if node.op.startswith("mx.") and node.inputs:
+                # MXNet's operators give their weights (and labels, states) the data's dtype.
+                first = info.get((node.inputs[0][0].id, node.inputs[0][1]))
+                for p, _ in node.inputs[1:]:
+                    if (p.op == VARIABLE and p.name not in dtypes
+                            and p.attrs.get("dtype") is None and first is not None):
+                        info[(p.id, 0)] = first
             ins = [node_.value if node_.op == CONSTANT else np.zeros((), info[(node_.id, i)])
                    for node_, i in node.inputs]
             try:
@@ -728,9 +748,10 @@ class Symbol:
                 kinds = [common] * node.num_outputs
             for i, d in enumerate(kinds):
                 info[(node.id, i)] = d
-        args = [n for n in dfs_nodes(self._entries) if n.op == VARIABLE]
+        args, aux = self._split_inputs()
         return ([(None, info[(n.id, 0)]) for n in args],
-                [(None, info[(n.id, i)]) for n, i in self._entries])
+                [(None, info[(n.id, i)]) for n, i in self._entries],
+                [(None, info[(n.id, 0)]) for n in aux])
 
     # ------------------------------------------------------------ serialization and binding
     def tojson(self, remove_amp_cast=True, layout="auto"):
@@ -776,6 +797,71 @@ class Symbol:
     def _bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None):
         """The same as :meth:`bind` (MXNet 2.x's name)."""
         return self.bind(ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
+                    group2ctx=None, shared_arg_names=None, shared_exec=None,
+                    shared_buffer=None, **kwargs):
+        """Bind with zero-filled arguments, gradients and auxiliary states whose shapes and
+        dtypes are inferred from the shapes given in ``kwargs`` (and ``type_dict``).
+
+        Parameters
+        ----------
+        ctx : Context
+            Accepted for MXNet compatibility (fastgrad runs on the CPU).
+        grad_req : str, list or dict
+            As in :meth:`bind`.
+        type_dict : dict of str to dtype, optional
+            Dtypes of inputs (float32 when neither given nor declared).
+        **kwargs : tuple of int
+            Shapes of inputs by name; the others are inferred (``fc1_weight`` from the data
+            and ``num_hidden``) or declared on the variables.
+
+        Raises
+        ------
+        ValueError
+            If some input's shape cannot be inferred (the error names it).
+        """
+        if stype_dict and any(v != "default" for v in dict(stype_dict).values()):
+            raise ValueError("simple_bind: fastgrad arrays are dense; stype_dict must be "
+                             "'default'")
+        shapes = {k: tuple(int(d) for d in v)
+                  for k, v in self._shape_dict((), kwargs, "simple_bind").items()}
+        dtypes = {k: np.dtype(v)
+                  for k, v in self._shape_dict((), dict(type_dict or {}), "simple_bind").items()}
+        try:
+            arg_info, _, aux_info = self._infer(shapes, dtypes, partial=False)
+        except _Unknown as exc:
+            raise ValueError("simple_bind: cannot infer the shape of input %r; pass it as "
+                             "simple_bind(..., %s=shape)" % (str(exc), str(exc))) from None
+        args, aux = self._split_inputs()
+        from fastgrad._array import _wrap as wrap
+        arg_values = {n.name: wrap(np.zeros(s, d)) for n, (s, d) in zip(args, arg_info)}
+        aux_values = {n.name: wrap(np.zeros(s, d)) for n, (s, d) in zip(aux, aux_info)}
+        return self.bind(ctx, arg_values, grad_req=grad_req, aux_states=aux_values)
+
+    def _simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
+                     group2ctx=None, shared_arg_names=None, shared_exec=None,
+                     shared_buffer=None, **kwargs):
+        """The same as :meth:`simple_bind` (MXNet 2.x's name)."""
+        return self.simple_bind(ctx, grad_req, type_dict, stype_dict, group2ctx,
+                                shared_arg_names, shared_exec, shared_buffer, **kwargs)
+
+    def eval(self, ctx=None, **kwargs):
+        """Bind ``kwargs`` (input name to array) and run forward: the list of outputs.
+
+        Examples
+        --------
+        >>> import fastgrad as mx
+        >>> x = mx.sym.var('x')
+        >>> (x * 2).eval(x=mx.nd.array([1, 2]))[0].asnumpy()
+        array([2., 4.], dtype=float32)
+        """
+        args, aux = self._split_inputs()
+        aux_names = {n.name for n in aux}
+        arg_values = {k: v for k, v in kwargs.items() if k not in aux_names}
+        aux_values = {k: v for k, v in kwargs.items() if k in aux_names}
+        ex = self.bind(ctx, arg_values, grad_req="null", aux_states=aux_values)
+        return ex.forward()
 
 
 def _binary(opname, reflected):
