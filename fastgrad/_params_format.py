@@ -214,7 +214,7 @@ def dumps(data, numpy_shape, what="save"):
     out = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
     for k, a in enumerate(arrays):
         label = names[k] if names is not None else "item %d" % k
-        flag = _WRITABLE.get(a.dtype)
+        flag = _WRITABLE.get(a.dtype.newbyteorder("="))
         if flag is None:
             raise TypeError("%s: %s has dtype %s, which MXNet's format cannot hold (float16/32/"
                             "64, uint8, int8, int32, int64, bool)" % (what, label, a.dtype))
