@@ -84,7 +84,11 @@ def symbol_op(opname):
     """
     prim = REGISTRY.get(opname)
     if prim is not None:
+        mxnet_twin = _legacy.CATALOGUE.get(opname)
+
         def op(*args, **kwargs):
+            if mxnet_twin is not None and _wants_mxnet(prim, mxnet_twin, args, kwargs):
+                return legacy_op(opname)(*args, **kwargs)
             return apply_primitive(prim, args, kwargs)
         params = ", ".join(prim.param_names)
         op.__doc__ = ("Symbolic ``%s`` (the fastgrad op of the same name)%s. Returns a Symbol."
@@ -204,8 +208,9 @@ def legacy_op(name):
         else:
             trial = {k: v for k, v in kwargs.items() if k in spec.params}
             given = spec.parse(trial, where)
-            full = spec.full(given, where)
-            names = spec.input_names(full)
+            possible = _defaults_for_doc(spec)
+            possible.update(given)
+            names = spec.input_names(possible)
             extra = [k for k in kwargs if k not in spec.params and k not in names]
             if extra:
                 raise TypeError("%s: unknown argument(s) %s (inputs: %s; parameters: %s)"
@@ -248,3 +253,19 @@ def legacy_op(name):
 
 def _defaults_for_doc(spec):
     return {k: (None if d is _legacy.REQUIRED else d) for k, (kind, d) in spec.params.items()}
+
+
+def _wants_mxnet(prim, spec, args, kwargs):
+    """Whether a call of a table op is meant as the MXNet operator of the same name: it uses
+    a parameter only MXNet's has (``sum(..., exclude=True)``, ``softmax(temperature=)``) or,
+    for ``reshape``, MXNet's special codes (0, -2, -3, -4) or ``reverse=``."""
+    own = set(prim.param_names) | {"name", "attr", "num_outputs"}
+    extra = {k for k in kwargs if k not in own}
+    if extra and extra <= set(spec.params):
+        return True
+    if prim.name == "reshape":
+        shape = kwargs.get("shape", args[1] if len(args) > 1 else None)
+        if isinstance(shape, (tuple, list)) and any(
+                isinstance(d, int) and (d == 0 or d < -1) for d in shape):
+            return True
+    return False
