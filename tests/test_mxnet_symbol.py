@@ -380,8 +380,13 @@ def test_parameters_are_checked_and_errors_name_the_operator():
         sym.Convolution(x, kernel="(a, b)", num_filter=2)
     with pytest.raises(ValueError, match="no_bias"):
         sym.FullyConnected(x, num_hidden=2, no_bias="maybe")
-    with pytest.raises(TypeError, match="input 'data' is required"):
-        sym.FullyConnected(num_hidden=2)
+    # MXNet makes a variable of the data too, and composition replaces it.
+    net = sym.FullyConnected(num_hidden=2, name="f3")
+    assert net.list_arguments() == ["f3_data", "f3_weight", "f3_bias"]
+    composed = net(f3_data=sym.Activation(x, act_type="relu"), name="composed")
+    assert composed.list_arguments() == ["x", "f3_weight", "f3_bias"]
+    assert composed.name == "composed"
+    assert net(sym.var("z")).list_arguments() == ["z", "f3_weight", "f3_bias"]
     with pytest.raises(ValueError, match="act_type"):
         sym.Activation(x, act_type="swishy").infer_shape(x=(2, 2))
     with pytest.raises(ValueError, match="elemwise_add"):

@@ -229,7 +229,8 @@ def legacy_op(name):
         var_attrs.update({str(k): str(v) for k, v in dict(attr or {}).items()})
         for i, (n, x) in enumerate(zip(names, inputs)):
             if x is None:
-                if n in _legacy.DATA_INPUTS or not spec.auto:
+                # MXNet makes a variable of every input not given, the data too.
+                if not spec.auto:
                     raise TypeError("%s: input %r is required" % (where, n))
                 a = dict(var_attrs)
                 if n in spec.var_attrs:

@@ -551,6 +551,59 @@ class Symbol:
         """A group of every output of every node, in depth-first order."""
         return Symbol([(n, i) for n in dfs_nodes(self._entries) for i in range(n.num_outputs)])
 
+    def __call__(self, *args, **kwargs):
+        """A copy of this symbol with arguments replaced by symbols (MXNet's composition).
+
+        Positional symbols replace the arguments in ``list_arguments()`` order, keywords
+        replace them by name; ``name=`` renames the output node of a single-output symbol.
+
+        Examples
+        --------
+        >>> import fastgrad as mx
+        >>> net = mx.sym.FullyConnected(num_hidden=2, name='fc')
+        >>> net.list_arguments()
+        ['fc_data', 'fc_weight', 'fc_bias']
+        >>> net(fc_data=mx.sym.var('x')).list_arguments()
+        ['x', 'fc_weight', 'fc_bias']
+        """
+        kwargs = dict(kwargs)
+        name = kwargs.pop("name", None)
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise TypeError("compose: %d symbols for %d arguments" % (len(args), len(names)))
+        mapping = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in self.list_inputs():
+                raise ValueError("compose: %r is not an argument of the symbol (arguments: %s)"
+                                 % (k, names))
+            mapping[k] = v
+        for k, v in mapping.items():
+            if not isinstance(v, Symbol) or len(v._entries) != 1:
+                raise TypeError("compose: the value for %r must be a single-output Symbol" % k)
+        new = {}
+        for node in topo_nodes(self._entries):
+            if node.op == VARIABLE and node.name in mapping:
+                new[(node.id, 0)] = mapping[node.name]._entries[0]
+                continue
+            inputs = tuple(new[(p.id, k)] for p, k in node.inputs)
+            if inputs == node.inputs:
+                copy = node
+            else:
+                copy = SymNode(node.op, node.name, inputs, node.params, node.value,
+                               dict(node.attrs), node.num_outputs)
+            for i in range(node.num_outputs):
+                new[(node.id, i)] = (copy, i)
+        entries = [new[(n.id, i)] for n, i in self._entries]
+        if name is not None:
+            heads = {n.id for n, _ in entries}
+            if len(heads) != 1:
+                raise ValueError("compose: name= needs a symbol with one output node")
+            head = entries[0][0]
+            renamed = SymNode(head.op, name, head.inputs, head.params, head.value,
+                              dict(head.attrs), head.num_outputs)
+            entries = [(renamed, i) for _, i in entries]
+        return Symbol(entries)
+
     def get_children(self):
         """The inputs of this symbol's node(s) as a group, or ``None`` for a variable."""
         entries = [e for n, _ in self._entries for e in n.inputs]

@@ -832,9 +832,6 @@ def _scalar_of(data, value):
     return _onp.asarray(value, dtype=_onp.asarray(unwrap(data)).dtype)[()]
 
 
-# Auto-created inputs: every input but these (MXNet creates no variable for the data).
-DATA_INPUTS = frozenset({"data", "lhs", "rhs", "index", "condition", "x", "y"})
-
 
 def functions():
     """``{'mx.<Name>': composite function}`` for every name and alias of the catalogue."""
