@@ -249,7 +249,8 @@ class Executor:
         """A new executor for new input shapes (``data=(64, 3, 32, 32)``), as MXNet's.
 
         The other inputs' shapes are inferred again; an input whose shape does not change
-        is shared with this executor (the same array), the others are new zero arrays.
+        is shared with this executor (the same array), one that shrinks is a view of the start
+        of its memory (as in MXNet), one that grows is a new zero array.
 
         Parameters
         ----------
@@ -286,13 +287,20 @@ class Executor:
             if int(np.prod(shape)) > old.size and not allow_up_sizing:
                 raise ValueError("reshape: %r grows from %s to %s; pass allow_up_sizing=True"
                                  % (name, old.shape, tuple(shape)))
-            values[name] = _wrap(np.zeros(shape, old.dtype), type(old))
+            size = int(np.prod(shape))
+            if size <= old.size:
+                # As MXNet: a smaller array reuses the start of the old one's memory.
+                flat = unwrap(old).reshape(-1)
+                values[name] = _wrap(flat[:size].reshape(shape), type(old))
+                shared.append(i)
+            else:
+                values[name] = _wrap(np.zeros(shape, old.dtype), type(old))
         out = Executor(self._symbol, self._ctx,
                        {n: values[n] for n in self._arg_names},
                        grad_req=list(self._reqs),
                        aux_states={n: values[n] for n in self._aux_names})
         for i in shared:
-            out._args[i] = self._args[i]
+            out._args[i] = values[names[i]]
         return out
 
     # ------------------------------------------------------------ running

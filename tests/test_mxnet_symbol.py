@@ -555,3 +555,47 @@ def test_variable_shape_and_dtype_attributes_round_trip():
     back = sym.load_json(net.tojson())
     assert back.infer_shape()[0] == [(2, 3), (2, 3), (2,)]
     assert back.infer_type()[0][0] == onp.float64
+
+
+def test_json_before_1_0_gets_its_auxiliary_states_and_attributes_upgraded():
+    def var(name, attr):
+        return {"op": "null", "param": {}, "name": name, "inputs": [],
+                "backward_source_id": -1, "attr": attr}
+    doc = {"nodes": [var("data", {"ctx_group": "stage1", "lr_mult": "0.2"}),
+                     var("bn_gamma", {}), var("bn_beta", {}),
+                     {"op": "BatchNorm", "param": {"eps": "0.001", "fix_gamma": "False"},
+                      "name": "bn", "inputs": [[0, 0], [1, 0], [2, 0]],
+                      "backward_source_id": -1, "attr": {"ctx_group": "stage1"}}],
+           "arg_nodes": [0, 1, 2], "heads": [[3, 0]]}
+    net = sym.load_json(json.dumps(doc))
+    assert net.list_arguments() == ["data", "bn_gamma", "bn_beta"]
+    assert net.list_auxiliary_states() == ["bn_moving_mean", "bn_moving_var"]
+    written = json.loads(net.tojson())
+    assert written["nodes"][0]["attrs"] == {"__ctx_group__": "stage1", "__lr_mult__": "0.2"}
+    assert written["nodes"][-1]["attrs"] == {"__ctx_group__": "stage1", "eps": "0.001",
+                                             "fix_gamma": "False"}
+    x = onp.array([[1.0, 2.0], [3.0, 6.0]])
+    out = net.eval(data=mx.nd.array(x, dtype="float64"), bn_gamma=mx.nd.ones(2, dtype="float64"),
+                   bn_beta=mx.nd.zeros(2, dtype="float64"),
+                   bn_moving_mean=mx.nd.zeros(2, dtype="float64"),
+                   bn_moving_var=mx.nd.ones(2, dtype="float64"))[0]
+    onp.testing.assert_allclose(out.asnumpy(), x / onp.sqrt(1 + 1e-3), rtol=1e-12)
+
+
+def test_children_of_a_multi_output_symbol_are_listed_once():
+    parts = sym.SliceChannel(sym.var("data"), num_outputs=3, name="slice")
+    assert parts.get_children().list_outputs() == ["data"]
+    cat = sym.Concat(*list(parts))
+    assert cat.get_children().list_outputs() == ["slice_output0", "slice_output1",
+                                                 "slice_output2"]
+
+
+def test_reshape_to_a_smaller_input_reuses_its_memory_as_mxnet():
+    ex = sym.FullyConnected(sym.var("x"), num_hidden=2, name="fc").simple_bind(
+        mx.cpu(), x=(5, 3), grad_req="null")
+    assert type(ex.arg_dict["x"]) is mx.nd.NDArray
+    ex.arg_dict["x"][:] = mx.nd.array(onp.arange(15.0).reshape(5, 3))
+    small = ex.reshape(x=(2, 3))
+    assert onp.array_equal(small.arg_dict["x"].asnumpy(), onp.arange(6.0).reshape(2, 3))
+    small.arg_dict["x"][:] = 0
+    assert not ex.arg_dict["x"].asnumpy()[:2].any() and ex.arg_dict["x"].asnumpy()[2:].all()

@@ -606,7 +606,8 @@ class Symbol:
 
     def get_children(self):
         """The inputs of this symbol's node(s) as a group, or ``None`` for a variable."""
-        entries = [e for n, _ in self._entries for e in n.inputs]
+        nodes = list({n.id: n for n, _ in self._entries}.values())
+        entries = [e for n in nodes for e in n.inputs]
         return Symbol(entries) if entries else None
 
     def __len__(self):
@@ -887,9 +888,9 @@ class Symbol:
             raise ValueError("simple_bind: cannot infer the shape of input %r; pass it as "
                              "simple_bind(..., %s=shape)" % (str(exc), str(exc))) from None
         args, aux = self._split_inputs()
-        from fastgrad._array import _wrap as wrap
-        arg_values = {n.name: wrap(np.zeros(s, d)) for n, (s, d) in zip(args, arg_info)}
-        aux_values = {n.name: wrap(np.zeros(s, d)) for n, (s, d) in zip(aux, aux_info)}
+        from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
+        arg_values = {n.name: _wrap(np.zeros(s, d), NDArray) for n, (s, d) in zip(args, arg_info)}
+        aux_values = {n.name: _wrap(np.zeros(s, d), NDArray) for n, (s, d) in zip(aux, aux_info)}
         return self.bind(ctx, arg_values, grad_req=grad_req, aux_states=aux_values)
 
     def _simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,

@@ -18,7 +18,9 @@ Nodes come in a depth-first order (each after its inputs); an input is ``[node, 
 version]`` (older files write ``[node, output]``); every attribute is a string, the op's
 parameters as MXNet prints them (``"(3, 3)"``, ``"True"``) and the variables' ``__shape__``,
 ``__dtype__`` (MXNet's type number), ``__init__``, ``__lr_mult__``... Files of MXNet before
-1.0 name the attributes ``param`` or ``attr``; they are read the same way.
+1.0 keep the parameters under ``param`` and user attributes under ``attr`` and leave out the
+auxiliary states; they are read as MXNet upgrades them (``__lr_mult__``, and
+``<node>_moving_mean`` variables).
 
 Reading maps each op to the operator catalogue of ``_legacy.py`` (by name or alias) and parses
 its attributes with the catalogue's checked parsers; an op outside the catalogue, an unknown
@@ -215,6 +217,10 @@ def _string_attrs(item, where):
         for k, v in part.items():
             if not isinstance(v, str):
                 _fail("%s: attribute %r must be a string, got %r", where, k, v)
+            # Before 1.0, "param" held the op's parameters and "attr" the user's attributes
+            # (ctx_group, lr_mult), which MXNet now writes as __ctx_group__, __lr_mult__.
+            if key == "attr" and not (k.startswith("__") and k.endswith("__")):
+                k = "__%s__" % k
             attrs[k] = v
     return attrs
 
@@ -270,9 +276,17 @@ def _load_operator(item, op, name, entries, where):
             _fail("%s: num_args=%s but the node has %d inputs", where, given["num_args"],
                   len(entries))
         given.setdefault("num_args", len(entries))
-    elif len(entries) != len(spec.input_names(full)):
-        _fail("%s: %s takes %d inputs (%s), the node has %d", where, spec.name,
-              len(spec.input_names(full)), ", ".join(spec.input_names(full)), len(entries))
+    else:
+        names = spec.input_names(full)
+        missing = names[len(entries):]
+        if missing and all(n in spec.aux for n in missing):
+            # Files before 1.0 leave out the auxiliary states; MXNet adds them on loading.
+            entries = list(entries) + [
+                (SymNode(VARIABLE, "%s_%s" % (name, n),
+                         attrs={"shape": None, "dtype": None}), 0) for n in missing]
+        elif len(entries) != len(names):
+            _fail("%s: %s takes %d inputs (%s), the node has %d", where, spec.name,
+                  len(names), ", ".join(names), len(entries))
     node = SymNode("mx." + spec.name, name, entries,
                    (tuple(InputRef(i) for i in range(len(entries))), dict(sorted(given.items()))),
                    attrs=extra, num_outputs=spec.num_outputs(full))
