@@ -599,3 +599,21 @@ def test_reshape_to_a_smaller_input_reuses_its_memory_as_mxnet():
     assert onp.array_equal(small.arg_dict["x"].asnumpy(), onp.arange(6.0).reshape(2, 3))
     small.arg_dict["x"][:] = 0
     assert not ex.arg_dict["x"].asnumpy()[:2].any() and ex.arg_dict["x"].asnumpy()[2:].all()
+
+
+def test_mxnet_2_numpy_operator_names_read_as_their_1x_twins():
+    doc = {"nodes": [{"op": "null", "name": "a", "inputs": []},
+                     {"op": "null", "name": "b", "inputs": []},
+                     {"op": "_npi_multiply", "name": "m", "inputs": [[0, 0, 0], [1, 0, 0]]},
+                     {"op": "_npi_add_scalar", "name": "s", "attrs": {"scalar": "1.5",
+                                                                       "is_int": "False"},
+                      "inputs": [[2, 0, 0]]},
+                     {"op": "_npi_exp", "name": "e", "inputs": [[3, 0, 0]]}],
+           "arg_nodes": [0, 1], "node_row_ptr": [0, 1, 2, 3, 4, 5], "heads": [[4, 0, 0]],
+           "attrs": {"mxnet_version": ["int", 20000]}}
+    net = sym.load_json(json.dumps(doc))
+    a, b = onp.array([1.0, 2.0]), onp.array([[0.5], [-1.0]])
+    out = net.eval(a=mx.nd.array(a, dtype="float64"), b=mx.nd.array(b, dtype="float64"))[0]
+    onp.testing.assert_allclose(out.asnumpy(), onp.exp(a * b + 1.5), rtol=1e-15)
+    assert [n["op"] for n in json.loads(net.tojson())["nodes"]][2:] == [
+        "broadcast_mul", "_plus_scalar", "exp"]

@@ -819,6 +819,25 @@ _register(LegacyOp("_ones", [], _CREATE,
                    lambda x, p: F.ones(p["shape"], dtype=p["dtype"] or "float32")))
 del _name, _fn, _kind, _alias
 
+# MXNet 2.x writes its NumPy operators under these names (same inputs and, for the scalar
+# forms, the same ``scalar``/``is_int`` parameters); they read as their 1.x twins.
+_MXNET2_NAMES = {
+    "_npi_add": "broadcast_add", "_npi_subtract": "broadcast_sub",
+    "_npi_multiply": "broadcast_mul", "_npi_true_divide": "broadcast_div",
+    "_npi_power": "broadcast_power", "_npi_maximum": "broadcast_maximum",
+    "_npi_minimum": "broadcast_minimum", "_npi_add_scalar": "_plus_scalar",
+    "_npi_subtract_scalar": "_minus_scalar", "_npi_rsubtract_scalar": "_rminus_scalar",
+    "_npi_multiply_scalar": "_mul_scalar", "_npi_true_divide_scalar": "_div_scalar",
+    "_npi_rtrue_divide_scalar": "_rdiv_scalar", "_npi_power_scalar": "_power_scalar",
+    "_npi_rpower_scalar": "_rpower_scalar", "_npi_absolute": "abs",
+    "_npx_relu": "relu", "_npx_sigmoid": "sigmoid"}
+_MXNET2_NAMES.update({"_npi_" + n: n for n in (
+    "exp", "log", "sqrt", "square", "tanh", "sin", "cos", "negative", "sign", "floor", "ceil",
+    "log1p", "expm1", "reciprocal", "cbrt")})
+for _alias, _canonical in _MXNET2_NAMES.items():
+    CATALOGUE[_alias] = CATALOGUE[_canonical]
+del _alias, _canonical
+
 
 def _add_all(xs):
     out = xs[0]

@@ -22,6 +22,11 @@ parameters as MXNet prints them (``"(3, 3)"``, ``"True"``) and the variables' ``
 auxiliary states; they are read as MXNet upgrades them (``__lr_mult__``, and
 ``<node>_moving_mean`` variables).
 
+MXNet 2.x writes the same layout (``mxnet_version`` 20000 and up); its layer operators keep
+their 1.x names, and the names of its common NumPy operators (``_npi_add``,
+``_npi_multiply_scalar``, ``_npi_exp``, ...) are aliases in the catalogue. Other 2.x NumPy
+operators (``_np_sum``, ``_npi_mean``, ...) are not read yet.
+
 Reading maps each op to the operator catalogue of ``_legacy.py`` (by name or alias) and parses
 its attributes with the catalogue's checked parsers; an op outside the catalogue, an unknown
 parameter, a wrong number of inputs or an input that is not an earlier node is a
