@@ -617,3 +617,16 @@ def test_mxnet_2_numpy_operator_names_read_as_their_1x_twins():
     onp.testing.assert_allclose(out.asnumpy(), onp.exp(a * b + 1.5), rtol=1e-15)
     assert [n["op"] for n in json.loads(net.tojson())["nodes"]][2:] == [
         "broadcast_mul", "_plus_scalar", "exp"]
+
+
+def test_attributes_as_mxnet_shows_them():
+    x = sym.var("x", lr_mult=0.2, shape=(2, 3))
+    fc = sym.FullyConnected(x, num_hidden=3, name="fc", attr={"ctx_group": "a"})
+    assert x.attr("lr_mult") == x.attr("__lr_mult__") == "0.2"
+    assert x.list_attr() == {"__lr_mult__": "0.2", "lr_mult": "0.2", "__shape__": "(2, 3)"}
+    assert fc.list_attr() == {"num_hidden": "3", "__ctx_group__": "a", "ctx_group": "a"}
+    assert fc.attr("num_hidden") == "3" and fc.attr("missing") is None
+    assert set(fc.attr_dict()) == {"x", "fc_weight", "fc_bias", "fc"}
+    assert fc.attr_dict()["fc_weight"] == fc.list_attr()
+    assert json.loads(fc.tojson())["nodes"][-1]["attrs"] == {"__ctx_group__": "a",
+                                                             "num_hidden": "3"}

@@ -225,8 +225,11 @@ def legacy_op(name):
         if node_name is None:
             node_name = _auto_name(spec.name.lower())
         full = spec.full(given, where)
+        # MXNet keeps an operator's user attributes as __key__ (its parameters are plain).
+        user = {(str(k) if str(k).startswith("__") and str(k).endswith("__")
+                 else "__%s__" % k): str(v) for k, v in dict(attr or {}).items()}
         var_attrs = {k: _legacy.format_attr(v) for k, v in given.items()}
-        var_attrs.update({str(k): str(v) for k, v in dict(attr or {}).items()})
+        var_attrs.update(user)
         for i, (n, x) in enumerate(zip(names, inputs)):
             if x is None:
                 # MXNet makes a variable of every input not given, the data too.
@@ -239,8 +242,7 @@ def legacy_op(name):
         entries = [_as_entry(x, name, "input %r" % n) for n, x in zip(names, inputs)]
         node = SymNode("mx." + spec.name, node_name, entries,
                        (tuple(InputRef(i) for i in range(len(entries))), dict(sorted(given.items()))),
-                       attrs={str(k): str(v) for k, v in dict(attr or {}).items()},
-                       num_outputs=spec.num_outputs(full))
+                       attrs=user, num_outputs=spec.num_outputs(full))
         return Symbol.from_node(node)
 
     op.__name__ = op.__qualname__ = name

@@ -547,6 +547,50 @@ class Symbol:
         """Names of the outputs: ``'<node>_output'`` (``_output<i>`` for several)."""
         return [n.output_name(i) for n, i in self._entries]
 
+    # ------------------------------------------------------------ attributes
+    def _node_attrs(self, node):
+        from fastgrad.symbol import _mxnet_json
+        t = _mxnet_json.translate(node) if node.op != CONSTANT else None
+        if t is not None:
+            attrs = dict(t[1])
+        else:
+            attrs = {k: str(v) for k, v in node.attrs.items() if k not in ("shape", "dtype")}
+        # MXNet also shows user __key__ attributes under their plain key.
+        for k, v in list(attrs.items()):
+            if k.startswith("__") and k.endswith("__") and len(k) > 4 and k not in (
+                    "__shape__", "__dtype__", "__init__", "__storage_type__"):
+                attrs.setdefault(k[2:-2], v)
+        return attrs
+
+    def attr(self, key):
+        """The attribute ``key`` of this single-node symbol as a string (``None`` if absent);
+        ``key`` may be given with or without MXNet's ``__`` decoration."""
+        nodes = {n.id: n for n, _ in self._entries}
+        if len(nodes) != 1:
+            raise ValueError("attr: the symbol is a group of %d nodes" % len(nodes))
+        attrs = self._node_attrs(self._entries[0][0])
+        return attrs.get(key, attrs.get("__%s__" % key))
+
+    def list_attr(self, recursive=False):
+        """The attributes of this symbol's node (strings, as MXNet shows them)."""
+        if recursive:
+            raise ValueError("list_attr: recursive=True is gone in MXNet too; use attr_dict()")
+        nodes = {n.id: n for n, _ in self._entries}
+        if len(nodes) != 1:
+            raise ValueError("list_attr: the symbol is a group of %d nodes" % len(nodes))
+        return self._node_attrs(self._entries[0][0])
+
+    def attr_dict(self):
+        """``{node name: attributes}`` for every node with attributes (as MXNet's)."""
+        out = {}
+        for n in dfs_nodes(self._entries):
+            if n.op == CONSTANT:
+                continue
+            attrs = self._node_attrs(n)
+            if attrs:
+                out[n.name] = attrs
+        return out
+
     def get_internals(self):
         """A group of every output of every node, in depth-first order."""
         return Symbol([(n, i) for n in dfs_nodes(self._entries) for i in range(n.num_outputs)])
