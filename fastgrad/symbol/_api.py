@@ -241,7 +241,8 @@ def legacy_op(name):
                 inputs[i] = var("%s_%s" % (node_name, n), attr=a)
         entries = [_as_entry(x, name, "input %r" % n) for n, x in zip(names, inputs)]
         node = SymNode("mx." + spec.name, node_name, entries,
-                       (tuple(InputRef(i) for i in range(len(entries))), dict(sorted(given.items()))),
+                       (tuple(InputRef(i) for i in range(len(entries))),
+                        dict(sorted(given.items()))),
                        attrs=user, num_outputs=spec.num_outputs(full))
         return Symbol.from_node(node)
 

@@ -31,7 +31,7 @@ import numpy as _onp
 
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as npx
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
 
 REQUIRED = object()
@@ -202,7 +202,7 @@ class LegacyOp:
             out[key] = _KINDS[spec[0]](value, "%s parameter %r" % (where, key))
         return out
 
-    def full(self, given, where="sym." + "op"):
+    def full(self, given, where="sym.<op>"):
         """``given`` with the defaults of the parameters it does not set."""
         p = {}
         for key, (kind, default) in self.params.items():
@@ -278,7 +278,8 @@ def _register(op):
     return op
 
 
-def _pairs(value, n=2):
+def _pairs(value):
+    """MXNet's empty tuple (the default) as ``None``."""
     return value if value else None
 
 
