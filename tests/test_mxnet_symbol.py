@@ -177,6 +177,8 @@ def _check_fd(net, shapes, aux_shapes=None, skip=(), is_train=True, seed=0, valu
 
 
 D = sym.var("data")
+# The MXNet 1.x operator itself where fastgrad's op of the same name would be chosen.
+MX_OP = __import__("fastgrad.symbol._api", fromlist=["legacy_op"]).legacy_op
 LAYERS = {
     "fc_flatten": (sym.FullyConnected(D, num_hidden=3, name="fc"), {"data": (2, 2, 3)}),
     "fc_last_axis": (sym.FullyConnected(D, num_hidden=2, flatten=False, name="fc"),
@@ -218,6 +220,10 @@ LAYERS = {
     "reductions": (sym.Group([sym.sum(D, axis=1, exclude=True), sym.mean(D, axis=(0, 2)),
                               sym.max(D, axis=2, keepdims=True)]), {"data": (2, 3, 4)}),
     "transpose_flatten": (sym.Flatten(sym.transpose(D, axes=(2, 0, 1))), {"data": (2, 3, 2)}),
+    "stack_tile_repeat": (sym.Group([sym.stack(D, D * 2.0, axis=1), sym.tile(D, reps=(2, 1)),
+                                     sym.repeat(D, repeats=2, axis=1)]), {"data": (2, 3)}),
+    "reverse_norms": (sym.Group([MX_OP("reverse")(D, axis=(1,)), MX_OP("norm")(D, axis=1),
+                                 MX_OP("norm")(D, ord=1), MX_OP("sum")(D)]), {"data": (2, 3)}),
 }
 
 
@@ -630,3 +636,21 @@ def test_attributes_as_mxnet_shows_them():
     assert fc.attr_dict()["fc_weight"] == fc.list_attr()
     assert json.loads(fc.tojson())["nodes"][-1]["attrs"] == {"__ctx_group__": "a",
                                                              "num_hidden": "3"}
+
+
+def test_indexing_operators_and_legacy_shapes():
+    a = onp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    A, i = sym.var("a"), sym.var("i")
+    out = sym.Group([sym.batch_take(A, i), sym.take(A, i, mode="clip"), MX_OP("argmax")(A),
+                     MX_OP("argmax")(A, axis=1), sym.one_hot(i, depth=3), MX_OP("sum")(A)])
+    res = [o.asnumpy() for o in out.eval(a=mx.nd.array(a), i=mx.nd.array([2.0, 5.0]))]
+    assert res[0].tolist() == [3.0, 6.0]                   # indices clipped to the last column
+    assert res[1].tolist() == [[4.0, 5.0, 6.0], [4.0, 5.0, 6.0]]
+    assert res[2].tolist() == [5.0] and res[2].dtype == onp.float32   # MXNet: (1,) floats
+    assert res[3].tolist() == [2.0, 2.0]
+    assert res[4].tolist() == [[0, 0, 1], [0, 0, 0]]
+    assert res[5].shape == (1,) and res[5][0] == 21.0
+    _check_fd(sym.batch_take(D, sym.var("i")) * 1.0, {"data": (3, 4)}, skip=("i",),
+              values={"i": onp.array([0.0, 3.0, 1.0])})
+    _check_fd(sym.take(D, sym.var("i")), {"data": (3, 2)}, skip=("i",),
+              values={"i": onp.array([[0.0, 2.0], [2.0, 2.0]])})

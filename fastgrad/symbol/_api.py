@@ -261,8 +261,13 @@ def _defaults_for_doc(spec):
 
 def _wants_mxnet(prim, spec, args, kwargs):
     """Whether a call of a table op is meant as the MXNet operator of the same name: it uses
-    a parameter only MXNet's has (``sum(..., exclude=True)``, ``softmax(temperature=)``) or,
-    for ``reshape``, MXNet's special codes (0, -2, -3, -4) or ``reverse=``."""
+    a parameter only MXNet's has (``sum(..., exclude=True)``, ``softmax(temperature=)``), takes
+    its inputs as separate arguments (``stack(a, b)``) or, for ``reshape``, MXNet's special
+    codes (0, -2, -3, -4) or ``reverse=``."""
+    if prim.n_in < 0 and args and not isinstance(args[0], (list, tuple)):
+        return True     # MXNet's stack(*data, axis=) rather than stack([data...], axis)
+    if prim.n_in >= 0 and any(isinstance(a, Symbol) for a in args[prim.n_in:]):
+        return True     # MXNet's take(a, indices) takes as an input what ours takes as a value
     own = set(prim.param_names) | {"name", "attr", "num_outputs"}
     extra = {k for k in kwargs if k not in own}
     if extra and extra <= set(spec.params):

@@ -395,13 +395,52 @@ def _reduce_axes(data, axis, exclude):
     return axes
 
 
+def _legacy_shape(out):
+    # MXNet 1.x's operators have no 0-d results: a full reduction has shape (1,).
+    return F.reshape(out, (1,)) if unwrap(out).ndim == 0 else out
+
+
 def _reduction(fn):
     def compute(x, p):
         axes = _reduce_axes(x[0], p["axis"], p["exclude"])
         if axes == ():
             return F.copy(x[0])
-        return fn(x[0], axis=axes, keepdims=p["keepdims"])
+        return _legacy_shape(fn(x[0], axis=axes, keepdims=p["keepdims"]))
     return compute
+
+
+def _norm(x, p):
+    if p["ord"] not in (1, 2):
+        raise ValueError("norm: ord must be 1 or 2, got %r" % (p["ord"],))
+    axes = _reduce_axes(x[0], p["axis"], False)
+    if p["ord"] == 1:
+        out = F.sum(F.abs(x[0]), axis=axes, keepdims=p["keepdims"])
+    else:
+        out = F.sqrt(F.sum(F.square(x[0]), axis=axes, keepdims=p["keepdims"]))
+    return _legacy_shape(out)
+
+
+def _arg_reduce(fn):
+    def compute(x, p):
+        out = fn(_onp.asarray(unwrap(x[0])), axis=p["axis"], keepdims=p["keepdims"])
+        # MXNet returns the indices as floats of the data's dtype; no gradient.
+        return _wrap(_onp.atleast_1d(_onp.asarray(out, dtype=unwrap(x[0]).dtype)))
+    return compute
+
+
+def _batch_take(x, p):
+    a = x[0]
+    idx = _onp.asarray(unwrap(x[1])).astype(_onp.int64).reshape(-1)
+    n, k = unwrap(a).shape[0], unwrap(a).shape[1]
+    idx = _onp.clip(idx, 0, k - 1)[:n]
+    return F.reshape(F.take_along_axis(a, idx.reshape(n, 1), 1), (n,))
+
+
+def _take(x, p):
+    idx = _onp.asarray(unwrap(x[1])).astype(_onp.int64)
+    n = unwrap(x[0]).shape[p["axis"]]
+    idx = _onp.clip(idx, 0, n - 1) if p["mode"] == "clip" else idx % n
+    return F.take(x[0], idx, axis=p["axis"])
 
 
 def mxnet_reshape_shape(in_shape, codes, reverse=False, where="Reshape"):
@@ -785,6 +824,29 @@ for _name, _fn in (("sum", F.sum), ("mean", F.mean), ("max", F.max), ("min", F.m
                    ("prod", F.prod)):
     _register(LegacyOp(_name, ["data"], _REDUCE, _reduction(_fn),
                        aliases={"sum": ("sum_axis",)}.get(_name, ())))
+_register(LegacyOp("norm", ["data"],
+                   {"ord": (_I, 2), "axis": ("axis", None), "keepdims": (_B, False),
+                    "out_dtype": ("opt_str", None)}, _norm))
+_ARG = {"axis": ("axis", None), "keepdims": (_B, False)}
+_register(LegacyOp("argmax", ["data"], _ARG, _arg_reduce(_onp.argmax)))
+_register(LegacyOp("argmin", ["data"], _ARG, _arg_reduce(_onp.argmin)))
+_register(LegacyOp("batch_take", ["a", "indices"], {}, _batch_take))
+_register(LegacyOp("take", ["a", "indices"], {"axis": (_I, 0), "mode": (_S, "clip")}, _take))
+_register(LegacyOp("one_hot", ["indices"],
+                   {"depth": (_I, REQUIRED), "on_value": (_F, 1.0), "off_value": (_F, 0.0),
+                    "dtype": ("dtype", "float32")},
+                   lambda x, p: npx.one_hot(x[0], p["depth"], p["on_value"], p["off_value"],
+                                            p["dtype"])))
+_register(LegacyOp("stack", None, {"num_args": (_I, REQUIRED), "axis": (_I, 0)},
+                   lambda x, p: F.stack(x, axis=p["axis"]), variadic=True))
+_register(LegacyOp("zeros_like", ["data"], {}, lambda x, p: F.zeros_like(x[0])))
+_register(LegacyOp("ones_like", ["data"], {}, lambda x, p: F.ones_like(x[0])))
+_register(LegacyOp("reverse", ["data"], {"axis": ("shape", REQUIRED)},
+                   lambda x, p: F.flip(x[0], axis=p["axis"]), aliases=("flip",)))
+_register(LegacyOp("tile", ["data"], {"reps": ("shape", REQUIRED)},
+                   lambda x, p: F.tile(x[0], p["reps"])))
+_register(LegacyOp("repeat", ["data"], {"repeats": (_I, REQUIRED), "axis": ("axis", None)},
+                   lambda x, p: F.repeat(x[0], p["repeats"], axis=p["axis"])))
 _register(LegacyOp("SliceChannel", ["data"],
                    {"num_outputs": (_I, REQUIRED), "axis": (_I, 1),
                     "squeeze_axis": (_B, False)}, _split,
