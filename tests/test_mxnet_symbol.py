@@ -546,6 +546,8 @@ def _mutated(mutate):
     (lambda d: d["nodes"][1]["attrs"].update(num_hidden=3), "must be a string"),
     (lambda d: d["nodes"].append({"op": "null", "name": "data", "inputs": []}), "duplicate"),
     (lambda d: d.update(heads=[[99, 0, 0]]), "head 0"),
+    (lambda d: d["nodes"][9].update(op="SliceChannel", attrs={"num_outputs": "1000000000"}),
+     "1000000000 outputs"),
 ])
 def test_bad_mxnet_json_is_rejected_naming_the_node(mutate, message):
     with pytest.raises(ValueError, match=message):

@@ -240,8 +240,9 @@ def _load_node(item, op, name, entries, where, arg_names):
             _fail("%s: a constant must be a number or an array", where)
         return SymNode(CONSTANT, name, value=value)
     n_out = item.get("num_outputs", 1)
-    if not _is_int(n_out) or n_out < 1:
-        _fail("%s: num_outputs must be a positive integer", where)
+    if not _is_int(n_out) or not 1 <= n_out <= _mxnet_json._MAX_OUTPUTS:
+        _fail("%s: num_outputs must be an integer from 1 to %d", where,
+              _mxnet_json._MAX_OUTPUTS)
     prim = REGISTRY.get(op)
     if prim is not None:
         _check_keys(item, {"op", "name", "inputs", "params"}, {"num_outputs", "attrs"}, where)

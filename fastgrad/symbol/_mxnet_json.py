@@ -51,6 +51,7 @@ from fastgrad.symbol._ops import VARIABLE, CONSTANT
 from fastgrad.symbol._values import InputRef
 
 MXNET_VERSION = 10901
+_MAX_OUTPUTS = 1 << 16      # a file cannot make bind allocate without bound
 
 # MXNet's type numbers (mshadow's type flags) and the NumPy dtypes they stand for.
 TYPE_FLAGS = {0: "float32", 1: "float64", 2: "float16", 3: "uint8", 4: "int32", 5: "int8",
@@ -292,9 +293,12 @@ def _load_operator(item, op, name, entries, where):
         elif len(entries) != len(names):
             _fail("%s: %s takes %d inputs (%s), the node has %d", where, spec.name,
                   len(names), ", ".join(names), len(entries))
+    n_out = spec.num_outputs(full)
+    if not 1 <= n_out <= _MAX_OUTPUTS:
+        _fail("%s: %d outputs (fastgrad reads 1 to %d)", where, n_out, _MAX_OUTPUTS)
     node = SymNode("mx." + spec.name, name, entries,
                    (tuple(InputRef(i) for i in range(len(entries))), dict(sorted(given.items()))),
-                   attrs=extra, num_outputs=spec.num_outputs(full))
+                   attrs=extra, num_outputs=n_out)
     return node
 
 
