@@ -480,3 +480,6 @@ def load(file):
     fastgrad: a list of arrays, or a dict when the file names them."""
     from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.load(file), ndarray)
+
+
+__all__ += ["save", "load"]

@@ -39,6 +39,7 @@ _NOT_OPS = frozenset({
     "shape", "ndim", "size", "result_type", "array_equal", "array_equiv", "allclose",
     "seed", "set_np", "reset_np", "is_np_array", "cpu", "gpu", "get_state", "set_state",
     "dtype", "finfo", "iinfo", "ndarray", "set_printoptions", "get_printoptions",
+    "save", "load", "load_frombuffer",
 })
 
 _lock = threading.Lock()
