@@ -75,8 +75,18 @@ def misc():
     return sym.Group([loss, sym.sigmoid(dense, name="sg")])
 
 
+def deconv():
+    data = sym.var("data")
+    d1 = sym.Deconvolution(data, kernel=(3, 3), stride=(2, 2), pad=(1, 1), adj=(1, 1),
+                           num_filter=2, no_bias=False, name="dc1")
+    a = sym.Activation(d1, act_type="tanh", name="t")
+    d2 = sym.Deconvolution(a, kernel=(2, 2), num_filter=4, num_group=2, dilate=(2, 1),
+                           name="dc2")
+    return sym.Group([d2, sym.FullyConnected(d1, num_hidden=2, name="fc")])
+
+
 NETS = {"mlp": mlp, "lenet": lambda: lenet(0.5), "lenet_nodrop": lambda: lenet(0.0),
-        "regressions": regressions, "misc": misc}
+        "regressions": regressions, "misc": misc, "deconv": deconv}
 
 
 def _fixture(name):
@@ -189,6 +199,11 @@ LAYERS = {
                              dilate=(1, 2), name="c"), {"data": (2, 2, 5, 6)}),
     "conv_groups": (sym.Convolution(D, kernel=(2, 2), num_filter=4, num_group=2, name="c"),
                     {"data": (1, 4, 3, 3)}),
+    "deconv": (sym.Deconvolution(D, kernel=(3, 2), stride=(2, 1), pad=(1, 0), adj=(1, 0),
+                                 dilate=(1, 2), num_filter=2, no_bias=False, name="d"),
+               {"data": (1, 2, 3, 2)}),
+    "deconv_groups": (sym.Deconvolution(D, kernel=(2, 2), num_filter=4, num_group=2, name="d"),
+                      {"data": (1, 2, 2, 2)}),
     "pool_max": (sym.Pooling(D, kernel=(2, 2), stride=(1, 2), pool_type="max"),
                  {"data": (2, 1, 4, 5)}),
     "pool_avg_pad": (sym.Pooling(D, kernel=(3, 3), pad=(1, 1), pool_type="avg",
@@ -535,7 +550,8 @@ def _mutated(mutate):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["nodes"][3].update(op="Deconvolution"), "unknown MXNet operator 'Deconvolution'"),
+    (lambda d: d["nodes"][3].update(op="GridGenerator"),
+     "unknown MXNet operator 'GridGenerator'"),
     (lambda d: d["nodes"][3].update(op="__import__"), "unknown MXNet operator"),
     (lambda d: d["nodes"][3]["attrs"].update(kernel="(3, x)"), "kernel"),
     (lambda d: d["nodes"][3]["attrs"].update(bogus="1"), "unknown parameter 'bogus'"),

@@ -33,6 +33,7 @@ from fastgrad import _functions as F
 from fastgrad import numpy_extension as npx
 from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
+from fastgrad._registry import REGISTRY as _P_REGISTRY
 
 REQUIRED = object()
 
@@ -320,6 +321,53 @@ def _convolution(x, p):
     if bias is not None:
         out = out + F.reshape(bias, (1, -1, 1, 1))
     return out
+
+
+def _deconvolution(x, p):
+    """MXNet's Deconvolution: the transpose of a convolution (its data gradient)."""
+    data, weight = x[0], x[1]
+    bias = None if p["no_bias"] else x[2]
+    if len(p["kernel"]) != 2:
+        raise NotImplementedError("Deconvolution: only 2-D kernels are supported, got kernel=%s"
+                                  % (p["kernel"],))
+    if p["target_shape"]:
+        raise NotImplementedError("Deconvolution: target_shape is not supported; give pad and "
+                                  "adj")
+    if p["layout"] not in (None, "NCHW"):
+        raise NotImplementedError("Deconvolution: only layout NCHW is supported")
+    stride = p["stride"] or (1, 1)
+    pad = p["pad"] or (0, 0)
+    dilate = p["dilate"] or (1, 1)
+    adj = p["adj"] or (0, 0)
+    kernel = tuple(p["kernel"])
+    h, w = unwrap(data).shape[2:]
+    out_hw = tuple((n - 1) * s - 2 * q + d * (k - 1) + 1 + a
+                   for n, s, q, d, k, a in zip((h, w), stride, pad, dilate, kernel, adj))
+    g = p["num_group"]
+    c = unwrap(data).shape[1]
+    if unwrap(weight).shape[2:] != kernel:
+        raise ValueError("Deconvolution: kernel=%s does not match the weight's shape %s"
+                         % (kernel, unwrap(weight).shape))
+    if c % g:
+        raise ValueError("Deconvolution: %d channels do not split into num_group=%d groups"
+                         % (c, g))
+    conv_t = _P_REGISTRY["conv2d_input_grad"]
+    parts = [conv_t(data[:, i * (c // g):(i + 1) * (c // g)],
+                    weight[i * (c // g):(i + 1) * (c // g)], tuple(stride), tuple(pad),
+                    tuple(dilate), out_hw) for i in range(g)]
+    out = parts[0] if g == 1 else F.concatenate(parts, axis=1)
+    if unwrap(out).shape[1] != p["num_filter"]:
+        raise ValueError("Deconvolution: num_filter=%d but the weight gives %d"
+                         % (p["num_filter"], unwrap(out).shape[1]))
+    if bias is not None:
+        out = out + F.reshape(bias, (1, -1, 1, 1))
+    return out
+
+
+def _deconv_shapes(s, p):
+    c = s[0][1]
+    return {1: (c, p["num_filter"] // p["num_group"]) + tuple(p["kernel"]),
+            2: (p["num_filter"],)}
 
 
 def _conv_inputs(p):
@@ -700,6 +748,13 @@ _register(LegacyOp("Convolution", _conv_inputs,
                     "num_group": (_I, 1), "workspace": (_I, 1024), "no_bias": (_B, False),
                     "cudnn_tune": ("opt_str", None), "cudnn_off": (_B, False),
                     "layout": ("opt_str", None)}, _convolution, shape_rule=_conv_shapes))
+_register(LegacyOp("Deconvolution", _conv_inputs,
+                   {"kernel": ("shape", REQUIRED), "stride": ("shape", ()),
+                    "dilate": ("shape", ()), "pad": ("shape", ()), "adj": ("shape", ()),
+                    "target_shape": ("shape", ()), "num_filter": (_I, REQUIRED),
+                    "num_group": (_I, 1), "workspace": (_I, 512), "no_bias": (_B, True),
+                    "cudnn_tune": ("opt_str", None), "cudnn_off": (_B, False),
+                    "layout": ("opt_str", None)}, _deconvolution, shape_rule=_deconv_shapes))
 _register(LegacyOp("Pooling", ["data"],
                    {"kernel": ("shape", ()), "pool_type": (_S, "max"),
                     "global_pool": (_B, False), "cudnn_off": (_B, False),
