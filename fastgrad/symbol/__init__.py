@@ -8,7 +8,11 @@ forward and backward again and again.
 Every op of the derivative table is available as ``fastgrad.sym.<op>`` (``sym.exp``,
 ``sym.matmul``, ...), and every public composition of ``fastgrad.np``/``fastgrad.npx`` as
 ``fastgrad.sym.np.<f>``/``fastgrad.sym.npx.<f>`` (also ``fastgrad.sym.<f>`` when the name is
-not an op of the table).
+not an op of the table). MXNet 1.x's layer operators (``sym.FullyConnected``,
+``sym.BatchNorm``, ``sym.SoftmaxOutput``, ...) are there under their MXNet names, with MXNet's
+parameters, automatic weight variables and auxiliary states (Note [MXNet 1.x operators] in
+``_legacy.py``); ``tojson``/``load`` read and write MXNet's JSON (Note [MXNet JSON] in
+``_mxnet_json.py``).
 
 Examples
 --------
