@@ -672,3 +672,21 @@ def test_indexing_operators_and_legacy_shapes():
               values={"i": onp.array([0.0, 3.0, 1.0])})
     _check_fd(sym.take(D, sym.var("i")), {"data": (3, 2)}, skip=("i",),
               values={"i": onp.array([[0.0, 2.0], [2.0, 2.0]])})
+
+
+def test_attr_scope_marks_every_symbol_created_inside():
+    with mx.AttrScope(ctx_group="stage1", lr_mult="0.5"):
+        x = sym.var("x")
+        fc = sym.FullyConnected(x, num_hidden=2, name="fc")
+        with mx.AttrScope(ctx_group="stage2"):
+            y = sym.exp(fc, name="e")
+    z = sym.var("z")
+    assert x.attr("ctx_group") == "stage1" and x.attr("lr_mult") == "0.5"
+    assert fc.attr_dict()["fc_weight"]["__ctx_group__"] == "stage1"
+    assert y.attr("ctx_group") == "stage2" and y.attr("lr_mult") == "0.5"
+    assert z.list_attr() == {}
+    doc = json.loads(fc.tojson())
+    assert doc["nodes"][-1]["attrs"] == {"__ctx_group__": "stage1", "__lr_mult__": "0.5",
+                                         "num_hidden": "2"}
+    with pytest.raises(ValueError, match="string"):
+        mx.AttrScope(lr_mult=0.5)

@@ -31,9 +31,10 @@ from fastgrad.symbol._api import np_ns as np, npx_ns as npx
 from fastgrad.symbol._json import load_json, fromjson, load
 from fastgrad.symbol._history import from_history as _from_history
 from fastgrad.symbol._optimize import optimize
+from fastgrad.symbol._attribute import AttrScope
 
 __all__ = ["Symbol", "var", "Variable", "Group", "const", "load_json", "fromjson", "load",
-           "optimize", "np", "npx"]
+           "optimize", "np", "npx", "AttrScope"]
 
 
 def __getattr__(attr):

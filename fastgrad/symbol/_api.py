@@ -10,7 +10,7 @@ from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_comp
                                     constant, _auto_name, _as_entry)
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
 from fastgrad.symbol._values import InputRef
-from fastgrad.symbol import _legacy
+from fastgrad.symbol import _legacy, _attribute
 
 
 def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs):
@@ -39,7 +39,8 @@ def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs
         raise TypeError("sym.var: name must be a non-empty string, got %r" % (name,))
     if stype not in (None, "default"):
         raise ValueError("sym.var: fastgrad arrays are dense; stype must be 'default'")
-    attrs = {str(k): str(v) for k, v in dict(attr or {}).items()}
+    attrs = dict(_attribute.current())
+    attrs.update({str(k): str(v) for k, v in dict(attr or {}).items()})
     for k, v in kwargs.items():
         attrs["__%s__" % k] = str(v)
     if shape is not None:
@@ -226,8 +227,9 @@ def legacy_op(name):
             node_name = _auto_name(spec.name.lower())
         full = spec.full(given, where)
         # MXNet keeps an operator's user attributes as __key__ (its parameters are plain).
-        user = {(str(k) if str(k).startswith("__") and str(k).endswith("__")
-                 else "__%s__" % k): str(v) for k, v in dict(attr or {}).items()}
+        user = dict(_attribute.current())
+        user.update({(str(k) if str(k).startswith("__") and str(k).endswith("__")
+                      else "__%s__" % k): str(v) for k, v in dict(attr or {}).items()})
         var_attrs = {k: _legacy.format_attr(v) for k, v in given.items()}
         var_attrs.update(user)
         for i, (n, x) in enumerate(zip(names, inputs)):

@@ -260,8 +260,16 @@ def apply_primitive(prim, args, kwargs):
         raise ValueError("sym.%s has %d outputs, not num_outputs=%r" % (prim.name, n_out,
                                                                            num_outputs))
     node = SymNode(prim.name, name or _auto_name(prim.name), entries, params,
-                   attrs=dict(attr or {}), num_outputs=n_out)
+                   attrs=_scoped(attr), num_outputs=n_out)
     return Symbol.from_node(node)
+
+
+def _scoped(attr):
+    """A node's attributes: the current ``AttrScope``'s, then ``attr``'s."""
+    from fastgrad.symbol import _attribute
+    out = dict(_attribute.current())
+    out.update(attr or {})
+    return out
 
 
 def _count_outputs(prim, entries, params, num_outputs):
@@ -308,7 +316,7 @@ def apply_composite(opname, fn, args, kwargs):
     _values.encode(targs, "sym.%s arguments" % opname)
     _values.encode(list(tkwargs.values()), "sym.%s arguments" % opname)
     node = SymNode(opname, name or _auto_name(opname.split(".")[-1]), entries,
-                   (targs, tkwargs), attrs=dict(attr or {}), num_outputs=num_outputs)
+                   (targs, tkwargs), attrs=_scoped(attr), num_outputs=num_outputs)
     return Symbol.from_node(node)
 
 

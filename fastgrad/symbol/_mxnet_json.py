@@ -91,6 +91,19 @@ def _scalar_constant(entry):
 
 
 def translate(node):
+    """``(MXNet op, attrs, inputs)`` for a node MXNet can hold, else ``None`` (see
+    :func:`_translate`); a table op's user attributes are kept."""
+    out = _translate(node)
+    if out is not None and node.op != VARIABLE and not node.op.startswith("mx."):
+        attrs = dict(out[1])
+        # MXNet keeps an operator's user attributes as __key__ (its parameters are plain).
+        attrs.update({(k if k.startswith("__") and k.endswith("__") else "__%s__" % k): str(v)
+                      for k, v in ((str(k), v) for k, v in node.attrs.items())})
+        out = (out[0], attrs, out[2])
+    return out
+
+
+def _translate(node):
     """``(MXNet op, attrs, inputs)`` for a node MXNet can hold, else ``None``.
 
     Variables and MXNet operators are written as they are; fastgrad table ops that have an
