@@ -690,3 +690,22 @@ def test_attr_scope_marks_every_symbol_created_inside():
                                          "num_hidden": "2"}
     with pytest.raises(ValueError, match="string"):
         mx.AttrScope(lr_mult=0.5)
+
+
+def test_old_json_hidden_keys_move_as_mxnets_upgrade_moves_them():
+    doc = {"nodes": [{"op": "null", "name": "data", "inputs": [], "attr": {"lr_mult": "0.2"}},
+                     {"op": "null", "name": "fc_weight", "inputs": [],
+                      "attr": {"weight_lr_mult": "1.2"}},
+                     {"op": "null", "name": "fc_bias", "inputs": []},
+                     {"op": "FullyConnected", "name": "fc", "param": {"num_hidden": "3"},
+                      "inputs": [[0, 0], [1, 0], [2, 0]],
+                      "attr": {"weight_lr_mult": "1.2", "wd_mult": "0.3"}}],
+           "arg_nodes": [0, 1, 2], "heads": [[3, 0]]}
+    attrs = sym.load_json(json.dumps(doc)).attr_dict()
+    assert attrs["data"]["__lr_mult__"] == "0.2"
+    assert attrs["fc_weight"]["__lr_mult__"] == "1.2"          # moved from the operator
+    assert attrs["fc_weight"]["weight_lr_mult"] == "1.2"       # a variable's own stays
+    assert attrs["fc"] == {"num_hidden": "3", "__wd_mult__": "0.3", "wd_mult": "0.3"}
+    fc = sym.FullyConnected(sym.var("x"), num_hidden=2, name="f", lr_mult=2, wd_mult=0.5)
+    assert fc.attr_dict()["f_weight"]["__lr_mult__"] == "2"
+    assert fc.list_attr()["__wd_mult__"] == "0.5"

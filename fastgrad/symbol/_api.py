@@ -11,6 +11,7 @@ from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_comp
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
 from fastgrad.symbol._values import InputRef
 from fastgrad.symbol import _legacy, _attribute
+from fastgrad.symbol._mxnet_json import HIDDEN_KEYS
 
 
 def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs):
@@ -182,6 +183,9 @@ def _split(*args, **kwargs):
     return symbol_op("split")(*args, **kwargs)
 
 
+_HIDDEN_KEYS = frozenset(HIDDEN_KEYS)
+
+
 @functools.lru_cache(maxsize=None)
 def legacy_op(name):
     """The ``fastgrad.sym`` function of MXNet 1.x operator ``name`` (or one of its aliases).
@@ -195,7 +199,10 @@ def legacy_op(name):
     def op(*args, **kwargs):
         kwargs = dict(kwargs)
         node_name = kwargs.pop("name", None)
-        attr = kwargs.pop("attr", None)
+        attr = dict(kwargs.pop("attr", None) or {})
+        # MXNet's "hidden keys" are attributes, not parameters (fc(..., lr_mult=2)).
+        for key in _HIDDEN_KEYS.intersection(kwargs):
+            attr["__%s__" % key] = str(kwargs.pop(key))
         where = "sym.%s" % name
         if spec.variadic:
             inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \

@@ -19,8 +19,9 @@ version]`` (older files write ``[node, output]``); every attribute is a string, 
 parameters as MXNet prints them (``"(3, 3)"``, ``"True"``) and the variables' ``__shape__``,
 ``__dtype__`` (MXNet's type number), ``__init__``, ``__lr_mult__``... Files of MXNet before
 1.0 keep the parameters under ``param`` and user attributes under ``attr`` and leave out the
-auxiliary states; they are read as MXNet upgrades them (``__lr_mult__``, and
-``<node>_moving_mean`` variables).
+auxiliary states; they are read as MXNet upgrades them (``lr_mult`` becomes ``__lr_mult__``,
+an operator's ``weight_lr_mult`` moves to its weight variable, and ``<node>_moving_mean``
+variables are added with the operator's attributes).
 
 MXNet 2.x writes the same layout (``mxnet_version`` 20000 and up); its layer operators keep
 their 1.x names, and the names of its common NumPy operators (``_npi_add``,
@@ -52,6 +53,9 @@ from fastgrad.symbol._values import InputRef
 
 MXNET_VERSION = 10901
 _MAX_OUTPUTS = 1 << 16      # a file cannot make bind allocate without bound
+# Attributes MXNet keeps as __key__ (not operator parameters).
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
+               "profiler_scope")
 
 # MXNet's type numbers (mshadow's type flags) and the NumPy dtypes they stand for.
 TYPE_FLAGS = {0: "float32", 1: "float64", 2: "float16", 3: "uint8", 4: "int32", 5: "int8",
@@ -236,12 +240,31 @@ def _string_attrs(item, where):
         for k, v in part.items():
             if not isinstance(v, str):
                 _fail("%s: attribute %r must be a string, got %r", where, k, v)
-            # Before 1.0, "param" held the op's parameters and "attr" the user's attributes
-            # (ctx_group, lr_mult), which MXNet now writes as __ctx_group__, __lr_mult__.
-            if key == "attr" and not (k.startswith("__") and k.endswith("__")):
-                k = "__%s__" % k
             attrs[k] = v
     return attrs
+
+
+def _upgrade_hidden_keys(attrs, entries, is_variable):
+    """MXNet's upgrade of old attributes: a hidden key (``lr_mult``) becomes ``__lr_mult__``;
+    on an operator, ``<input>_lr_mult`` moves to that input's variable as ``__lr_mult__``
+    (``weight_lr_mult`` of ``fc1`` to ``fc1_weight``). ``entries`` maps input names to
+    entries for an operator."""
+    out = {}
+    for k, v in attrs.items():
+        if k in HIDDEN_KEYS:
+            out["__%s__" % k] = v
+            continue
+        moved = False
+        for key in HIDDEN_KEYS:
+            if not is_variable and k.endswith("_" + key) and len(k) > len(key) + 1:
+                target = entries.get(k[:-len(key) - 1])
+                if target is not None and target[0].op == VARIABLE:
+                    target[0].attrs["__%s__" % key] = v
+                    moved = True
+                break
+        if not moved:
+            out[k] = v
+    return out
 
 
 def _parse_var_shape(text, where):
@@ -255,7 +278,7 @@ def _parse_var_shape(text, where):
 
 
 def _load_variable(item, name, where):
-    attrs = _string_attrs(item, where)
+    attrs = _upgrade_hidden_keys(_string_attrs(item, where), {}, True)
     shape = dtype = None
     out = {}
     for k, v in attrs.items():
@@ -282,7 +305,13 @@ def _load_operator(item, op, name, entries, where):
         _fail("%s: unknown MXNet operator %r (fastgrad implements %d of MXNet's operators; "
               "see fastgrad.sym.%s)", where, op, len(set(_legacy.CATALOGUE.values())),
               "FullyConnected")
-    attrs = _string_attrs(item, where)
+    raw = _string_attrs(item, where)
+    try:
+        names = spec.input_names(spec.full(spec.parse(
+            {k: v for k, v in raw.items() if k in spec.params}, where), where))
+    except (TypeError, ValueError):
+        names = []
+    attrs = _upgrade_hidden_keys(raw, dict(zip(names, entries)), False)
     params = {k: v for k, v in attrs.items() if not (k.startswith("__") and k.endswith("__"))}
     extra = {k: v for k, v in attrs.items() if k not in params}
     try:
@@ -300,9 +329,13 @@ def _load_operator(item, op, name, entries, where):
         missing = names[len(entries):]
         if missing and all(n in spec.aux for n in missing):
             # Files before 1.0 leave out the auxiliary states; MXNet adds them on loading.
-            entries = list(entries) + [
-                (SymNode(VARIABLE, "%s_%s" % (name, n),
-                         attrs={"shape": None, "dtype": None}), 0) for n in missing]
+            # ... with the operator's attributes, as MXNet's upgrade does.
+            entries = list(entries)
+            for n in missing:
+                var_attrs = dict(attrs, shape=None, dtype=None)
+                if n in spec.var_attrs:
+                    var_attrs["__init__"] = spec.var_attrs[n]
+                entries.append((SymNode(VARIABLE, "%s_%s" % (name, n), attrs=var_attrs), 0))
         elif len(entries) != len(names):
             _fail("%s: %s takes %d inputs (%s), the node has %d", where, spec.name,
                   len(names), ", ".join(names), len(entries))
