@@ -709,3 +709,19 @@ def test_old_json_hidden_keys_move_as_mxnets_upgrade_moves_them():
     fc = sym.FullyConnected(sym.var("x"), num_hidden=2, name="f", lr_mult=2, wd_mult=0.5)
     assert fc.attr_dict()["f_weight"]["__lr_mult__"] == "2"
     assert fc.list_attr()["__wd_mult__"] == "0.5"
+
+
+def test_softmax_output_out_grad_and_reductions_over_no_axes():
+    rng = onp.random.default_rng(5)
+    x = rng.standard_normal((3, 4))
+    label = onp.array([1.0, 0.0, 3.0])
+    head = rng.standard_normal((3, 4))
+    net = sym.SoftmaxOutput(D, out_grad=True, name="sm")
+    _, grads = _head_grad(net, {"data": x, "sm_label": label},
+                          [mx.nd.array(head, dtype="float64")])
+    expected = (_softmax(x) - onp.eye(4)[label.astype(int)]) * head
+    onp.testing.assert_allclose(grads["data"].asnumpy(), expected, rtol=1e-12, atol=1e-15)
+    a = onp.arange(6.0).reshape(2, 3)
+    outs = sym.Group([MX_OP("sum")(D, exclude=True), MX_OP("sum")(D, axis=(0, 1), exclude=True)])
+    full, none = (o.asnumpy() for o in outs.eval(data=mx.nd.array(a)))
+    assert full.tolist() == [15.0] and none.tolist() == a.tolist()

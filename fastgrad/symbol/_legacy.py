@@ -435,7 +435,7 @@ def _elemwise(name, fn):
 def _reduce_axes(data, axis, exclude):
     nd = unwrap(data).ndim
     if axis is None:
-        return None if not exclude else ()
+        return None     # MXNet: no axes means all of them, with or without exclude
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a % nd for a in axes) if nd else axes
     if exclude:
@@ -646,6 +646,9 @@ class _Head(Function):
         lab = _onp.asarray(unwrap(label))
         if self.kind == "softmax":
             g = _softmax_output_backward(o, lab, self.p)
+            if self.p["out_grad"]:
+                # out_grad=True: MXNet scales by the gradient arriving from above.
+                g = g * _onp.asarray(unwrap(head_grad))
         else:
             lab = lab.reshape(o.shape) if lab.size == o.size else lab
             if lab.shape != o.shape:
