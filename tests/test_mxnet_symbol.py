@@ -725,3 +725,7 @@ def test_softmax_output_out_grad_and_reductions_over_no_axes():
     outs = sym.Group([MX_OP("sum")(D, exclude=True), MX_OP("sum")(D, axis=(0, 1), exclude=True)])
     full, none = (o.asnumpy() for o in outs.eval(data=mx.nd.array(a)))
     assert full.tolist() == [15.0] and none.tolist() == a.tolist()
+
+
+def test_variable_init_is_kept_as_mxnet_keeps_it():
+    assert sym.var('w', init='["zero", {}]').attr('__init__') == '["zero", {}]'

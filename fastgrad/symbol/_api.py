@@ -26,8 +26,10 @@ def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs
         The argument's shape, used by ``infer_shape`` when no shape is passed.
     dtype : dtype, optional
         The argument's dtype (float32 when not declared).
-    init, stype, **kwargs
-        Accepted for MXNet compatibility; ``stype`` must be dense.
+    init : str or initializer, optional
+        Kept as the ``__init__`` attribute, as MXNet does (fastgrad initializes nothing).
+    stype, **kwargs
+        ``stype`` must be dense; other keywords (``lr_mult=``) become ``__key__`` attributes.
 
     Examples
     --------
@@ -44,6 +46,9 @@ def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs
     attrs.update({str(k): str(v) for k, v in dict(attr or {}).items()})
     for k, v in kwargs.items():
         attrs["__%s__" % k] = str(v)
+    if init is not None:
+        # MXNet keeps the initializer as its JSON description (fastgrad does not use it).
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     if shape is not None:
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
