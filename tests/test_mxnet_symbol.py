@@ -728,4 +728,4 @@ def test_softmax_output_out_grad_and_reductions_over_no_axes():
 
 
 def test_variable_init_is_kept_as_mxnet_keeps_it():
-    assert sym.var('w', init='["zero", {}]').attr('__init__') == '["zero", {}]'
+    assert sym.var("w", init='["zero", {}]').attr("__init__") == '["zero", {}]'
