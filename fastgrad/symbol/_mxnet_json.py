@@ -53,6 +53,7 @@ from fastgrad.symbol._values import InputRef
 
 MXNET_VERSION = 10901
 _MAX_OUTPUTS = 1 << 16      # a file cannot make bind allocate without bound
+_MAX_NODES = 10_000_000
 # Attributes MXNet keeps as __key__ (not operator parameters).
 HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
                "profiler_scope")
@@ -353,6 +354,8 @@ def load_mxnet(doc):
     items = doc.get("nodes")
     if not isinstance(items, list) or not items:
         _fail("nodes must be a non-empty list")
+    if len(items) > _MAX_NODES:
+        _fail("too many nodes (%d)", len(items))
     nodes = []
     names = set()
     for i, item in enumerate(items):
