@@ -85,8 +85,21 @@ def deconv():
     return sym.Group([d2, sym.FullyConnected(d1, num_hidden=2, name="fc")])
 
 
+def pools():
+    data = sym.var("data")
+    lrn = sym.LRN(data, nsize=3, alpha=0.01, beta=0.6, knorm=1.5, name="lrn")
+    full_max = sym.Pooling(lrn, kernel=(3, 3), stride=(2, 2), pool_type="max",
+                           pooling_convention="full", name="fmax")
+    full_avg = sym.Pooling(data, kernel=(3, 2), stride=(2, 2), pad=(1, 0), pool_type="avg",
+                           pooling_convention="full", name="favg")
+    full_avg_ex = sym.Pooling(data, kernel=(2, 3), stride=(2, 2), pad=(0, 1),
+                              pool_type="avg", pooling_convention="full",
+                              count_include_pad=False, name="favgx")
+    return sym.Group([full_max, full_avg, full_avg_ex])
+
+
 NETS = {"mlp": mlp, "lenet": lambda: lenet(0.5), "lenet_nodrop": lambda: lenet(0.0),
-        "regressions": regressions, "misc": misc, "deconv": deconv}
+        "regressions": regressions, "misc": misc, "deconv": deconv, "pools": pools}
 
 
 def _fixture(name):
@@ -209,6 +222,10 @@ LAYERS = {
     "pool_avg_pad": (sym.Pooling(D, kernel=(3, 3), pad=(1, 1), pool_type="avg",
                                  count_include_pad=False), {"data": (1, 2, 4, 4)}),
     "pool_sum": (sym.Pooling(D, kernel=(2, 2), pool_type="sum"), {"data": (1, 1, 3, 3)}),
+    "pool_full": (sym.Group([sym.Pooling(D, kernel=(2, 2), stride=(2, 2), pool_type=t,
+                                         pooling_convention="full", pad=(1, 0))
+                             for t in ("max", "avg", "sum")]), {"data": (1, 2, 4, 5)}),
+    "lrn": (sym.LRN(D, nsize=5, alpha=0.1, beta=0.75, knorm=2.0), {"data": (2, 6, 2, 1)}),
     "pool_global": (sym.Pooling(D, kernel=(1, 1), global_pool=True, pool_type="avg"),
                     {"data": (2, 3, 2, 2)}),
     "activations": (sym.Group([sym.Activation(D, act_type=t) for t in

@@ -374,10 +374,59 @@ def _conv_inputs(p):
     return ["data", "weight"] + ([] if p["no_bias"] else ["bias"])
 
 
+def _lrn(x, p):
+    """MXNet's LRN: ``x / (knorm + alpha / nsize * sum of x**2 over nsize channels)**beta``."""
+    n = p["nsize"]
+    half = n // 2
+    nd = unwrap(x[0]).ndim
+    sq = F.square(x[0])
+    widths = [(0, 0)] * nd
+    widths[1] = (half, half)
+    padded = F.pad(sq, tuple(widths))
+    c = unwrap(x[0]).shape[1]
+    total = padded[:, 0:c]
+    for k in range(1, n):
+        total = total + padded[:, k:k + c]
+    return x[0] / (p["knorm"] + p["alpha"] / n * total) ** p["beta"]
+
+
+def _full_pooling(data, p, cip):
+    """Pooling with ``pooling_convention='full'``: the output size rounds up, and the last
+    windows may reach past the padding (those positions do not count, as in MXNet)."""
+    kernel = tuple(p["kernel"])
+    stride = tuple(p["stride"] or (1, 1))
+    pad = tuple(p["pad"] or (0, 0))
+    hw = unwrap(data).shape[2:]
+    out = [-(-(n + 2 * q - k) // s) + 1 for n, q, k, s in zip(hw, pad, kernel, stride)]
+    extra = [max((o - 1) * s + k - (n + 2 * q), 0)
+             for o, s, k, n, q in zip(out, stride, kernel, hw, pad)]
+    widths = ((0, 0), (0, 0), (pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1]))
+    if p["pool_type"] == "max":
+        padded = F.pad(data, widths, constant_values=-_onp.inf)
+        return npx.pooling(padded, kernel=kernel, stride=stride, pool_type="max")
+    if p["pool_type"] not in ("avg", "sum"):
+        raise ValueError("Pooling: unknown pool_type %r" % (p["pool_type"],))
+    total = npx.pooling(F.pad(data, widths), kernel=kernel, stride=stride, pool_type="sum")
+    if p["pool_type"] == "sum":
+        return total
+    # Each window's divisor: its size within the padded image (count_include_pad) or its
+    # number of data elements.
+    counts = []
+    for n, q, k, s, o in zip(hw, pad, kernel, stride, out):
+        starts = _onp.arange(o) * s - q
+        lo, hi = (_onp.maximum(starts, 0), _onp.minimum(starts + k, n)) if not cip else \
+            (starts, _onp.minimum(starts + k, n + q))
+        counts.append(hi - lo)
+    divisor = _onp.outer(counts[0], counts[1]).astype(unwrap(data).dtype)
+    return total / divisor
+
+
 def _pooling(x, p):
     if p["kernel"] and len(p["kernel"]) != 2 or (p["stride"] and len(p["stride"]) != 2):
         raise NotImplementedError("Pooling: only 2-D pooling is supported")
     cip = True if p["count_include_pad"] is None else p["count_include_pad"]
+    if p["pooling_convention"] == "full" and not p["global_pool"]:
+        return _full_pooling(x[0], p, cip)
     return npx.pooling(x[0], kernel=p["kernel"] or None, stride=_pairs(p["stride"]),
                        pad=_pairs(p["pad"]), pool_type=p["pool_type"],
                        pooling_convention=p["pooling_convention"],
@@ -767,6 +816,9 @@ _register(LegacyOp("Pooling", ["data"],
                    _pooling,
                    # MXNet 1.9.1 (MKL-DNN build) counts a hidden workspace for max pooling.
                    total_outputs=lambda p: 2 if p["pool_type"] == "max" else 1))
+_register(LegacyOp("LRN", ["data"],
+                   {"alpha": (_F, 1e-4), "beta": (_F, 0.75), "knorm": (_F, 2.0),
+                    "nsize": (_I, REQUIRED)}, _lrn, total_outputs=2))
 _register(LegacyOp("Activation", ["data"], {"act_type": (_S, REQUIRED)},
                    lambda x, p: npx.activation(x[0], act_type=p["act_type"])))
 _register(LegacyOp("BatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"],
