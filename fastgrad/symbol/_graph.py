@@ -875,10 +875,10 @@ class Symbol:
         from fastgrad.symbol._json import to_json
         return to_json(self, layout)
 
-    def save(self, fname):
-        """Write :meth:`tojson` to the file ``fname``."""
+    def save(self, fname, remove_amp_cast=True, layout="auto"):
+        """Write :meth:`tojson` to the file ``fname`` (MXNet's ``model-symbol.json``)."""
         with open(fname, "w", encoding="utf-8") as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast, layout))
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None,
              group2ctx=None, shared_exec=None, static_alloc=True):
