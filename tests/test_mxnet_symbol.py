@@ -746,3 +746,15 @@ def test_softmax_output_out_grad_and_reductions_over_no_axes():
 
 def test_variable_init_is_kept_as_mxnet_keeps_it():
     assert sym.var("w", init='["zero", {}]').attr("__init__") == '["zero", {}]'
+
+
+def test_name_managers_as_mxnets():
+    with mx.name.Prefix("net1_"):
+        fc = sym.FullyConnected(sym.var("data"), num_hidden=2, name="fc1")
+        auto = sym.Activation(fc, act_type="relu")
+    assert fc.list_arguments() == ["data", "net1_fc1_weight", "net1_fc1_bias"]
+    assert auto.name.startswith("net1_activation")
+    with mx.name.NameManager():
+        assert sym.exp(fc).name == "exp0" and sym.exp(fc).name == "exp1"
+        assert sym.FullyConnected(fc, num_hidden=1).name == "fullyconnected0"
+    assert sym.var("v").name == "v"

@@ -32,6 +32,7 @@ from fastgrad.symbol._json import load_json, fromjson, load
 from fastgrad.symbol._history import from_history as _from_history
 from fastgrad.symbol._optimize import optimize
 from fastgrad.symbol._attribute import AttrScope
+from fastgrad.symbol import name
 
 __all__ = ["Symbol", "var", "Variable", "Group", "const", "load_json", "fromjson", "load",
            "optimize", "np", "npx", "AttrScope"]

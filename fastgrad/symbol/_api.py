@@ -235,8 +235,7 @@ def legacy_op(name):
             for n in names[:len(args)]:
                 if n in kwargs:
                     raise TypeError("%s got multiple values for input %r" % (where, n))
-        if node_name is None:
-            node_name = _auto_name(spec.name.lower())
+        node_name = _auto_name(spec.name.lower(), node_name)
         full = spec.full(given, where)
         # MXNet keeps an operator's user attributes as __key__ (its parameters are plain).
         user = dict(_attribute.current())

@@ -37,15 +37,13 @@ from fastgrad.symbol._ops import VARIABLE, CONSTANT, lookup, composites, is_prim
 from fastgrad.symbol._values import InputRef
 
 _ids = itertools.count()
-_name_counts = {}
 
 
-def _auto_name(hint):
-    """``hint`` followed by a per-hint counter (``exp0``, ``exp1``, ...), like MXNet."""
-    hint = hint.replace(".", "_")
-    n = _name_counts.get(hint, 0)
-    _name_counts[hint] = n + 1
-    return "%s%d" % (hint, n)
+def _auto_name(hint, name=None):
+    """``name``, or ``hint`` followed by a per-hint counter (``exp0``, ``exp1``, ...), from
+    the current name manager (``mx.name.Prefix`` adds its prefix to both), like MXNet."""
+    from fastgrad.symbol import name as naming
+    return naming.current().get(name, hint)
 
 
 def _input_names():
@@ -259,7 +257,7 @@ def apply_primitive(prim, args, kwargs):
     elif num_outputs is not None and num_outputs != n_out:
         raise ValueError("sym.%s has %d outputs, not num_outputs=%r" % (prim.name, n_out,
                                                                            num_outputs))
-    node = SymNode(prim.name, name or _auto_name(prim.name), entries, params,
+    node = SymNode(prim.name, _auto_name(prim.name, name), entries, params,
                    attrs=_scoped(attr), num_outputs=n_out)
     return Symbol.from_node(node)
 
@@ -315,7 +313,7 @@ def apply_composite(opname, fn, args, kwargs):
     tkwargs = {k: template(v) for k, v in sorted(kwargs.items())}
     _values.encode(targs, "sym.%s arguments" % opname)
     _values.encode(list(tkwargs.values()), "sym.%s arguments" % opname)
-    node = SymNode(opname, name or _auto_name(opname.split(".")[-1]), entries,
+    node = SymNode(opname, _auto_name(opname.split(".")[-1], name), entries,
                    (targs, tkwargs), attrs=_scoped(attr), num_outputs=num_outputs)
     return Symbol.from_node(node)
 
