@@ -39,7 +39,8 @@ _NOT_OPS = frozenset({
     "shape", "ndim", "size", "result_type", "array_equal", "array_equiv", "allclose",
     "seed", "set_np", "reset_np", "is_np_array", "cpu", "gpu", "get_state", "set_state",
     "dtype", "finfo", "iinfo", "ndarray", "set_printoptions", "get_printoptions",
-    "save", "load", "load_frombuffer",
+    "save", "load", "load_frombuffer", "waitall", "num_gpus", "current_device",
+    "is_np_default_dtype",
 })
 
 _lock = threading.Lock()
