@@ -54,8 +54,9 @@ class _Reader:
         self.source = source
 
     def fail(self, what):
-        raise ValueError("%s: not a valid MXNet NDArray file: %s (at byte %d of %d)"
-                         % (self.source, what, self.pos, len(self.data)))
+        from fastgrad.base import MXNetValueError     # MXNet raises MXNetError here
+        raise MXNetValueError("%s: not a valid MXNet NDArray file: %s (at byte %d of %d)"
+                              % (self.source, what, self.pos, len(self.data)))
 
     def remaining(self):
         return len(self.data) - self.pos

@@ -758,3 +758,16 @@ def test_name_managers_as_mxnets():
         assert sym.exp(fc).name == "exp0" and sym.exp(fc).name == "exp1"
         assert sym.FullyConnected(fc, num_hidden=1).name == "fullyconnected0"
     assert sym.var("v").name == "v"
+
+
+def test_errors_mxnet_raises_as_mxnet_error_are_catchable_both_ways():
+    from fastgrad.base import MXNetError, NotImplementedForSymbol
+    with pytest.raises(NotImplementedForSymbol):
+        bool(sym.var("x"))
+    with pytest.raises(TypeError):
+        bool(sym.var("x"))
+    bad = _mutated(lambda d: d["nodes"][3].update(op="GridGenerator"))
+    with pytest.raises(MXNetError, match="GridGenerator"):
+        sym.load_json(bad)
+    with pytest.raises(ValueError):
+        sym.load_json(bad)

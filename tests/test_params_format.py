@@ -205,3 +205,11 @@ def test_load_names_the_file(tmp_path):
     path.write_bytes(b"\x12\x01\x00")
     with pytest.raises(ValueError, match="broken.params"):
         mx.nd.load(str(path))
+
+
+def test_a_corrupt_file_is_an_mxnet_error_and_a_value_error():
+    from fastgrad.base import MXNetError
+    with pytest.raises(MXNetError):
+        P.loads(b"\x00" * 24)
+    with pytest.raises(ValueError):
+        P.loads(b"\x00" * 24)

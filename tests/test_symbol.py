@@ -162,7 +162,7 @@ def test_wrong_calls_are_clear_errors():
         mx.sym.add(x)
     with pytest.raises(TypeError, match="cannot be stored"):
         mx.sym.sum(x, axis=object())
-    with pytest.raises(TypeError, match="truth value"):
+    with pytest.raises(TypeError, match="bool.*not implemented for Symbol"):
         bool(x)
 
 

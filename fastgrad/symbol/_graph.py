@@ -694,7 +694,8 @@ class Symbol:
         return hash(tuple((n.id, i) for n, i in self._entries))
 
     def __bool__(self):
-        raise TypeError("the truth value of a Symbol is undefined; bind it to compute values")
+        from fastgrad.base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     def __copy__(self):
         return self

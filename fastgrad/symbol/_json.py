@@ -25,6 +25,7 @@ import json
 
 import numpy as np
 
+from fastgrad.base import MXNetValueError
 from fastgrad._array import REQUIRED
 from fastgrad._registry import REGISTRY
 from fastgrad.symbol import _values, _mxnet_json
@@ -91,7 +92,8 @@ def to_json(symbol, layout="auto"):
 
 
 def _fail(msg, *args):
-    raise ValueError("load_json: " + (msg % args if args else msg))
+    # MXNet raises MXNetError for a graph it cannot load; this is also a ValueError.
+    raise MXNetValueError("load_json: " + (msg % args if args else msg))
 
 
 def _is_int(v):

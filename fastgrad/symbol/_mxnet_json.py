@@ -46,6 +46,7 @@ import json
 
 import numpy as np
 
+from fastgrad.base import MXNetValueError
 from fastgrad.symbol import _legacy
 from fastgrad.symbol._graph import Symbol, SymNode, dfs_nodes, aux_positions
 from fastgrad.symbol._ops import VARIABLE, CONSTANT
@@ -223,7 +224,8 @@ def to_mxnet_json(symbol):
 # ---------------------------------------------------------------- reading
 
 def _fail(msg, *args):
-    raise ValueError("load_json: " + (msg % args if args else msg))
+    # MXNet raises MXNetError for a graph it cannot load; this is also a ValueError.
+    raise MXNetValueError("load_json: " + (msg % args if args else msg))
 
 
 def _is_int(v):
