@@ -34,6 +34,7 @@ from fastgrad import numpy_extension as npx
 from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
 from fastgrad._registry import REGISTRY as _P_REGISTRY
+from fastgrad._reshape_codes import legacy_shape
 
 REQUIRED = object()
 
@@ -540,81 +541,11 @@ def _take(x, p):
     return F.take(x[0], idx, axis=p["axis"])
 
 
-def mxnet_reshape_shape(in_shape, codes, reverse=False, where="Reshape"):
-    """The target shape of MXNet's ``Reshape`` with special codes 0, -1, -2, -3, -4."""
-    src = list(in_shape)
-    codes = list(codes)
-    if reverse:
-        src, codes = src[::-1], codes[::-1]
-    out = []
-    infer = -1
-    i = 0
-    j = 0
-    while j < len(codes):
-        c = codes[j]
-        if c == 0:
-            if i >= len(src):
-                raise ValueError("%s: code 0 at position %d has no input dimension" % (where, j))
-            out.append(src[i])
-            i += 1
-        elif c == -1:
-            if infer >= 0:
-                raise ValueError("%s: more than one -1 in shape %s" % (where, tuple(codes)))
-            infer = len(out)
-            out.append(-1)
-            i += 1
-        elif c == -2:
-            out.extend(src[i:])
-            i = len(src)
-        elif c == -3:
-            if i + 1 >= len(src):
-                raise ValueError("%s: code -3 needs two input dimensions" % where)
-            out.append(src[i] * src[i + 1])
-            i += 2
-        elif c == -4:
-            if j + 2 >= len(codes) or i >= len(src):
-                raise ValueError("%s: code -4 needs two following values" % where)
-            d0, d1 = codes[j + 1], codes[j + 2]
-            if d0 == -1 and d1 == -1:
-                raise ValueError("%s: -4 cannot split into -1, -1" % where)
-            if d0 == -1:
-                d0 = src[i] // d1
-            if d1 == -1:
-                d1 = src[i] // d0
-            if d0 * d1 != src[i]:
-                raise ValueError("%s: cannot split dimension %d into %d x %d"
-                                 % (where, src[i], d0, d1))
-            out.extend([d0, d1])
-            i += 1
-            j += 2
-        elif c > 0:
-            out.append(c)
-            i += 1
-        else:
-            raise ValueError("%s: invalid code %d in shape %s" % (where, c, tuple(codes)))
-        j += 1
-    if infer >= 0:
-        known = 1
-        for k, d in enumerate(out):
-            if k != infer:
-                known *= d
-        total = 1
-        for d in in_shape:
-            total *= d
-        if known == 0 or total % known:
-            raise ValueError("%s: cannot infer -1 reshaping %s to %s" % (where, tuple(in_shape),
-                                                                       tuple(codes)))
-        out[infer] = total // known
-    if reverse:
-        out = out[::-1]
-    return tuple(out)
-
-
 def _reshape(x, p):
     shape = p["shape"]
     if not shape and p["target_shape"]:
         shape = p["target_shape"]
-    target = mxnet_reshape_shape(unwrap(x[0]).shape, shape, p["reverse"])
+    target = legacy_shape(unwrap(x[0]).shape, shape, p["reverse"], op="Reshape")
     return F.reshape(x[0], target)
 
 
