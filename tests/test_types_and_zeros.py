@@ -324,7 +324,7 @@ def test_get_symbol_of_gradients_returned_under_create_graph():
         (d3,) = autograd.grad(np.square(x).sum(), [x], create_graph=True)
         (d4,) = autograd.grad(d3.sum(), [x], create_graph=True)     # constant 2
     ops = [n["op"] for n in json.loads(autograd.get_symbol(d1).tojson())["nodes"]]
-    assert "gradient_of" not in ops and "multiply" in ops
+    assert "gradient_of" not in ops and "no_gradient_output" not in ops and len(ops) > 1
     sym = autograd.get_symbol(d4)              # a constant: no arguments
     assert sym.list_arguments() == []
     assert_close(sym.bind(mx.cpu(), {}).forward()[0], [2.0, 2.0])
