@@ -209,6 +209,14 @@ cdef class Primitive:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.backward_graph = fn
 
+    def _set_complex(self, int mode, Primitive variant=None):
+        """How the op differentiates complex values (once, at import; Note [Complex
+        gradients] in _complex.py)."""
+        if self.complex_mode:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.complex_mode = mode
+        self.complex_variant = variant
+
     def _set_split_rule(self, fn):
         """Set the rule used on large arrays (once, at import; Note [Parallel kernels])."""
         if self.backward_split is not None:
@@ -363,7 +371,15 @@ cdef class Primitive:
             PyTuple_SET_ITEM(parents, i, p)
         if not linked:
             return None
-        cdef Node node = new_node(self)
+        cdef Primitive rule_op = self
+        if self.complex_mode != 1 and _any_complex(raws, out, n_out):
+            if self.complex_mode == 0:
+                raise NotImplementedError(
+                    "fastgrad.%s has no derivative checked for complex values; compute it on "
+                    "the real and imaginary parts (numpy.real, numpy.imag) or detach() the "
+                    "input" % self.name)
+            rule_op = self.complex_variant
+        cdef Node node = new_node(rule_op)
         node.parents = parents
         if consts is not None:
             node.consts = tuple(consts)
@@ -405,6 +421,23 @@ cdef class Primitive:
         if is_anomaly_c():
             node.trace = _capture_trace()
         return node
+
+
+cdef bint _any_complex(tuple raws, object out, Py_ssize_t n_out) except -1:
+    """Whether an input or output of a recorded op holds complex values."""
+    cdef object r
+    for r in raws:
+        if type(r) is NP_NDARRAY:
+            if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
+                return True
+        elif type(r) is complex:
+            return True
+    if n_out == 1:
+        return cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out)
+    for r in out:
+        if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
+            return True
+    return False
 
 
 cdef void _annotate(object exc, Primitive op, tuple raws, tuple params):

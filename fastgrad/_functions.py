@@ -202,6 +202,11 @@ def real(val):
     return _P["real"](val)
 
 
+def imag(val):
+    """The imaginary part (zeros for real arrays), ``numpy.imag``."""
+    return _P["imag"](val)
+
+
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN and infinities replaced by finite numbers (``numpy.nan_to_num``); the gradient
     is zero at the replaced elements."""
@@ -1289,7 +1294,7 @@ __all__ = [
     'empty_like', 'equal', 'exp', 'exp2', 'expand_dims', 'expm1', 'eye', 'fabs', 'fix',
     'flatnonzero', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_divide',
     'fmax', 'fmin', 'fmod', 'full', 'full_like', 'gcd', 'greater', 'greater_equal',
-    'heaviside', 'histogram', 'hsplit', 'hstack', 'hypot', 'inner', 'invert', 'isclose',
+    'heaviside', 'histogram', 'hsplit', 'hstack', 'hypot', 'imag', 'inner', 'invert', 'isclose',
     'isfinite', 'isinf', 'isnan', 'kron', 'lcm', 'ldexp', 'left_shift', 'less',
     'less_equal', 'linspace', 'log', 'log10', 'log1p', 'log2', 'logaddexp', 'logaddexp2',
     'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'matmul', 'max', 'maximum',
