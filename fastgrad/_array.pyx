@@ -160,6 +160,8 @@ def _raw_key(key):
     if type(key) is tuple:
         return tuple([raw(k) for k in key])
     if type(key) is list:
+        if not key:
+            return _np.empty(0, dtype=_np.intp)    # x[[]]: no elements, as in NumPy
         return _asarray([raw(k) for k in key])
     return key
 

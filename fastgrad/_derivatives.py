@@ -59,16 +59,21 @@ TABLE = [
     Op("multiply", np.multiply, "x, y", x="g * conj(y)", y="g * conj(x)"),
     Op("divide", np.divide, "x, y", x="g / conj(y)", y="-g * conj(x / (y * y))"),
     Op("power", np.power, "x, y",
-       x="g * conj(y * x ** (y - 1))", y="g * conj(result * safe_log(x))"),
+       x="g * conj(y * x ** (y - (y != 0)))", y="g * conj(result * safe_log(x))"),
     Op("negative", np.negative, "x", x="-g"),
     Op("positive", np.positive, "x", x="g"),
     Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)"),
     Op("fmod", np.fmod, "x, y", x="g", y="-g * trunc(x / y)"),
-    Op("maximum", np.maximum, "x, y", x="g * (x >= y)", y="g * (x < y)"),
-    Op("minimum", np.minimum, "x, y", x="g * (x <= y)", y="g * (x > y)"),
+    # At ties the gradient is split evenly, as the max/min reductions split it.
+    Op("maximum", np.maximum, "x, y",
+       x="where(x == y, 0.5 * g, g * (x > y))", y="where(x == y, 0.5 * g, g * (x < y))"),
+    Op("minimum", np.minimum, "x, y",
+       x="where(x == y, 0.5 * g, g * (x < y))", y="where(x == y, 0.5 * g, g * (x > y))"),
     # fmax/fmin return the operand that is not NaN: the gradient goes where the value came from.
-    Op("fmax", np.fmax, "x, y", x="g * ((x >= y) | isnan(y))", y="g * ((x < y) | isnan(x))"),
-    Op("fmin", np.fmin, "x, y", x="g * ((x <= y) | isnan(y))", y="g * ((x > y) | isnan(x))"),
+    Op("fmax", np.fmax, "x, y", x="where(x == y, 0.5 * g, g * ((x > y) | isnan(y)))",
+       y="where(x == y, 0.5 * g, g * ((x < y) | isnan(x)))"),
+    Op("fmin", np.fmin, "x, y", x="where(x == y, 0.5 * g, g * ((x < y) | isnan(y)))",
+       y="where(x == y, 0.5 * g, g * ((x > y) | isnan(x)))"),
     Op("hypot", np.hypot, "x, y", x="g * x / result", y="g * y / result"),
     Op("arctan2", np.arctan2, "x, y",
        x="g * y / (x * x + y * y)", y="-g * x / (x * x + y * y)"),
@@ -79,7 +84,7 @@ TABLE = [
     Op("copysign", np.copysign, "x, y", x="g * sign(x) * copysign(1, y)", y=NONDIFF),
     Op("ldexp", np.ldexp, "x, y", x="g * exp2(y)", y=NONDIFF),
     Op("float_power", np.float_power, "x, y",
-       x="g * y * float_power(x, y - 1)", y="g * result * safe_log(x)"),
+       x="g * y * float_power(x, y - (y != 0))", y="g * result * safe_log(x)"),
     Op("modf", np.modf, "x", n_out=2, x="g[0]"),
 
     # ------------------------------------------------------------ elementwise unary
@@ -264,6 +269,7 @@ TABLE = [
     Op("eigvalsh", K.eigvalsh, "x", x="eigvalsh_backward(g, x)"),
     Op("qr", K.qr, "x", n_out=2, x="qr_backward(g, result)"),
     Op("svd", K.svd, "x", n_out=3, x="svd_backward(g, result)"),
+    Op("pinv", K.pinv, "x; rtol=None", x="pinv_backward(g, x, result)"),
 
     # ------------------------------------------------------------ convolution and pooling
     # Each backward kernel is an op whose rules refer back (Note [Convolution layout]).

@@ -513,8 +513,12 @@ def svd(x):
     return u, s, vt
 
 
-def pinv(x):
-    return np.linalg.pinv(x)
+def pinv(x, rtol):
+    """The pseudo-inverse, singular values below ``rtol`` times the largest cut off (NumPy's
+    default ``rtol``: ``max(M, N) * eps`` of the dtype)."""
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * np.finfo(np.result_type(x, np.float32)).eps
+    return np.linalg.pinv(x, rcond=rtol)
 
 
 # ---------------------------------------------------------------- convolution and pooling

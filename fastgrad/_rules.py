@@ -253,7 +253,11 @@ def var_backward(g, x, axis, keepdims, ddof):
 
 
 def std_backward(g, x, result, axis, keepdims, ddof):
-    return var_backward(g / (2 * result), x, axis, keepdims, ddof)
+    """Gradient of ``std``: ``var``'s over ``2 std``, and 0 where the deviation is 0 (a
+    constant or a single element; PyTorch's choice, the subgradient of smallest norm)."""
+    zero = result == 0
+    return var_backward(np.where(zero, 0, g / (2 * np.where(zero, 1, result))), x, axis,
+                        keepdims, ddof)
 
 
 def nanmean_backward(g, x, axis, keepdims):
@@ -559,7 +563,43 @@ def inv_backward(g, result):
 
 
 def det_backward(g, x, result):
-    return np.expand_dims(g * cj(result), (-1, -2)) * mH(np.linalg.inv(x))
+    """Gradient of ``det``: ``g * conj(cofactor matrix)``; ``det(x) inv(x)^T`` when ``x`` is
+    invertible, the cofactors from the SVD when it is singular (Note [det at singular
+    matrices])."""
+    try:
+        return np.expand_dims(g * cj(result), (-1, -2)) * mH(np.linalg.inv(x))
+    except np.linalg.LinAlgError:
+        return np.expand_dims(g, (-1, -2)) * cj(cofactors(x))
+
+
+def cofactors(x):
+    """The cofactor matrix ``adj(x)^T`` of a (stack of) square matrices, singular or not.
+
+    Note [det at singular matrices]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    ``det(x) inv(x)^T`` is ``0 * inf`` at a singular matrix, whose cofactors are finite (the
+    gradient of ``det`` exists everywhere). With ``x = U diag(s) V^H``,
+    ``adj(x) = det(U) det(V^H) V diag(p) U^H`` where ``p_i`` is the product of the other
+    singular values (exclusive products, no division by a zero ``s_i``).
+    """
+    u, s, vh = np.linalg.svd(x)
+    before = exclusive_cumprod(s)
+    after = np.flip(exclusive_cumprod(np.flip(s, -1)), -1)
+    phase = np.linalg.det(u) * np.linalg.det(vh)
+    adj = np.matmul(mH(vh) * np.expand_dims(before * after, -2), mH(u))
+    return mT(adj * np.expand_dims(phase, (-1, -2)))
+
+
+def pinv_backward(g, x, result):
+    """Gradient of the pseudo-inverse ``P`` of ``A`` (Golub and Pereyra; exact where the rank
+    is locally constant, which includes rank-deficient ``A`` along perturbations that keep
+    its rank): ``-P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)``."""
+    ph, gh = mH(result), mH(g)
+    m, n = np.shape(x)[-2], np.shape(x)[-1]
+    left = np.eye(m) - np.matmul(x, result)
+    right = np.eye(n) - np.matmul(result, x)
+    return (-np.matmul(ph, np.matmul(g, ph)) + np.matmul(left, np.matmul(gh, np.matmul(result, ph)))
+            + np.matmul(np.matmul(ph, result), np.matmul(gh, right)))
 
 
 def slogdet_backward(g, x):
@@ -593,16 +633,36 @@ def cholesky_backward(g, result):
     return symmetrize(np.matmul(mT(linv), np.matmul(phi, linv)))
 
 
+def absent(g):
+    """Whether ``g`` is the gradient of an output nothing used: ``None``, or zeros with no
+    history. Rules leave out its terms, which matters where they are ``0 * inf`` (the
+    eigenvector term of ``eigh`` at repeated eigenvalues)."""
+    if g is None:
+        return True
+    if isinstance(g, ndarray):
+        return g.node is None and not np.any(g.asnumpy())
+    if type(g) is Filled:
+        return g.unit == 0 and not np.any(g.value)
+    return not np.any(g)
+
+
 def eigh_backward(g, result):
     """Gradient of ``eigh`` of the symmetric part of the input (distinct eigenvalues):
-    ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized."""
+    ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized.
+    Without an eigenvector gradient the ``F`` term is left out, so a function of the
+    eigenvalues alone is differentiable at repeated eigenvalues too."""
     gw, gv = g
     w, v = result
     n = np.shape(w)[-1]
-    eye = np.eye(n, dtype=bool)
-    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
-    inner = np.expand_dims(gw, -1) * np.eye(n) + f * np.matmul(mT(v), gv)
+    inner = np.expand_dims(gw, -1) * np.eye(n) if not absent(gw) else None
+    if not absent(gv):
+        eye = np.eye(n, dtype=bool)
+        gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+        f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
+        term = f * np.matmul(mT(v), gv)
+        inner = term if inner is None else inner + term
+    if inner is None:
+        return np.zeros_like(v)
     return symmetrize(np.matmul(v, np.matmul(inner, mT(v))))
 
 
@@ -627,6 +687,10 @@ def svd_backward(g, result):
     """Gradient of the reduced SVD ``A = U diag(s) Vt`` (distinct non-zero singular values)."""
     gu, gs, gvt = g
     u, s, vt = result
+    if absent(gu) and absent(gvt):
+        # Only the singular values are used: no 1/(s_j^2 - s_i^2), no 1/s, so repeated and
+        # zero singular values are fine (norm 'nuc' and 2 of any matrix).
+        return np.matmul(u * np.expand_dims(gs, -2), vt)
     v, gv = mT(vt), mT(gvt)
     m, n = np.shape(u)[-2], np.shape(v)[-2]
     k = np.shape(s)[-1]

@@ -455,6 +455,10 @@ SPECS["eigvalsh"] = Spec([C((3, 3)), C((2, 4, 4))],
                          ref=lambda x: onp.linalg.eigvalsh((x + onp.swapaxes(x, -1, -2)) / 2))
 SPECS["qr"] = Spec([C((4, 3)), C((3, 3))], make={0: well_conditioned},
                    ref=lambda x: tuple(onp.linalg.qr(x)))
+SPECS["pinv"] = Spec([C((4, 3)), C((3, 4)), C((2, 3, 3)), C((3, 3), rtol=1e-3)],
+                    make={0: well_conditioned},
+                    ref=lambda x, rtol=None: onp.linalg.pinv(x) if rtol is None
+                    else onp.linalg.pinv(x, rtol=rtol))
 SPECS["svd"] = Spec([C((4, 3)), C((3, 4)), C((3, 3))], post=_svd_post,
                     ref=lambda x: tuple(onp.linalg.svd(x, full_matrices=False)))
 
