@@ -195,6 +195,8 @@ class Primitive:
     diff: tuple[int, ...]
     differentiable: bool
     order: int
+    complex_mode: int
+    complex_variant: Primitive | None
     def __init__(self, name: str, forward: Callable[..., Any], backward: Callable[..., Any] | None,
                  n_in: int, n_out: int, param_names: tuple[str, ...],
                  param_defaults: tuple[Any, ...], save_inputs: tuple[int, ...],

@@ -303,7 +303,7 @@ def test_where_with_nan_in_the_unselected_branch():
     with autograd.record():
         y = np.where(x > 0, np.sqrt(x), 0.0).sum()
     y.backward()
-    # sqrt'(-1) is NaN and 0 * NaN is NaN: the documented behaviour (docs/guide/gradients_at_edges.rst).
+    # sqrt'(-1) is NaN and 0 * NaN is NaN: the documented behaviour (docs/guide/edge_cases.rst).
     g = x.grad.asnumpy()
     assert onp.isnan(g[0]) and g[1] == 0.25
     with autograd.record():
