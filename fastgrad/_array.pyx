@@ -632,6 +632,22 @@ cdef class ndarray:
         return _ops.transpose(self)
 
     @property
+    def real(self):
+        """The real part (differentiable; Note [Complex gradients] in _complex.py)."""
+        return _ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (differentiable)."""
+        return _ops.imag(self)
+
+    def conj(self):
+        """The complex conjugate (differentiable)."""
+        return _ops.conj(self)
+
+    conjugate = conj
+
+    @property
     def grad(self):
         """The gradient buffer filled by ``backward`` (``None`` until ``attach_grad``).
 

@@ -143,3 +143,14 @@ def test_ops_not_checked_for_complex_values_say_so(call):
         with pytest.raises((NotImplementedError, TypeError), match="fastgrad|complex"):
             call(z)
     call(z)            # without recording, the forward is NumPy's
+
+
+def test_real_imag_and_conj_methods():
+    z = np.array([1 + 2j, -3 + 0.5j])
+    z.attach_grad()
+    with mx.autograd.record():
+        loss = (z.real * 2 + z.imag * 5).sum() + np.real(z.conj() * 1j).sum()
+    assert z.real.shape == (2,) and z.conjugate().asnumpy()[0] == 1 - 2j
+    loss.backward()
+    # Re(conj(z) i) = b: d/da 0, d/db 1
+    onp.testing.assert_allclose(z.grad.asnumpy(), [2 + 6j, 2 + 6j])

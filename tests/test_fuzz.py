@@ -122,7 +122,8 @@ def programs(draw, kind):
     steps = []
     for _ in range(draw(st.integers(1, 6))):
         what = draw(st.sampled_from(["unary"] * 4 + ["binary"] * 3 + ["reduce", "along",
-                                                                       "join", "cast"]))
+                                                                       "join", "cast", "shape",
+                                                                       "shape"]))
         if what == "unary":
             steps.append(("unary", draw(st.sampled_from(unary))))
         elif what == "binary":
@@ -135,6 +136,11 @@ def programs(draw, kind):
         elif what == "join":
             how = ["stack", "concatenate"] + (["array"] if LIST_CONSTRUCTION else [])
             steps.append(("join", draw(st.sampled_from(how)), draw(st.integers(0, 9))))
+        elif what == "shape":
+            names = sorted(n for n in SHAPE_STEPS
+                           if kind != "complex128" or REGISTRY[n].complex_mode)
+            steps.append(("shape", draw(st.sampled_from(names)),
+                          draw(st.integers(0, 9))))
         elif what == "cast" and kind != "complex128":
             # a float32 round trip inside a float64 program would defeat finite differences
             casts = ["float64"] + (["float32"] if kind == "float32" else []) \
@@ -172,6 +178,50 @@ def _broadcasts(a, b):
         return True
     except ValueError:
         return False
+
+
+def _clip(v, pick):
+    return np.clip(v, -0.5 - pick / 10, 0.5 + pick / 10)
+
+
+def _where(v, pick):
+    return np.where(v > pick / 10 - 0.5, v, 0.5 * v * v)
+
+
+def _getitem(v, pick):
+    if v.ndim == 0:
+        return v[None]
+    keys = [(slice(None, None, -1),), (0,), (Ellipsis, None), (onp.array([0, 0]),)]
+    if v.dtype.kind != "c":
+        keys.append((v > 0.2,))
+    return v[keys[pick % len(keys)]]
+
+
+def _matmul(v, pick):
+    if v.ndim == 0:
+        return v * v
+    m = onp.random.default_rng(pick).uniform(-1, 1, (v.shape[-1], 2))
+    return np.matmul(v, np.array(m).astype(v.dtype))
+
+
+# Structural steps: the op of the registry each one records, and how it is called.
+SHAPE_STEPS = {
+    "transpose": lambda v, pick: np.transpose(v),
+    "flip": lambda v, pick: np.flip(v, pick % v.ndim) if v.ndim else v,
+    "reshape": lambda v, pick: np.reshape(v, (-1,)),
+    "getitem": _getitem,
+    "matmul": _matmul,
+    "clip": _clip,
+    "where": _where,
+    "tile": lambda v, pick: np.tile(v, (1 + pick % 2,)),
+    "roll": lambda v, pick: np.roll(v, pick, axis=None),
+    "repeat": lambda v, pick: np.repeat(v, 1 + pick % 2),
+    "diff": lambda v, pick: np.diff(v) if v.ndim and v.shape[-1] > 1 else v,
+}
+
+
+def test_structural_steps_are_table_ops():
+    assert set(SHAPE_STEPS) <= {n for n, p in REGISTRY.items() if p.differentiable}
 
 
 def ramp(v):
@@ -216,6 +266,8 @@ def run(program, x, y):
                 v = np.concatenate([v, other], axis=0) if v.ndim else np.stack([v, other])
             else:
                 v = np.array([v, other])
+        elif step[0] == "shape":
+            v = SHAPE_STEPS[step[1]](v, step[2])
         elif step[0] == "cast":
             if not (step[1] == "float32" and x.dtype == onp.float64):
                 v = v.astype(step[1]).astype(x.dtype)   # (skipped in a float32 program's
