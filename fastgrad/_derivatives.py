@@ -74,9 +74,11 @@ TABLE = [
        y="where(x == y, 0.5 * g, g * ((x < y) | isnan(x)))"),
     Op("fmin", np.fmin, "x, y", x="where(x == y, 0.5 * g, g * ((x < y) | isnan(y)))",
        y="where(x == y, 0.5 * g, g * ((x > y) | isnan(x)))"),
-    Op("hypot", np.hypot, "x, y", x="g * x / result", y="g * y / result"),
+    # No derivative at the origin: 0 there, as abs and norm (masked, never 0 / 0).
+    Op("hypot", np.hypot, "x, y", x="g * x / where(result == 0, 1, result)",
+       y="g * y / where(result == 0, 1, result)"),
     Op("arctan2", np.arctan2, "x, y",
-       x="g * y / (x * x + y * y)", y="-g * x / (x * x + y * y)"),
+       x="g * y / nonzero_or_one(x * x + y * y)", y="-g * x / nonzero_or_one(x * x + y * y)"),
     Op("logaddexp", np.logaddexp, "x, y",
        x="g * exp(x - result)", y="g * exp(y - result)"),
     Op("logaddexp2", np.logaddexp2, "x, y",

@@ -321,18 +321,24 @@ def rcbrt(x):
 
 
 def softmax(x, axis):
+    if x.size == 0:
+        return np.empty_like(x, dtype=np.result_type(x, 0.5))    # as PyTorch: no values
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     e /= np.sum(e, axis=axis, keepdims=True)
     return e
 
 
 def log_softmax(x, axis):
+    if x.size == 0:
+        return np.empty_like(x, dtype=np.result_type(x, 0.5))
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 def logsumexp(x, axis, keepdims):
-    m = np.max(x, axis=axis, keepdims=True)
+    # the log of an empty sum is -inf (the maximum of nothing is taken as -inf)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf) if x.size == 0 else \
+        np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else np.squeeze(out, axis=axis)

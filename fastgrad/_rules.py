@@ -152,6 +152,11 @@ def stack_backward(g, axis):
     return tuple(np.squeeze(p, axis) for p in np.split(g, n, axis=axis))
 
 
+def nonzero_or_one(x):
+    """``x`` with its zeros replaced by 1 (a denominator whose numerator is 0 there)."""
+    return np.where(x == 0, 1, x)
+
+
 def safe_log(x):
     """``log(x)`` where ``x > 0``, zero elsewhere (the derivative of ``a**b`` in ``b``)."""
     if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
@@ -329,7 +334,7 @@ def norm_backward(g, x, result, ord, axis, keepdims):
         hit = sums == best
         return gu * sign_of(x) * hit / np.sum(hit, axis=other, keepdims=True)
     if ord is None or ord == 2 or ord == "fro":
-        return gu * x / ru
+        return gu * x / nonzero_or_one(ru)       # 0 at the zero vector, as PyTorch
     if ord == np.inf or ord == -np.inf:
         hit = np.abs(x) == ru
         return gu * sign_of(x) * hit / np.sum(hit, axis=axes, keepdims=True)

@@ -9,6 +9,7 @@ import pytest
 
 import fastgrad as mx
 from fastgrad import autograd
+from fastgrad._registry import REGISTRY
 
 np = mx.np
 
@@ -311,3 +312,28 @@ def test_where_with_nan_in_the_unselected_branch():
         y = np.where(x > 0, np.sqrt(safe), 0.0).sum()
     y.backward()
     onp.testing.assert_array_equal(x.grad.asnumpy(), [0.0, 0.25])
+
+
+# ---------------------------------------------------------------- kinks at the origin
+def test_hypot_arctan2_and_norm_at_the_origin_have_gradient_zero():
+    gx, gy = grad_of(lambda a, b: (np.hypot(a, b) + np.arctan2(a, b)).sum() + np.linalg.norm(a),
+                     [0.0, 3.0], [0.0, 4.0])
+    # at (3, 4): hypot' = (0.6, 0.8), arctan2(a, b)' = (b, -a) / 25, norm(a)' = a / 3
+    onp.testing.assert_allclose(gx, [0.0, 0.6 + 4 / 25 + 1.0], rtol=1e-14)
+    onp.testing.assert_allclose(gy, [0.0, 0.8 - 3 / 25], rtol=1e-14)
+
+
+# ---------------------------------------------------------------- empty axes
+def test_softmax_log_softmax_and_logsumexp_over_empty_axes():
+    x = np.array(onp.zeros((2, 0)), dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        s = mx.npx.softmax(x)
+        ls = mx.npx.log_softmax(x)
+        loss = s.sum() + ls.sum()
+    assert s.shape == ls.shape == (2, 0) and s.dtype == onp.float64
+    loss.backward()
+    assert x.grad.shape == (2, 0)
+    with onp.errstate(divide="ignore"):
+        lse = REGISTRY["logsumexp"](x, 1, False)
+    onp.testing.assert_array_equal(lse.asnumpy(), [-onp.inf, -onp.inf])
