@@ -16,8 +16,9 @@ import sys as _sys
 from fastgrad._version import __version__
 from fastgrad import _registry, _functions, _engine, _array, _anomaly
 from fastgrad import autograd
+from fastgrad import _dispatch
 
-_array.install(_functions, _registry.UFUNC_OPS, _functions.FUNCS, _registry.REGISTRY,
+_array.install(_functions, _registry.UFUNC_OPS, _dispatch.FUNCS, _registry.REGISTRY,
                autograd.backward, _anomaly.capture_trace)
 _registry.install_graph_rules(_functions)
 _engine.install(__import__("fastgrad._kernels", fromlist=["sum_to"]).sum_to,
@@ -31,6 +32,8 @@ from fastgrad._registry import list_ops  # noqa: E402
 from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402
+from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
+from fastgrad import functional  # noqa: E402
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np
@@ -40,4 +43,5 @@ _sys.modules[__name__ + ".sym"] = sym
 _sys.modules[__name__ + ".viz"] = viz
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
-           "current_context", "list_ops", "sym", "viz", "__version__"]
+           "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
+__all__ += ["functional"]

@@ -49,6 +49,12 @@ COMPLEX_RULES = {
     "kron": {}, "cross": {}, "convolve": {}, "inv": {}, "det": {}, "solve": {},
     # dtype and copies
     "astype": {}, "copy": {},
+    # sections of the table written for complex values from the start (_table_complex,
+    # _table_fft, _table_linalg), in this convention; checked here too
+    # (to_complex and times_i were written for real inputs: their complex ones need g itself
+    # and -i g, whose real parts are the real rules, so the engine's cast serves both)
+    "to_complex": {"x": "g"}, "times_i": {"x": "-1j * g"}, "fftn_c2c": {}, "rfftn": {}, "irfftn": {}, "eig": {},
+    "complete_basis": {},
 }
 
 

@@ -643,10 +643,6 @@ def real(x):
     return np.array(np.real(x), copy=True)
 
 
-def imag(x):
-    return np.array(np.imag(x), copy=True)
-
-
 def nan_to_num(x, nan, posinf, neginf):
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 

@@ -41,7 +41,12 @@ class ComplexCase(base.Case):
         rng = onp.random.default_rng(seed + 100)
         self.values = [_complexify(rng, v) if i in self.diff else v
                        for i, v in enumerate(self.values)]
-        outs = base._post(spec, self._ref(self.values))
+        try:
+            outs = base._post(spec, self._ref(self.values))
+        except TypeError:        # a real-input op (rfftn): NumPy refuses complex values
+            self.refused = True
+            return
+        self.refused = False
         self.weights = [w + 1j * rng.uniform(-1, 1, onp.shape(w))
                         if onp.iscomplexobj(o) else w for w, o in zip(self.weights, outs)]
         self.tangent = [t + 1j * rng.uniform(-1, 1, onp.shape(t)) for t in self.tangent]
@@ -106,6 +111,10 @@ def test_complex_ops_are_the_ones_listed_in_the_complex_table():
 def test_complex_forward_and_gradient_match_finite_differences(name, k):
     spec = SPECS[name]
     c = ComplexCase(name, spec, spec.cases[k])
+    if c.refused:            # then fastgrad refuses them too, with NumPy's error
+        with pytest.raises(TypeError):
+            c.forward(c.arrays(c.values))
+        return
     expected = base._as_tuple(c._ref(c.values))
     got = base._as_tuple(c.forward(c.arrays(c.values)))
     for g, e in zip(got, expected):
@@ -121,6 +130,8 @@ def test_complex_forward_and_gradient_match_finite_differences(name, k):
 def test_complex_hessian_vector_product_matches_finite_differences(name, k):
     spec = SPECS[name]
     c = ComplexCase(name, spec, spec.cases[k])
+    if c.refused:
+        pytest.skip("a real-input op: NumPy refuses complex values (checked at first order)")
     arrs, grads = c.grads(c.values, create_graph=True)
     with mx.autograd.record():
         h = None
@@ -147,6 +158,7 @@ def test_complex_hessian_vector_product_matches_finite_differences(name, k):
                100)
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")   # scipy.special kernels
 @pytest.mark.parametrize("name", UNCHECKED)
 def test_ops_not_checked_for_complex_refuse_complex_values_when_recording(name):
     spec = SPECS[name]
