@@ -34,6 +34,8 @@ from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import functional  # noqa: E402
+from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
+from fastgrad.symbol import name  # noqa: E402,F401 -- MXNet's mx.name.Prefix
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np
