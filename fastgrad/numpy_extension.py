@@ -12,6 +12,10 @@ from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
 from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                  signsgd_update, signum_update, lamb_update_phase1,
+                                  lamb_update_phase2, ftrl_update)
 
 relu = _P["relu"]
 sigmoid = _P["sigmoid"]
