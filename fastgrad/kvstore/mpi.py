@@ -156,9 +156,10 @@ class MPIStore(KVStore):
         for r, theirs in enumerate(everyone):
             if theirs != mine:
                 lines.append("rank %d: %s" % (r, _describe(theirs)))
-        raise ValueError("kvstore.%s: the workers disagree on what to reduce; this rank (%d) "
-                         "has %s, but\n  %s" % (method, self.rank, _describe(mine),
-                                                "\n  ".join(lines)))
+        raise ValueError("kvstore.%s: the workers disagree on the keys, shapes or dtypes of "
+                         "this call: rank %d has %s, but %s" % (method, self.rank,
+                                                                _describe(mine),
+                                                                "; ".join(lines)))
 
     # ----------------------------------------------------------------- collectives
     def _from_rank0(self, method, items):
