@@ -176,6 +176,12 @@ def test_kvstore_methods(tmp_path):
         states, opt = pickle.loads(open(path, "rb").read())
         assert type(opt).__name__ == "SGD"
 
+        # without the per-call agreement check the sums are the same
+        kv.verify = False
+        v = nd.ones((4,)) * (r + 1)
+        kv.pushpull("a", v)
+        check(v, 3)
+        kv.verify = True
         kv.barrier()
 
         # errors, raised on every rank before any communication

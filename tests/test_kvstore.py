@@ -38,6 +38,11 @@ def test_local_semantics():
     g = nd.ones((3,)) * 5
     kv.pushpull(7, g)                             # no out: into the value
     assert g.asnumpy().tolist() == [5.0] * 3
+    big = nd.zeros((6,))
+    kv.pushpull(7, [nd.ones((3,)), nd.ones((3,))], out=big[::2])   # a strided out
+    assert big.asnumpy().tolist() == [2.0, 0.0, 2.0, 0.0, 2.0, 0.0]
+    kv.pull(7, out=a)
+    assert a.asnumpy().tolist() == [2.0] * 3
     c = nd.zeros((2,))
     kv.broadcast("b", nd.array([8.0, 9.0]), out=c)
     assert c.asnumpy().tolist() == [8.0, 9.0]

@@ -113,8 +113,30 @@ class KVStore:
         ``value``."""
         items = pairs("pushpull", key, value)
         outs = items if out is None else pairs("pushpull", key, out)
-        self._push("pushpull", items)
-        self._pull("pushpull", outs)
+        if self._updater is not None:
+            self._push("pushpull", items)
+            self._pull("pushpull", outs)
+            return
+        # Without an optimizer the sum lands in the first out array directly and is copied
+        # from there to the stored value (one copy, not two).
+        work = []
+        for (k, arrays), (_, targets) in zip(items, outs):
+            stored = self._stored_of("pushpull", k)
+            check_like("pushpull", k, stored, arrays, "value pushed")
+            check_like("pushpull", k, stored, targets, "out array")
+            dest = unwrap(targets[0])
+            if not dest.flags.c_contiguous:
+                dest = self._merge.setdefault(k, _onp.empty_like(stored))
+            work.append((k, [unwrap(a) for a in arrays], dest))
+        self._sum_across_workers("pushpull", work)
+        prev = set_recording(False)
+        try:
+            for (k, _, dest), (_, targets) in zip(work, outs):
+                _onp.copyto(self._stored[k], dest)
+                for t in targets:
+                    t[...] = dest           # for targets[0] a free self-copy that bumps its version
+        finally:
+            set_recording(prev)
 
     def broadcast(self, key, value, out, priority=0):
         """Initialise ``key`` with ``value`` (rank 0's) and pull it into ``out``."""
