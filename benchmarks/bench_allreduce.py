@@ -19,7 +19,9 @@ by raw ``comm.Allreduce(send, recv)`` and, on the same buffers, by
   keeps the sum as the key's stored value and copies it to ``out`` (two extra copies of the
   message).
 
-Each time is the median of repeats, measured between barriers; rank 0 prints. The MLP part
+Each call is timed between barriers as the slowest rank's time; the table shows the best and the
+median call of three interleaved rounds of repeats (the best is the cost without interference
+from other processes; the median shows the interference); rank 0 prints. The MLP part
 times the data-parallel step of ``examples/train_mlp_distributed.py``-style training of the
 benchmarks' MLP (784-256-256-10, global batch 128, float32: forward, backward, ``pushpull`` of
 the 6 gradients with SGD in the store).
@@ -37,18 +39,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 
 
-def _median_time(fn, comm, repeats):
-    times = []
-    for _ in range(repeats):
+def _times(fn, comm, repeats):
+    """(best, median) of ``repeats`` calls, each the slowest rank's time between barriers."""
+    from mpi4py import MPI
+    local = onp.empty(repeats)
+    for k in range(repeats):
         comm.Barrier()
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    local = onp.array([onp.median(times)])
-    worst = onp.empty(1)
-    from mpi4py import MPI
-    comm.Allreduce(local, worst, op=MPI.MAX)      # the slowest rank's median
-    return float(worst[0])
+        local[k] = time.perf_counter() - t0
+    slowest = onp.empty(repeats)
+    comm.Allreduce(local, slowest, op=MPI.MAX)
+    return float(slowest.min()), float(onp.median(slowest))
 
 
 def bench_allreduce(repeat_bytes=256 << 20):
@@ -70,21 +72,27 @@ def bench_allreduce(repeat_bytes=256 << 20):
                    lambda: hv.pushpull(i, value, out=out),
                    lambda: ds.pushpull(i, value, out=out)):
             fn()                                      # warm up buffers and signatures
-        t_raw = _median_time(lambda: comm.Allreduce(send, recv, op=MPI.SUM), comm, repeats)
-        t_hv = _median_time(lambda: hv.pushpull(i, value, out=out), comm, repeats)
-        t_ds = _median_time(lambda: ds.pushpull(i, value, out=out), comm, repeats)
+        # interleave the three so that load from other processes hits them alike
+        t_raw, t_hv, t_ds = [], [], []
+        for _ in range(3):
+            t_raw.append(_times(lambda: comm.Allreduce(send, recv, op=MPI.SUM), comm, repeats))
+            t_hv.append(_times(lambda: hv.pushpull(i, value, out=out), comm, repeats))
+            t_ds.append(_times(lambda: ds.pushpull(i, value, out=out), comm, repeats))
+        t_raw, t_hv, t_ds = (min(t) for t in (t_raw, t_hv, t_ds))
         expect = comm.allreduce(float(send[0]))
         assert abs(float(recv[0]) - expect) <= 1e-5 * max(1.0, abs(expect))
         rows.append((nbytes, t_raw, t_hv, t_ds))
     if rank == 0:
-        print("allreduce on %d ranks (median of repeats; GB/s = message bytes / time)"
-              % comm.Get_size())
-        print("%9s %12s %12s %8s %12s %8s" % ("bytes", "raw us", "horovod us", "ratio",
-                                              "dist_sync us", "ratio"))
+        print("allreduce of float32 on %d ranks: best (and median) microseconds per call; "
+              "ratio = store / raw of the best" % comm.Get_size())
+        print("%7s %20s %20s %6s %20s %6s %9s" % ("size", "raw Allreduce", "horovod pushpull",
+                                                 "ratio", "dist_sync pushpull", "ratio",
+                                                 "raw GB/s"))
         for nbytes, t_raw, t_hv, t_ds in rows:
-            print("%9s %12.1f %12.1f %8.3f %12.1f %8.3f"
-                  % (_size(nbytes), 1e6 * t_raw, 1e6 * t_hv, t_hv / t_raw, 1e6 * t_ds,
-                     t_ds / t_raw))
+            print("%7s %9.1f (%8.1f) %9.1f (%8.1f) %6.3f %9.1f (%8.1f) %6.3f %9.2f"
+                  % (_size(nbytes), 1e6 * t_raw[0], 1e6 * t_raw[1], 1e6 * t_hv[0],
+                     1e6 * t_hv[1], t_hv[0] / t_raw[0], 1e6 * t_ds[0], 1e6 * t_ds[1],
+                     t_ds[0] / t_raw[0], nbytes / t_raw[0] / 1e9))
         sys.stdout.flush()
 
 

@@ -152,7 +152,7 @@ def sgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
     >>> _ = mx.nd.sgd_update(w, g, lr=0.1, out=w)
     >>> w
     <BLANKLINE>
-    [1.05 1.95]
+    [0.95 2.05]
     <NDArray 2 @cpu(0)>
     """
     lr, wd = _scalar("sgd_update", "lr", lr), _scalar("sgd_update", "wd", wd)

@@ -469,3 +469,6 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
            "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
            "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu"]
+__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
+            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
+            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]

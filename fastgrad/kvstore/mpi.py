@@ -151,11 +151,13 @@ class MPIStore(KVStore):
             return
         crc = self._signatures.get(description)
         if crc is None:
-            crc = self._signatures[description] = zlib.crc32(repr(description).encode())
+            text = repr([(k, s, d.str) for k, s, d in description[1:]])
+            crc = self._signatures[description] = zlib.crc32((description[0] + text).encode())
         self._check[0], self._check[1] = crc, -crc
         self._comm.Allreduce(self._check, self._check_out, op=self._MPI.MIN)
         if self._check_out[0] == crc and -self._check_out[1] == crc:
             return
+        description = (description[0],) + tuple((k, s, d.str) for k, s, d in description[1:])
         everyone = self._comm.allgather(description)
         mine = everyone[self.rank]
         lines = []
@@ -169,12 +171,12 @@ class MPIStore(KVStore):
 
     # ----------------------------------------------------------------- collectives
     def _from_rank0(self, method, items):
-        self._agree(method, (method,) + tuple((k, d.shape, d.dtype.str) for k, d in items))
+        self._agree(method, (method,) + tuple([(k, d.shape, d.dtype) for k, d in items]))
         for _, data in items:
             self._comm.Bcast(data, root=0)
 
     def _sum_across_workers(self, method, items):
-        self._agree(method, (method,) + tuple((k, d.shape, d.dtype.str) for k, _, d in items))
+        self._agree(method, (method,) + tuple([(k, d.shape, d.dtype) for k, _, d in items]))
         pending = {}                       # dtype -> [(key, arrays, dest)] waiting for a bucket
         pending_bytes = {}
         for item in items:

@@ -8,9 +8,9 @@ Examples
 'Adam'
 >>> w = mx.np.array([1.0, -1.0]); g = mx.np.array([0.5, -2.0])
 >>> updater = mx.optimizer.get_updater(opt)
->>> updater(0, g, w)
->>> w
-array([ 0.9, -0.9])
+>>> updater(0, g, w)          # Adam's first step moves each weight by about the learning rate
+>>> w.asnumpy().round(4)
+array([ 0.9, -0.9], dtype=float32)
 """
 
 from fastgrad.optimizer import lr_scheduler

@@ -15,7 +15,9 @@ __all__ = ["Adam", "AdamW", "LAMB"]
 
 @register
 class Adam(Optimizer):
-    """Adam (MXNet's ``Adam``); at step ``t`` of a weight::
+    """Adam (MXNet's ``Adam``); at step ``t`` of a weight.
+
+    The update::
 
         g = clip(rescale_grad * grad + wd * weight)
         mean = beta1 * mean + (1 - beta1) * g
@@ -47,7 +49,9 @@ class Adam(Optimizer):
 
 @register
 class AdamW(Optimizer):
-    """AdamW, Adam with decoupled weight decay (MXNet 2.x's ``AdamW``)::
+    """AdamW, Adam with decoupled weight decay (MXNet 2.x's ``AdamW``).
+
+    The update::
 
         g = clip(rescale_grad * grad)
         mean = beta1 * mean + (1 - beta1) * g

@@ -52,7 +52,9 @@ def _rescaled(op, weight, grad, rescale_grad, clip_gradient):
 
 @register
 class AdaGrad(Optimizer):
-    """AdaGrad (MXNet's ``AdaGrad``)::
+    """AdaGrad (MXNet's ``AdaGrad``).
+
+    The update::
 
         g = clip(rescale_grad * grad)
         history += g**2
@@ -95,7 +97,9 @@ class AdaGrad(Optimizer):
 
 @register
 class AdaDelta(Optimizer):
-    """AdaDelta (MXNet's ``AdaDelta``)::
+    """AdaDelta (MXNet's ``AdaDelta``).
+
+    The update::
 
         g = clip(rescale_grad * grad)
         acc_g = rho * acc_g + (1 - rho) * g**2

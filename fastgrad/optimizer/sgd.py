@@ -23,7 +23,9 @@ def _each(update):
 
 @register
 class SGD(Optimizer):
-    """Stochastic gradient descent with momentum and weight decay (MXNet's ``SGD``)::
+    """Stochastic gradient descent with momentum and weight decay (MXNet's ``SGD``).
+
+    The update::
 
         rescaled = lr * (clip(rescale_grad * grad) + wd * weight)
         state = momentum * state - rescaled          (momentum > 0)
@@ -62,7 +64,9 @@ class SGD(Optimizer):
 
 @register
 class NAG(Optimizer):
-    """Nesterov accelerated gradient (MXNet's ``NAG``)::
+    """Nesterov accelerated gradient (MXNet's ``NAG``).
+
+    The update::
 
         g = clip(rescale_grad * grad) + wd * weight
         state = momentum * state + g
@@ -92,7 +96,9 @@ class NAG(Optimizer):
 
 @register
 class Signum(Optimizer):
-    """Sign of the momentum (MXNet's ``Signum``; signSGD when ``momentum`` is 0)::
+    """Sign of the momentum (MXNet's ``Signum``; signSGD when ``momentum`` is 0).
+
+    The update::
 
         state = momentum * state - (1 - momentum) * (clip(rescale_grad * grad) + wd * weight)
         weight = (1 - lr * wd_lh) * weight + lr * sign(state)
