@@ -6,6 +6,9 @@ through the MPI runtime's ``mpiexec`` (the one next to this Python, as the ``mpi
 with ``python`` (or ``python3``) or with a ``.py`` file is run with this Python. The exit status is ``mpiexec``'s: non-zero if any
 rank failed (a rank's uncaught exception aborts the job, see Note [MPI store]).
 
+Unless ``OMP_NUM_THREADS`` (or ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) is set, each rank
+gets its share of the machine's cores for BLAS threads (see ``thread_env``).
+
 On a cluster, launch with the scheduler instead (``srun python train.py``, or the cluster's
 ``mpiexec``); fastgrad needs nothing but mpi4py built against that MPI.
 """
@@ -18,7 +21,9 @@ import sys
 
 from fastgrad.kvstore.mpi import INSTALL_HINT
 
-__all__ = ["find_mpiexec", "command_line", "main"]
+__all__ = ["find_mpiexec", "command_line", "thread_env", "main"]
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def find_mpiexec():
@@ -37,6 +42,22 @@ def command_line(mpiexec, n, command, extra=()):
     elif command and command[0].endswith(".py"):
         command.insert(0, sys.executable)
     return [mpiexec, *extra, "-n", str(n), *command]
+
+
+def thread_env(n, environ, cpus):
+    """``environ`` with the BLAS/OpenMP thread count set to each rank's share of ``cpus``.
+
+    N ranks on one machine each running a BLAS with a thread per core oversubscribe it many
+    times over (and MPICH's ranks spin while they wait), which can make a step ten times
+    slower; so, unless the user set one of ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or
+    ``MKL_NUM_THREADS``, each rank gets ``cpus // n`` threads (at least 1).
+    """
+    env = dict(environ)
+    if not any(v in env for v in THREAD_VARS):
+        share = str(max(1, (cpus or 1) // n))
+        for v in THREAD_VARS:
+            env[v] = share
+    return env
 
 
 def main(argv=None):
@@ -62,7 +83,8 @@ def main(argv=None):
         return 2
     try:
         return subprocess.call(command_line(mpiexec, args.num_workers, args.command,
-                                            args.mpiexec_arg))
+                                            args.mpiexec_arg),
+                               env=thread_env(args.num_workers, os.environ, os.cpu_count()))
     except KeyboardInterrupt:
         return 130
 

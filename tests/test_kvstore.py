@@ -177,6 +177,16 @@ def test_without_mpi4py_the_error_says_what_to_install():
     assert "no mpiexec found" in out.stderr and "fastgrad[distributed]" in out.stderr
 
 
+def test_launcher_thread_share():
+    from fastgrad.launch import thread_env
+    env = thread_env(2, {"PATH": "/bin"}, 8)
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "4"
+    assert thread_env(4, {}, 2)["OMP_NUM_THREADS"] == "1"
+    assert thread_env(2, {}, None)["MKL_NUM_THREADS"] == "1"
+    mine = thread_env(2, {"MKL_NUM_THREADS": "3"}, 8)      # the user's choice is kept
+    assert mine == {"MKL_NUM_THREADS": "3"}
+
+
 def test_launcher_command_line():
     from fastgrad.launch import command_line
     assert command_line("/x/mpiexec", 3, ["python", "t.py", "--a"]) == [

@@ -17,7 +17,7 @@ error naming the key. Values are summed in their own dtype.
 
 import numpy as _onp
 
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._array import unwrap, _wrap
 from fastgrad._state import set_recording
 from fastgrad.optimizer import get_updater, Optimizer
 from fastgrad.kvstore.keys import pairs, key_name, check_like
@@ -203,6 +203,7 @@ class KVStore:
                            % (method, key_name(key))) from None
 
     def _push(self, method, items):
+        kinds = {k: type(arrays[0]) for k, arrays in items}
         work = []
         for k, arrays in items:
             stored = self._stored_of(method, k)
@@ -217,8 +218,7 @@ class KVStore:
             for k, _, merge in work:
                 stored = self._stored[k]
                 if self._updater is not None:
-                    self._updater(k, _wrap(merge, _array_type(items, k)),
-                                  _wrap(stored, _array_type(items, k)))
+                    self._updater(k, _wrap(merge, kinds[k]), _wrap(stored, kinds[k]))
                 else:
                     _onp.copyto(stored, merge)
         finally:
@@ -234,13 +234,6 @@ class KVStore:
                     o[...] = stored
         finally:
             set_recording(prev)
-
-
-def _array_type(items, key):
-    for k, arrays in items:
-        if k == key:
-            return type(arrays[0])
-    return ndarray
 
 
 def _local_sum(arrays, dest):
