@@ -156,6 +156,35 @@ def test_kvstore_methods(tmp_path):
             for i, v in enumerate(vs):
                 check(v, onp.arange(i + 1) * 3)
 
+        # fusion counted: 20 small keys make one data allreduce (plus the agreement check);
+        # a key above the bucket size is reduced from the pushed array's own buffer
+        class Counting:
+            def __init__(self, comm):
+                self.comm, self.calls = comm, []
+            def Allreduce(self, send, recv, op):
+                self.calls.append((send, recv))
+                return self.comm.Allreduce(send, recv, op=op)
+            def __getattr__(self, name):
+                return getattr(self.comm, name)
+        fused = mx.kv.create("dist_device_sync", bucket_bytes=1 << 16)
+        assert fused.type == "dist_device_sync" and fused.bucket_bytes == 1 << 16
+        fused._comm = counter = Counting(fused._comm)
+        ks = list(range(20))
+        fused.init(ks, [nd.zeros((8,)) for _ in ks])
+        vs = [nd.ones((8,)) * (r + 1) for _ in ks]
+        counter.calls.clear()
+        fused.pushpull(ks, vs)
+        assert len(counter.calls) == 2, len(counter.calls)     # the check and one bucket
+        for v in vs:
+            check(v, 3)
+        big = nd.ones((1 << 15,)) * (r + 1)                     # 128 KB > the 64 KB bucket
+        fused.init("big", nd.zeros((1 << 15,)))
+        counter.calls.clear()
+        fused.push("big", big)
+        sent = [c for c in counter.calls if getattr(c[0], "size", 0) == 1 << 15]
+        assert len(sent) == 1 and sent[0][0] is mx._array.unwrap(big)
+        o = nd.zeros((1 << 15,)); fused.pull("big", out=o); check(o, 3)
+
         # set_optimizer: the store runs SGD on the summed gradient, identically everywhere
         kv.init(100, nd.ones((3,), dtype="float64"))
         kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5, momentum=0.5))
