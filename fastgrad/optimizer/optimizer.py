@@ -75,7 +75,7 @@ class Optimizer:
     <NDArray 2 @cpu(0)>
     """
 
-    opt_registry = {}
+    opt_registry: "dict[str, type[Optimizer]]" = {}
 
     def __init__(self, rescale_grad=1.0, param_idx2name=None, wd=0.0, clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
