@@ -111,9 +111,8 @@ class MPIStore(KVStore):
             bucket_bytes = int(os.environ.get("FASTGRAD_KV_BUCKET_BYTES", DEFAULT_BUCKET_BYTES))
         self.bucket_bytes = bucket_bytes
         self._buckets = {}            # dtype -> fusion buffer
-        self._signatures = {}         # description -> crc32
+        self._signatures = {}         # description -> [crc32, -crc32] (int64)
         self.verify = os.environ.get("FASTGRAD_KV_VERIFY", "1") != "0"
-        self._check = _onp.zeros(2, _onp.int64)
         self._check_out = _onp.zeros(2, _onp.int64)
         _install_abort_hook(self._comm)
 
@@ -149,13 +148,13 @@ class MPIStore(KVStore):
         or every rank raises an error naming what differs (Note [MPI store])."""
         if not self.verify:
             return
-        crc = self._signatures.get(description)
-        if crc is None:
+        check = self._signatures.get(description)
+        if check is None:
             text = repr([(k, s, d.str) for k, s, d in description[1:]])
-            crc = self._signatures[description] = zlib.crc32((description[0] + text).encode())
-        self._check[0], self._check[1] = crc, -crc
-        self._comm.Allreduce(self._check, self._check_out, op=self._MPI.MIN)
-        if self._check_out[0] == crc and -self._check_out[1] == crc:
+            crc = zlib.crc32((description[0] + text).encode())
+            check = self._signatures[description] = _onp.array([crc, -crc], _onp.int64)
+        self._comm.Allreduce(check, self._check_out, op=self._MPI.MIN)
+        if self._check_out[0] == check[0] and self._check_out[1] == check[1]:
             return
         description = (description[0],) + tuple((k, s, d.str) for k, s, d in description[1:])
         everyone = self._comm.allgather(description)
@@ -177,6 +176,9 @@ class MPIStore(KVStore):
 
     def _sum_across_workers(self, method, items):
         self._agree(method, (method,) + tuple([(k, d.shape, d.dtype) for k, _, d in items]))
+        if len(items) == 1:
+            self._allreduce_one(items[0][1], items[0][2])
+            return
         pending = {}                       # dtype -> [(key, arrays, dest)] waiting for a bucket
         pending_bytes = {}
         for item in items:
