@@ -31,6 +31,15 @@ Once a node has run, the values it saved and the gradients it received are dropp
 ``retain_graph``), so a backward pass holds at most the arrays a hand-written one would. A node
 whose saved values were dropped is marked ``released``; reaching it again raises an error that
 says to use ``retain_graph=True``.
+
+Note [Retained intermediates]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``attach_grad()`` on an array computed from variables keeps its history and only adds a
+reference from its node to the array (``var_refs``), inside ``record()`` or after it (MXNet
+2.x's "retain grad"): a pass fills its ``.grad`` and goes on to the variables below. If an
+earlier pass freed that history, the node *acts as a leaf*: the pass writes its ``.grad`` and
+stops there instead of raising, which is what the array became for the user when they
+attached a gradient to it after its graph was gone.
 """
 
 cimport cython
@@ -48,6 +57,7 @@ import threading
 import numpy as _np
 from fastgrad import _memo
 from fastgrad._filled import Filled as FILLED
+from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 
 cnp.import_array()
 
@@ -129,7 +139,7 @@ cdef void _check_nested(Node n) except *:
     for k in range(len(_running) - 1):
         if n.epoch == <unsigned long long>_running[k]:
             what = "fastgrad.%s" % n.op.name if n.op is not None else "a variable"
-            raise RuntimeError(
+            raise MXNetError(
                 "backward: a backward pass started inside another (a Function's backward "
                 "calling backward() or grad()) reached %s (node #%d) of the outer pass; "
                 "differentiate detached copies inside backward (x.detach(), then "
@@ -147,6 +157,12 @@ cdef inline void _visit(Node n, unsigned long long epoch, list nodes, list stack
     n.acc_owned = False
     nodes.append(n)
     stack.append(n)
+
+
+cdef inline bint _acts_as_leaf(Node n) noexcept:
+    """Whether the pass stops at ``n``: a variable, or an intermediate with ``attach_grad``
+    whose history an earlier pass freed (Note [Retained intermediates])."""
+    return n.op is None or (n.released and n.var_refs is not None)
 
 
 cdef str _released_message(Node n):
@@ -361,6 +377,7 @@ cdef void _write_var(object ref, object g, bint owned) except *:
     cdef ndarray a = <ndarray>arr
     if a._grad_req == GRAD_NULL:
         return
+    a._fresh_grad = True
     if isinstance(g, ndarray):
         g = (<ndarray>g)._data
     if a._grad is None:
@@ -411,7 +428,7 @@ cdef void _check_versions(Node n) except *:
         if isinstance(s, ndarray):
             vsum += version_of(<ndarray>s)
     if vsum != n.vsum or (n.out_cell is not None and n.out_cell.value != n.out_v0):
-        raise RuntimeError(
+        raise MXNetError(
             "fastgrad.%s (node #%d): an array this op saved for the backward pass was modified "
             "in place after it was recorded, so its gradient would be wrong. Write the update "
             "out of place, or copy() the array before modifying it." % (op.name, n.seq))
@@ -532,7 +549,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
-            raise RuntimeError(
+            raise MXNetError(
                 "backward: head %d has no recorded history. Compute it inside "
                 "autograd.record() from an array that had attach_grad() called%s."
                 % (i, "" if not prune else
@@ -545,11 +562,11 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
     while stack:
         n = <Node>stack.pop()
-        if n.op is None:
+        if _acts_as_leaf(n):
             continue
         if n.released:
             if not prune:
-                raise RuntimeError(_released_message(n))
+                raise MXNetError(_released_message(n))
             freed.append(n)     # an error only if its rule would run (checked after pruning)
         for obj in n.parents:
             if obj is None:
@@ -569,11 +586,12 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                                 % (i, type(obj).__name__))
             h = <ndarray>obj
             if h._node is None:
-                raise ValueError("grad: variable %d (shape %s) has no recorded history; call "
-                                 "attach_grad() on it before recording" % (i, h.shape))
+                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
+                                      "call attach_grad() on it before recording"
+                                      % (i, h.shape))
             if h._node.epoch != epoch:
                 if not allow_unused:
-                    raise ValueError(
+                    raise MXNetValueError(
                         "grad: variable %d (shape %s) is not reached from the heads, so its "
                         "gradient is undefined; pass allow_unused=True to get zeros"
                         % (i, h.shape))
@@ -589,7 +607,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if n.needed:
                 for par in n.parents:
                     if par is not None and (<Node>par).needed:
-                        raise RuntimeError(_released_message(n))
+                        raise MXNetError(_released_message(n))
 
     cdef dict captured = {} if prune else None
     cdef list heap = []
@@ -616,7 +634,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 # A gradient that only this loop still holds can be moved into .grad even if
                 # it was shared when it arrived (add hands one array to both its inputs).
                 _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
-            if n.op is None:
+            if _acts_as_leaf(n):
                 continue
             parents = n.parents
             nparents = PyTuple_GET_SIZE(parents)
@@ -688,7 +706,7 @@ cdef void _prune(list nodes) except *:
         n = <Node>obj
         n.deps = 0
         needed = n.is_target
-        if not needed and n.op is not None:
+        if not needed and not _acts_as_leaf(n):
             for par in n.parents:
                 if par is not None and (<Node>par).needed:
                     needed = True
@@ -696,7 +714,7 @@ cdef void _prune(list nodes) except *:
         n.needed = needed
     for obj in nodes:
         n = <Node>obj
-        if n.needed and n.op is not None:
+        if n.needed and not _acts_as_leaf(n):
             for par in n.parents:
                 if par is not None and (<Node>par).needed:
                     (<Node>par).deps += 1

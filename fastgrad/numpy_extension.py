@@ -16,6 +16,12 @@ from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  #
                                   adam_update, adamw_update, rmsprop_update, rmspropalex_update,
                                   signsgd_update, signum_update, lamb_update_phase1,
                                   lamb_update_phase2, ftrl_update)
+from fastgrad import _mxnet_slicing as _slicing
+from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
+from fastgrad import _npx_more as _more
+from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
+                                gather_nd, scatter_nd)
+from fastgrad._rnn import rnn  # noqa: F401
 
 relu = _P["relu"]
 sigmoid = _P["sigmoid"]
@@ -24,6 +30,9 @@ erfinv = _P["erfinv"]
 softsign = _P["softsign"]
 log_sigmoid = _P["log_sigmoid"]
 silu = _P["silu"]
+gamma = _P["gamma"]         # SciPy's kernels (imported on first use)
+gammaln = _P["gammaln"]
+digamma = _P["digamma"]
 
 
 def _pair(name, value, default):
@@ -205,6 +214,12 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
         raise NotImplementedError("npx.convolution: num_group > 1 is not supported")
     wshape = _onp.shape(unwrap(weight))
     dshape = _onp.shape(unwrap(data))
+    if len(dshape) in (3, 5):   # 1-D and 3-D (Note [Convolution in other dimensions])
+        if num_filter is not None and int(num_filter) != wshape[0]:
+            raise ValueError("npx.convolution: num_filter=%d but the weight has %d filters"
+                             % (num_filter, wshape[0]))
+        return _more.convolution_nd("convolution", data, weight, bias, kernel, stride, dilate,
+                                    pad, no_bias)
     if len(dshape) != 4 or len(wshape) != 4:
         raise NotImplementedError("npx.convolution: only 2-D convolution is supported (data "
                                   "%s, weight %s)" % (dshape, wshape))
@@ -238,8 +253,20 @@ def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
         raise NotImplementedError("npx.pooling: only layout='NCHW' is supported")
     if pooling_convention != "valid":
         raise NotImplementedError("npx.pooling: only pooling_convention='valid' is supported")
-    if _onp.ndim(unwrap(data)) != 4:
-        raise NotImplementedError("npx.pooling: only 2-D (NCHW) data is supported")
+    nd = _onp.ndim(unwrap(data))
+    if nd in (3, 5):            # 1-D and 3-D (Note [Convolution in other dimensions])
+        if global_pool:
+            reduce = {"max": F.max, "avg": F.mean, "sum": F.sum}.get(pool_type)
+            if reduce is None:
+                raise ValueError("npx.pooling: unknown pool_type %r (max, avg, sum)"
+                                 % (pool_type,))
+            return reduce(data, axis=tuple(range(2, nd)), keepdims=True)
+        if kernel is None:
+            raise ValueError("npx.pooling: kernel is required unless global_pool=True")
+        return _more.pooling_nd(data, kernel, stride, pad, pool_type, count_include_pad)
+    if nd != 4:
+        raise NotImplementedError("npx.pooling: 1-D, 2-D and 3-D data only (NCW, NCHW, "
+                                  "NCDHW), got %d dimensions" % nd)
     if global_pool:
         if pool_type == "max":
             return F.max(data, axis=(2, 3), keepdims=True)
@@ -441,11 +468,20 @@ def seed(s):
 
 
 def set_np(shape=True, array=True, dtype=False):
-    """Accepted for MXNet compatibility: fastgrad always has NumPy semantics."""
+    """fastgrad always has NumPy semantics; ``dtype=True`` makes float64 the default float
+    type of new arrays (``np.array([1, 2])``, ``np.zeros``, ``np.random``), as in MXNet, and
+    ``dtype=False`` restores float32."""
+    F._DEFAULT_FLOAT = _onp.float64 if dtype else _onp.float32
 
 
 def reset_np():
-    """Accepted for MXNet compatibility."""
+    """Back to MXNet's defaults: float32 is the default float type again."""
+    F._DEFAULT_FLOAT = _onp.float32
+
+
+def is_np_default_dtype():
+    """Whether new arrays default to float64 (after ``set_np(dtype=True)``)."""
+    return F._DEFAULT_FLOAT is _onp.float64
 
 
 def is_np_array():
@@ -455,6 +491,18 @@ def is_np_array():
 def cpu(device_id=0):
     from fastgrad.context import cpu as _cpu
     return _cpu(device_id)
+
+
+reshape = _slicing.npx_reshape          # MXNet 2's reshape codes (Note [Reshape codes])
+
+
+def slice_like(data, shape_like, axes=()):
+    """``data`` cut to the shape of ``shape_like`` along ``axes`` (``npx.slice_like``)."""
+    return _slicing.slice_like(data, shape_like, axes, op="npx.slice_like")
+
+
+def waitall():
+    """Accepted for MXNet compatibility (fastgrad computes eagerly)."""
 
 
 COMPOSITES = ("softmin", "activation", "dropout", "fully_connected", "convolution", "pooling",
@@ -468,7 +516,11 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "hard_sigmoid", "smooth_l1", "dropout", "fully_connected", "convolution", "pooling",
            "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
            "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
-           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu"]
+           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu",
+           "is_np_default_dtype", "gpu", "num_gpus", "current_device", "reshape", "slice_like",
+           "waitall"]
+__all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
+COMPOSITES += _more.COMPOSITES + ("rnn",)
 __all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
             "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
             "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
