@@ -38,6 +38,8 @@ from fastgrad import kvstore  # noqa: E402
 kv = kvstore
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import functional  # noqa: E402
+from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
+from fastgrad.symbol import name  # noqa: E402,F401 -- MXNet's mx.name.Prefix
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np

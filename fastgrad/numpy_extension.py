@@ -524,3 +524,21 @@ COMPOSITES += _more.COMPOSITES + ("rnn",)
 __all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
             "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
             "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
+
+
+def save(file, arr):
+    """Save an array, a list of arrays or a dict of str to arrays to ``file`` in MXNet's
+    ``.params`` format with NumPy shapes, as MXNet's ``npx.save`` (scalars and empty arrays
+    allowed; see ``fastgrad/_params_format.py``)."""
+    from fastgrad import _params_format
+    _params_format.save(file, arr, numpy_shape=True, what="npx.save")
+
+
+def load(file):
+    """Load a ``.params`` file written by MXNet (``npx.save``, ``nd.save``, Gluon) or
+    fastgrad: a list of arrays, or a dict when the file names them."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.load(file), ndarray)
+
+
+__all__ += ["save", "load"]
