@@ -43,6 +43,13 @@ cdef class Primitive:
     cdef readonly bint differentiable  # False: outputs are never recorded
     cdef readonly int order          # how many times the rule can be differentiated (-1: any)
     cdef readonly bint views         # outputs may be views of input 0 (Note [Versions])
+    cdef readonly bint zero          # its derivative is zero almost everywhere (floor, sign...):
+                                     #   recorded for reach only (Note [Zero gradients])
+    cdef readonly tuple differentiable_outputs  # per output: carries a gradient (None: all
+                                     #   float/complex outputs do)
+    cdef readonly int complex_mode   # 0 no complex rule, 1 same rule, 2 complex_variant
+                                     #   (Note [Complex gradients] in _complex.py)
+    cdef readonly Primitive complex_variant  # the op with its rule for complex values
 
     cdef object apply(self, tuple args, tuple params)
     cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out)

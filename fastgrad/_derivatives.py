@@ -32,10 +32,10 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order", "views")
+                 "order", "views", "zero", "differentiable_outputs")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
-                 order=-1, views=False, **rules):
+                 order=-1, views=False, zero=False, differentiable_outputs=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -46,33 +46,51 @@ class Op:
             forward if isinstance(forward, np.ufunc) else None)
         self.order = order
         self.views = views   # the output may be a view of input 0 (Note [Versions])
+        self.zero = zero     # the derivative is zero almost everywhere (Note [Zero gradients])
+        # Per output, whether it carries a gradient (PyTorch's output_differentiability);
+        # None: every output with a float or complex dtype does (Note [Zero gradients]).
+        self.differentiable_outputs = differentiable_outputs
 
 
 def nondiff(name, forward, signature):
-    """An operation whose output is never recorded (comparisons, rounding, argmax, ...)."""
+    """An operation with integer or bool results (comparisons, tests, bitwise ops): recorded
+    only for what it depends on, it never carries a gradient (Note [Zero gradients])."""
     return Op(name, forward, signature, differentiable=False)
+
+
+def zero(name, forward, signature):
+    """A piecewise-constant operation (rounding, ``sign``): its derivative is zero wherever it
+    exists, so it is recorded with a symbolic zero rule (Note [Zero gradients])."""
+    return Op(name, forward, signature, zero=True)
 
 
 TABLE = [
     # ------------------------------------------------------------ arithmetic
     Op("add", np.add, "x, y", x="g", y="g"),
     Op("subtract", np.subtract, "x, y", x="g", y="-g"),
-    Op("multiply", np.multiply, "x, y", x="g * y", y="g * x"),
-    Op("divide", np.divide, "x, y", x="g / y", y="-g * x / (y * y)"),
+    Op("multiply", np.multiply, "x, y", x="g * conj(y)", y="g * conj(x)"),
+    Op("divide", np.divide, "x, y", x="g / conj(y)", y="-g * conj(x / (y * y))"),
     Op("power", np.power, "x, y",
-       x="g * y * x ** (y - 1)", y="g * result * safe_log(x)"),
+       x="g * conj(y * x ** (y - (y != 0)))", y="g * conj(result * safe_log(x))"),
     Op("negative", np.negative, "x", x="-g"),
     Op("positive", np.positive, "x", x="g"),
     Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)"),
     Op("fmod", np.fmod, "x, y", x="g", y="-g * trunc(x / y)"),
-    Op("maximum", np.maximum, "x, y", x="g * (x >= y)", y="g * (x < y)"),
-    Op("minimum", np.minimum, "x, y", x="g * (x <= y)", y="g * (x > y)"),
+    # At ties the gradient is split evenly, as the max/min reductions split it.
+    Op("maximum", np.maximum, "x, y",
+       x="where(x == y, 0.5 * g, g * (x > y))", y="where(x == y, 0.5 * g, g * (x < y))"),
+    Op("minimum", np.minimum, "x, y",
+       x="where(x == y, 0.5 * g, g * (x < y))", y="where(x == y, 0.5 * g, g * (x > y))"),
     # fmax/fmin return the operand that is not NaN: the gradient goes where the value came from.
-    Op("fmax", np.fmax, "x, y", x="g * ((x >= y) | isnan(y))", y="g * ((x < y) | isnan(x))"),
-    Op("fmin", np.fmin, "x, y", x="g * ((x <= y) | isnan(y))", y="g * ((x > y) | isnan(x))"),
-    Op("hypot", np.hypot, "x, y", x="g * x / result", y="g * y / result"),
+    Op("fmax", np.fmax, "x, y", x="where(x == y, 0.5 * g, g * ((x > y) | isnan(y)))",
+       y="where(x == y, 0.5 * g, g * ((x < y) | isnan(x)))"),
+    Op("fmin", np.fmin, "x, y", x="where(x == y, 0.5 * g, g * ((x < y) | isnan(y)))",
+       y="where(x == y, 0.5 * g, g * ((x > y) | isnan(x)))"),
+    # No derivative at the origin: 0 there, as abs and norm (masked, never 0 / 0).
+    Op("hypot", np.hypot, "x, y", x="g * x / where(result == 0, 1, result)",
+       y="g * y / where(result == 0, 1, result)"),
     Op("arctan2", np.arctan2, "x, y",
-       x="g * y / (x * x + y * y)", y="-g * x / (x * x + y * y)"),
+       x="g * y / nonzero_or_one(x * x + y * y)", y="-g * x / nonzero_or_one(x * x + y * y)"),
     Op("logaddexp", np.logaddexp, "x, y",
        x="g * exp(x - result)", y="g * exp(y - result)"),
     Op("logaddexp2", np.logaddexp2, "x, y",
@@ -80,42 +98,42 @@ TABLE = [
     Op("copysign", np.copysign, "x, y", x="g * sign(x) * copysign(1, y)", y=NONDIFF),
     Op("ldexp", np.ldexp, "x, y", x="g * exp2(y)", y=NONDIFF),
     Op("float_power", np.float_power, "x, y",
-       x="g * y * float_power(x, y - 1)", y="g * result * safe_log(x)"),
+       x="g * y * float_power(x, y - (y != 0))", y="g * result * safe_log(x)"),
     Op("modf", np.modf, "x", n_out=2, x="g[0]"),
 
     # ------------------------------------------------------------ elementwise unary
-    Op("exp", np.exp, "x", x="g * result"),
-    Op("expm1", np.expm1, "x", x="g * (result + 1)"),
-    Op("exp2", np.exp2, "x", x="g * result * LN2"),
-    Op("log", np.log, "x", x="g / x"),
-    Op("log1p", np.log1p, "x", x="g / (1 + x)"),
-    Op("log2", np.log2, "x", x="g / (x * LN2)"),
-    Op("log10", np.log10, "x", x="g / (x * LN10)"),
-    Op("sqrt", np.sqrt, "x", x="g / (2 * result)"),
+    Op("exp", np.exp, "x", x="g * conj(result)"),
+    Op("expm1", np.expm1, "x", x="g * conj(result + 1)"),
+    Op("exp2", np.exp2, "x", x="g * conj(result) * LN2"),
+    Op("log", np.log, "x", x="g / conj(x)"),
+    Op("log1p", np.log1p, "x", x="g / conj(1 + x)"),
+    Op("log2", np.log2, "x", x="g / (conj(x) * LN2)"),
+    Op("log10", np.log10, "x", x="g / (conj(x) * LN10)"),
+    Op("sqrt", np.sqrt, "x", x="g / (2 * conj(result))"),
     Op("cbrt", np.cbrt, "x", x="g / (3 * result * result)"),
-    Op("square", np.square, "x", x="g * 2 * x"),
-    Op("reciprocal", np.reciprocal, "x", x="-g * result * result"),
+    Op("square", np.square, "x", x="g * 2 * conj(x)"),
+    Op("reciprocal", np.reciprocal, "x", x="-g * conj(result * result)"),
     Op("rsqrt", K.rsqrt, "x", x="-0.5 * g * result * result * result"),
     Op("rcbrt", K.rcbrt, "x", x="-g * result / (3 * x)"),
     Op("abs", np.absolute, "x", x="g * sign(x)"),
     Op("fabs", np.fabs, "x", x="g * sign(x)"),
-    Op("sin", np.sin, "x", x="g * cos(x)"),
-    Op("cos", np.cos, "x", x="g * negative(sin(x))"),
-    Op("tan", np.tan, "x", x="g * (1 + result * result)"),
-    Op("arcsin", np.arcsin, "x", x="g / sqrt(1 - x * x)"),
-    Op("arccos", np.arccos, "x", x="-g / sqrt(1 - x * x)"),
-    Op("arctan", np.arctan, "x", x="g / (1 + x * x)"),
-    Op("sinh", np.sinh, "x", x="g * cosh(x)"),
-    Op("cosh", np.cosh, "x", x="g * sinh(x)"),
-    Op("tanh", np.tanh, "x", x="g * (1 - result * result)"),
-    Op("arcsinh", np.arcsinh, "x", x="g / sqrt(x * x + 1)"),
+    Op("sin", np.sin, "x", x="g * conj(cos(x))"),
+    Op("cos", np.cos, "x", x="g * negative(conj(sin(x)))"),
+    Op("tan", np.tan, "x", x="g * conj(1 + result * result)"),
+    Op("arcsin", np.arcsin, "x", x="g / conj(sqrt(1 - x * x))"),
+    Op("arccos", np.arccos, "x", x="-g / conj(sqrt(1 - x * x))"),
+    Op("arctan", np.arctan, "x", x="g / conj(1 + x * x)"),
+    Op("sinh", np.sinh, "x", x="g * conj(cosh(x))"),
+    Op("cosh", np.cosh, "x", x="g * conj(sinh(x))"),
+    Op("tanh", np.tanh, "x", x="g * conj(1 - result * result)"),
+    Op("arcsinh", np.arcsinh, "x", x="g / conj(sqrt(x * x + 1))"),
     Op("arccosh", np.arccosh, "x", x="g / sqrt(x * x - 1)"),
-    Op("arctanh", np.arctanh, "x", x="g / (1 - x * x)"),
+    Op("arctanh", np.arctanh, "x", x="g / conj(1 - x * x)"),
     Op("deg2rad", np.deg2rad, "x", x="g * (pi / 180)"),
     Op("rad2deg", np.rad2deg, "x", x="g * (180 / pi)"),
     Op("radians", np.radians, "x", x="g * (pi / 180)"),
     Op("degrees", np.degrees, "x", x="g * (180 / pi)"),
-    Op("conjugate", np.conjugate, "x", x="g"),
+    Op("conjugate", np.conjugate, "x", x="conj(g)"),
     Op("real", K.real, "x", views=True,
        x="g"),
     Op("nan_to_num", K.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
@@ -250,13 +268,14 @@ TABLE = [
        x="outer_backward_x(g, x.shape, y)", y="outer_backward_y(g, x, y.shape)"),
     Op("kron", K.kron, "x, y",
        x="kron_backward_x(g, x.shape, y)", y="kron_backward_y(g, x, y.shape)"),
-    Op("cross", K.cross, "x, y; axis=-1", x="cross(y, g, axis=axis)",
-       y="cross(g, x, axis=axis)"),
+    Op("cross", K.cross, "x, y; axis=-1", x="cross(conj(y), g, axis=axis)",
+       y="cross(g, conj(x), axis=axis)"),
     Op("convolve", K.convolve, "x, y",
        x="convolve_backward_x(g, x.shape, y)", y="convolve_backward_y(g, x, y.shape)"),
     Op("inv", K.inv, "x", x="inv_backward(g, result)"),
     Op("det", K.det, "x", x="det_backward(g, x, result)"),
-    Op("slogdet", K.slogdet, "x", n_out=2, x="slogdet_backward(g, x)"),
+    Op("slogdet", K.slogdet, "x", n_out=2, differentiable_outputs=(False, True),
+       x="slogdet_backward(g, x)"),
     Op("solve", K.solve, "a, b",
        a="solve_backward_a(g, a, b.ndim, result)", b="solve_backward_b(g, a, b.ndim)"),
     Op("cholesky", K.cholesky, "x", x="cholesky_backward(g, result)"),
@@ -264,6 +283,7 @@ TABLE = [
     Op("eigvalsh", K.eigvalsh, "x", x="eigvalsh_backward(g, x)"),
     Op("qr", K.qr, "x", n_out=2, x="qr_backward(g, result)"),
     Op("svd", K.svd, "x", n_out=3, x="svd_backward(g, result)"),
+    Op("pinv", K.pinv, "x; rtol=None", x="pinv_backward(g, x, result)"),
 
     # ------------------------------------------------------------ convolution and pooling
     # Each backward kernel is an op whose rules refer back (Note [Convolution layout]).
@@ -292,15 +312,18 @@ TABLE = [
     Op("astype", K.astype, "x; dtype", x="g"),
     Op("copy", K.copy, "x", x="g"),
 
-    # ------------------------------------------------------------ not differentiable
-    nondiff("sign", np.sign, "x"),
-    nondiff("floor", np.floor, "x"),
-    nondiff("ceil", np.ceil, "x"),
-    nondiff("trunc", np.trunc, "x"),
-    nondiff("rint", np.rint, "x"),
+    # ------------------------------------------------------------ derivative zero
+    zero("sign", np.sign, "x"),
+    zero("floor", np.floor, "x"),
+    zero("ceil", np.ceil, "x"),
+    zero("trunc", np.trunc, "x"),
+    zero("rint", np.rint, "x"),
+    zero("round", np.round, "x; decimals=0"),
+    zero("heaviside", np.heaviside, "x, y"),
+    zero("floor_divide", np.floor_divide, "x, y"),
+
+    # ------------------------------------------------------------ integer and bool results
     nondiff("signbit", np.signbit, "x"),
-    nondiff("heaviside", np.heaviside, "x, y"),
-    nondiff("floor_divide", np.floor_divide, "x, y"),
     nondiff("equal", np.equal, "x, y"),
     nondiff("not_equal", np.not_equal, "x, y"),
     nondiff("less", np.less, "x, y"),

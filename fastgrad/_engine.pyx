@@ -46,7 +46,7 @@ cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, Py_REFCNT
 cimport numpy as cnp
-from fastgrad._node cimport Node, _bump_cell, last_seq
+from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
@@ -57,6 +57,7 @@ import threading
 import numpy as _np
 from fastgrad import _memo
 from fastgrad._filled import Filled as FILLED
+from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
 from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 
 cnp.import_array()
@@ -76,15 +77,17 @@ cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
 cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
+cdef Primitive P_REAL = None
 cdef object _anomaly_report = None
 
 
 def install(sum_to, prims, anomaly_report):
     """Connect the engine to the kernels and ops it uses (called once at import)."""
-    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, _anomaly_report
+    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, _anomaly_report
     _sum_to = sum_to
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
+    P_REAL = prims["real"]
     _anomaly_report = anomaly_report
 
 
@@ -233,13 +236,16 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
             _check_fit(gshape, shape, consumer, i)
             g = P_SUM_TO.apply((g,), (shape,))
         if (<ndarray>g)._data.dtype != dtype:
-            g = P_CAST.apply((g,), (dtype,))
+            if (<ndarray>g)._data.dtype.kind == "c" and dtype.kind != "c":
+                g = P_REAL.apply((g,), ())      # Note [Complex gradients] in _complex.py
+            if (<ndarray>g)._data.dtype != dtype:
+                g = P_CAST.apply((g,), (dtype,))
         return g
     if type(g) is not NP_NDARRAY:
         if type(g) is FILLED:
             # Passed on as it is when it already fits (Note [Filled gradients]).
             if g.shape == shape:
-                return g if g.dtype == dtype else g.astype(dtype)
+                return g if g.dtype == dtype else _cast(g, dtype)
             g = g.view()
         elif isinstance(g, ndarray):
             g = (<ndarray>g)._data
@@ -250,8 +256,18 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
         g = _sum_to_raw(g, gshape, shape, consumer, i)
     gdtype = g.dtype
     if gdtype is not dtype and gdtype != dtype:
-        g = g.astype(dtype)
+        g = _cast(g, dtype)
     return g
+
+
+cdef object _cast(object g, object dtype):
+    """``g`` as ``dtype``; a complex gradient of a real value keeps its real part (Note
+    [Complex gradients] in _complex.py), without NumPy's warning about the discarded part."""
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        if type(g) is FILLED:
+            return FILLED(g.value.real.astype(dtype), g.shape)
+        g = g.real
+    return g.astype(dtype)
 
 
 cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_ssize_t i):
@@ -363,9 +379,9 @@ cdef object _complete(Node n, object g, bint create):
     for k in range(n.n_out):
         gk = g[k] if g is not None else None
         if gk is None:
-            gk = _np.zeros(n.out_shape[k], dtype=n.out_dtype[k])
-            if create:
-                gk = wrap(gk, None, 0)
+            # A symbolic zero (Note [Zero gradients] in _zeros.py): no memory, and a rule's
+            # product with it is zero even where the other factor is infinite.
+            gk = FILLED(_np.zeros((), dtype=n.out_dtype[k]), n.out_shape[k])
         out.append(gk)
     return tuple(out)
 
@@ -385,8 +401,8 @@ cdef void _write_var(object ref, object g, bint owned) except *:
             return
         # Its buffer was never made: this gradient becomes it (Note [Lazy grad buffers]).
         if g is None:
-            g = _np.zeros_like(a._data)
-        elif not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
+            return      # a zero stays symbolic: reading .grad makes the zeros (Note [Zero gradients])
+        if not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
                   and g.dtype == a._data.dtype):
             g = _np.array(g, dtype=a._data.dtype, copy=True)
         a._grad = wrap(g, None, 0, type(a))
@@ -549,11 +565,15 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
+            # Every recorded op keeps a head connected to what it depends on, zero-derivative
+            # and integer ops included (Note [Zero gradients] in _zeros.py): no history means
+            # the head depends on no variable at all.
             raise MXNetError(
-                "backward: head %d has no recorded history. Compute it inside "
-                "autograd.record() from an array that had attach_grad() called%s."
-                % (i, "" if not prune else
-                   ", or pass allow_unused=True to grad() to get zeros for a constant head"))
+                "backward: head %d does not depend on any variable: it has no recorded history "
+                "(it was computed outside autograd.record(), only from arrays without "
+                "attach_grad(), or from data that left the graph through numpy.asarray() or "
+                "detach())%s" % (i, "" if not prune else
+                                 "; pass allow_unused=True to grad() to get zeros for it"))
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
         if h._node.epoch != epoch:
@@ -592,8 +612,10 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if h._node.epoch != epoch:
                 if not allow_unused:
                     raise MXNetValueError(
-                        "grad: variable %d (shape %s) is not reached from the heads, so its "
-                        "gradient is undefined; pass allow_unused=True to get zeros"
+                        "grad: variable %d (shape %s) is not reached from the heads: no "
+                        "recorded path leads from them to it (a path through an op whose "
+                        "derivative is zero, such as floor or a cast to an integer type, would "
+                        "count and give zeros); pass allow_unused=True to get zeros for it"
                         % (i, h.shape))
                 targets.append(None)
                 continue
@@ -641,9 +663,9 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             mask = 0
             for i in range(nparents):
                 obj = <object>PyTuple_GET_ITEM(parents, i)
-                if obj is not None and (not prune or (<Node>obj).needed):
+                if obj is not None and not (<Node>obj).zero and (not prune or (<Node>obj).needed):
                     mask |= (1 << i) if i < 30 else (1 << 30)
-            if mask and g is not None:
+            if mask and g is not None and not n.zero:
                 grads = _call_rule(n, g, mask, create)
                 if PyTuple_GET_SIZE(grads) != nparents:
                     raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
@@ -656,7 +678,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                     if obj is None:
                         continue
                     p = <Node>obj
-                    if prune and not p.needed:
+                    if (prune and not p.needed) or p.zero:
                         continue
                     gi = <object>PyTuple_GET_ITEM(grads, i)
                     if gi is not None:
@@ -670,7 +692,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                         _accumulate(p, k, fitted, create, excl)
                         fitted = None
                 grads = None          # release the rule's results as soon as they are delivered
-            if not retain:
+            if not retain and not n.zero:     # a zero node holds nothing a rule needs
                 n.saved = None
                 n.result = None
                 n.consts = None
@@ -694,7 +716,7 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
 
     if not prune:
         return None
-    return _collect(variables, targets, captured, create, start_seq)
+    return _collect(variables, targets, captured, create, start_seq, nodes)
 
 
 cdef void _prune(list nodes) except *:
@@ -724,12 +746,42 @@ def _seq_of(Node n):
     return n.seq
 
 
+cdef ndarray _link_reach(ndarray g, list leaves, object target):
+    """Tie a gradient returned under ``create_graph`` to the variables the pass reached, so
+    that differentiating it again gives zeros for the ones it is constant in (Note [Zero
+    gradients] in _zeros.py). A constant gets a zero node; a recorded gradient a node that
+    passes its gradient on to its own history."""
+    cdef list parents = list(leaves)
+    if target is not None and (<Node>target).op is not None:
+        parents.append(target)
+    if not parents:
+        return g
+    cdef Node node
+    if g._node is None:
+        node = new_node(ConstantDerivative(g._data))
+        node.zero = True
+        node.parents = tuple(parents)
+    else:
+        node = new_node(GRADIENT_OF)
+        node.parents = (g._node,) + tuple(parents)
+        if g._oidx:
+            node.parent_oidx = (g._oidx,) + (0,) * len(parents)
+    node.saved = ()
+    node.params = ()
+    node.out_shape = g._data.shape
+    node.out_dtype = g._data.dtype
+    cdef ndarray out = wrap(g._data, node, 0, type(g))
+    out._vcell = cell_of(g)
+    return out
+
+
 cdef list _collect(list variables, list targets, dict captured, bint create,
-                   long long start_seq):
+                   long long start_seq, list nodes):
     cdef list out = []
     cdef ndarray v
     cdef Node n
     cdef Py_ssize_t i
+    cdef list leaves = None
     for i in range(len(variables)):
         v = <ndarray>variables[i]
         obj = targets[i]
@@ -756,7 +808,9 @@ cdef list _collect(list variables, list targets, dict captured, bint create,
                 # a head gradient passed through), or already returned for a variable listed
                 # twice: the caller gets an array of its own, still recorded.
                 g = P_COPY.apply((g,), ())
-            out.append(g)
+            if leaves is None:
+                leaves = [n for n in nodes if (<Node>n).op is None]
+            out.append(_link_reach(<ndarray>g, leaves, obj))
             continue
         if isinstance(g, ndarray):
             g = (<ndarray>g)._data

@@ -12,9 +12,12 @@ import types as _types
 import numpy as _np
 
 from fastgrad import _array
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
+from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
 from fastgrad._kernels import normalize_axis
+from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
+                                    check_numeric as _check_numeric)
 from fastgrad._registry import REGISTRY, UFUNC_OPS
 
 _P = REGISTRY
@@ -436,6 +439,13 @@ def split(ary, indices_or_sections, axis=0):
         indices = tuple(range(n // sections, n, n // sections))
     else:
         indices = tuple(int(i) for i in indices_or_sections)
+    return _split(ary, indices, axis)
+
+
+def _split(ary, indices, axis):
+    if not indices:
+        # One section: the array itself (as a view), by a single-output op.
+        return [_P["getitem"](ary, (Ellipsis,))]
     return list(_P["split"](ary, indices, int(axis)))
 
 
@@ -551,7 +561,7 @@ def array_split(ary, indices_or_sections, axis=0):
         indices = tuple(int(i) for i in _np.cumsum(sizes)[:-1])
     else:
         indices = tuple(int(i) for i in indices_or_sections)
-    return list(_P["split"](ary, indices, int(axis)))
+    return _split(ary, indices, axis)
 
 
 def hsplit(ary, indices_or_sections):
@@ -1043,17 +1053,27 @@ def _cholesky(a, upper=False):
     return swapaxes(low, -1, -2) if upper else low
 
 
+def _triangle(name, a, UPLO):
+    """The symmetric matrix that NumPy's ``eigh`` reads from one triangle of ``a``."""
+    _square(name, a)
+    if UPLO not in ("L", "U", "l", "u"):
+        raise ValueError("fastgrad.linalg.%s: UPLO must be 'L' or 'U', got %r" % (name, UPLO))
+    if UPLO in ("L", "l"):
+        return tril(a) + swapaxes(tril(a, -1), -1, -2)
+    return triu(a) + swapaxes(triu(a, 1), -1, -2)
+
+
 def _eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of the symmetric part of ``a``
-    (``numpy.linalg.eigh``); differentiable where the eigenvalues are distinct."""
-    _square("eigh", a)
-    return _P["eigh"](a)
+    """Eigenvalues (ascending) and eigenvectors of the symmetric matrix held in the lower
+    (``UPLO='L'``) or upper triangle of ``a`` (``numpy.linalg.eigh``); differentiable where
+    the eigenvalues are distinct, and at repeated eigenvalues for a function of the
+    eigenvalues alone."""
+    return _P["eigh"](_triangle("eigh", a, UPLO))
 
 
 def _eigvalsh(a, UPLO="L"):
-    """Eigenvalues of the symmetric part of ``a`` (``numpy.linalg.eigvalsh``)."""
-    _square("eigvalsh", a)
-    return _P["eigvalsh"](a)
+    """Eigenvalues of the symmetric matrix in one triangle of ``a`` (``numpy.linalg.eigvalsh``)."""
+    return _P["eigvalsh"](_triangle("eigvalsh", a, UPLO))
 
 
 def _qr(a, mode="reduced"):
@@ -1094,10 +1114,15 @@ def _svdvals(a):
     return _P["svd"](a)[1]
 
 
-def _pinv(a, rcond=None, hermitian=False):
-    """The pseudo-inverse ``V diag(1/s) U^T`` of a full-rank matrix (``numpy.linalg.pinv``)."""
-    u, s, vt = _P["svd"](a)
-    return matmul(swapaxes(vt, -1, -2) / expand_dims(s, -2), swapaxes(u, -1, -2))
+def _pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse (``numpy.linalg.pinv``): singular values at or below
+    ``rtol`` (or ``rcond``) times the largest are treated as zero; the default is
+    ``max(M, N) * eps``, NumPy's. Differentiable wherever the rank is locally constant, so at
+    rank-deficient matrices too (the derivative of the pseudo-inverse of that rank)."""
+    if rcond is not None and rtol is not None:
+        raise ValueError("fastgrad.linalg.pinv: pass rcond or rtol, not both")
+    cut = rtol if rtol is not None else rcond
+    return _P["pinv"](a, None if cut is None else float(cut))
 
 
 def _matrix_power(a, n):
@@ -1157,7 +1182,11 @@ def _float_default(obj, dtype):
         return _np.dtype(dtype)
     if isinstance(obj, (ndarray, _np.ndarray, _np.generic)):
         return obj.dtype          # NumPy arrays and scalars keep their dtype
-    probe = _np.asarray(obj)
+    try:
+        probe = _np.asarray(obj)
+    except ValueError as exc:          # NumPy's "inhomogeneous shape"
+        raise TypeError("fastgrad.array: argument 'object' is ragged or not numeric (%s)"
+                        % exc) from None
     if probe.dtype.kind in "fiu":
         return _np.dtype(_DEFAULT_FLOAT)
     return probe.dtype
@@ -1167,6 +1196,10 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
     """Create an array. Python numbers and lists give float32 (MXNet's default); a NumPy
     array keeps its dtype unless ``dtype`` is given.
 
+    A recorded array, or a list or tuple holding recorded arrays, gives a recorded result
+    with NumPy's result dtype (Note [History through construction]). Values that are not
+    numbers, and ragged sequences, raise ``TypeError``.
+
     Examples
     --------
     >>> import fastgrad as mx
@@ -1175,9 +1208,31 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
            [3., 4.]])
     """
     _check_device(ctx or device)
-    dt = _float_default(object, dtype)
+    if isinstance(object, ndarray) and object.node is not None:
+        if dtype is not None and _np.dtype(dtype) != object.dtype:
+            return astype(object, dtype)
+        return _P["copy"](object) if copy else object
+    if (type(object) is list or type(object) is tuple) and _holds_array(object):
+        return _as_recorded(_from_sequence(object, dtype))
     data = unwrap(object)
-    return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
+    if isinstance(data, _np.ndarray) and data.dtype.kind == "O" and dtype is None:
+        try:
+            data = _np.array(data.tolist())
+        except ValueError as exc:
+            raise TypeError("fastgrad.array: argument 'object' is a ragged object array (%s)"
+                            % exc) from None
+        _check_numeric(data.dtype, "fastgrad.array: argument 'object'")
+    dt = _float_default(data if isinstance(data, _np.ndarray) else object, dtype)
+    _check_numeric(dt, "fastgrad.array: argument 'object'")
+    try:
+        return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
+    except (ValueError, TypeError) as exc:
+        raise TypeError("fastgrad.array: argument 'object' cannot be converted to %s (%s)"
+                        % (dt, exc)) from None
+
+
+def _as_recorded(out):
+    return out if isinstance(out, ndarray) else _wrap(out)
 
 
 def asarray(a, dtype=None, ctx=None, device=None):
@@ -1235,13 +1290,44 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
-    """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given)."""
+    """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given).
+
+    With fastgrad arrays as ``start`` or ``stop`` the result is differentiable in them and has
+    their dtype (``numpy.linspace``'s rules); the last value is exactly ``stop`` when
+    ``endpoint`` is true.
+    """
+    if isinstance(start, ndarray) or isinstance(stop, ndarray):
+        return _linspace_recorded(start, stop, int(num), endpoint, retstep, dtype, axis)
     _check_device(ctx)
     res = _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
                        dtype=_DEFAULT_FLOAT if dtype is None else dtype, axis=axis)
     if retstep:
         return _wrap(res[0]), res[1]
     return _wrap(res)
+
+
+def _linspace_recorded(start, stop, num, endpoint, retstep, dtype, axis):
+    if num < 0:
+        raise ValueError("fastgrad.linspace: num must be non-negative, got %d" % num)
+    start = start if isinstance(start, ndarray) else _wrap(_np.asarray(start))
+    stop = stop if isinstance(stop, ndarray) else _wrap(_np.asarray(stop))
+    kind = _np.result_type(unwrap(start), unwrap(stop), 1.0)
+    start, stop = start.astype(kind), stop.astype(kind)
+    shape = _np.broadcast_shapes(start.shape, stop.shape)
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    frac = _np.arange(num, dtype=kind).reshape((num,) + (1,) * len(shape))
+    step = delta / div if div > 0 else delta * _np.nan
+    y = start + delta * (frac / div if div > 0 else frac * 0)
+    if endpoint and num > 1:
+        last = broadcast_to(stop, shape)[None]
+        y = concatenate([y[:-1], last], axis=0)
+    y = broadcast_to(y, (num,) + shape)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = y.astype(dtype)
+    return (y, step) if retstep else y
 
 
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
@@ -1251,27 +1337,33 @@ def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
 
 
 # ---------------------------------------------------------------- not differentiable
+def _no_gradient(name, value, *inputs):
+    """An integer or bool result of ``inputs``: no gradient, but recorded for what it
+    depends on (Note [Zero gradients])."""
+    return _record_zero(name, inputs, _wrap(_np.asarray(value)))
+
+
 def argmax(a, axis=None, out=None, keepdims=False):
     """Indices of the maximum values (not differentiable)."""
     _check_out("argmax", out)
-    return _wrap(_np.asarray(_np.argmax(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("argmax", _np.argmax(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def argmin(a, axis=None, out=None, keepdims=False):
     """Indices of the minimum values (not differentiable)."""
     _check_out("argmin", out)
-    return _wrap(_np.asarray(_np.argmin(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("argmin", _np.argmin(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def argsort(a, axis=-1, kind=None, order=None, stable=None):
     """Indices that would sort an array (not differentiable)."""
-    return _wrap(_np.argsort(unwrap(a), axis=axis, kind=kind))
+    return _no_gradient("argsort", _np.argsort(unwrap(a), axis=axis, kind=kind), a)
 
 
 def around(a, decimals=0, out=None):
-    """Round to the given number of decimals (not differentiable)."""
+    """Round to the given number of decimals; the derivative is zero (Note [Zero gradients])."""
     _check_out("round", out)
-    return _wrap(_np.asarray(_np.round(unwrap(a), decimals)))
+    return _P["round"](a, int(decimals))
 
 
 round = round_ = around
@@ -1279,49 +1371,74 @@ round = round_ = around
 
 def nonzero(a):
     """Indices of the non-zero elements, one array per dimension (not differentiable)."""
-    return tuple(_wrap(i) for i in _np.nonzero(unwrap(a)))
+    return tuple(_no_gradient("nonzero", i, a) for i in _np.nonzero(unwrap(a)))
 
 
 def flatnonzero(a):
     """Indices of the non-zero elements of the flattened array (not differentiable)."""
-    return _wrap(_np.flatnonzero(unwrap(a)))
+    return _no_gradient("flatnonzero", _np.flatnonzero(unwrap(a)), a)
 
 
 def argwhere(a):
     """Indices of the non-zero elements, grouped by element (not differentiable)."""
-    return _wrap(_np.argwhere(unwrap(a)))
+    return _no_gradient("argwhere", _np.argwhere(unwrap(a)), a)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
     """The number of non-zero elements (not differentiable)."""
-    return _wrap(_np.asarray(_np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("count_nonzero",
+                        _np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def searchsorted(a, v, side="left", sorter=None):
     """Where to insert ``v`` to keep ``a`` sorted (not differentiable)."""
-    return _wrap(_np.asarray(_np.searchsorted(unwrap(a), unwrap(v), side=side,
-                                              sorter=unwrap(sorter))))
+    return _no_gradient("searchsorted", _np.searchsorted(unwrap(a), unwrap(v), side=side,
+                                                         sorter=unwrap(sorter)), a, v)
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            equal_nan=True):
-    """The sorted unique elements (not differentiable)."""
-    res = _np.unique(unwrap(ar), return_index=return_index, return_inverse=return_inverse,
+    """The sorted unique elements. The values are a recorded selection of ``ar`` (their
+    gradient reaches the first occurrence of each); indices and counts carry none."""
+    res = _np.unique(unwrap(ar), return_index=True, return_inverse=return_inverse,
                      return_counts=return_counts, axis=axis)
-    if isinstance(res, tuple):
-        return tuple(_wrap(r) for r in res)
-    return _wrap(res)
+    first = res[1]
+    if axis is None:
+        values = _P["getitem"](reshape(ar, (-1,)), (first,))
+    else:
+        values = take(ar, first, axis=axis)
+    extra = [_no_gradient("unique", r, ar) for r in res[2:]]
+    if return_index:
+        extra.insert(0, _no_gradient("unique", first, ar))
+    return tuple([values] + extra) if extra else values
 
 
 def bincount(x, weights=None, minlength=0):
-    """Counts of each non-negative integer (not differentiable)."""
-    return _wrap(_np.bincount(unwrap(x), unwrap(weights), minlength))
+    """Counts of each non-negative integer; with ``weights``, the sums of the weights in each
+    bin, differentiable with respect to the weights."""
+    xv = _np.asarray(unwrap(x))
+    if weights is None:
+        return _no_gradient("bincount", _np.bincount(xv, None, minlength), x)
+    n = _max(int(xv.max()) + 1 if xv.size else 0, int(minlength))
+    w = weights if isinstance(weights, ndarray) else _np.asarray(weights)
+    if _np.asarray(unwrap(w)).dtype.kind not in "fc":
+        w = astype(w, _np.float64)          # NumPy's bincount sums weights in float64
+    return _P["scatter_add"](w, (xv,), (n,))
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    """A histogram of the data (not differentiable)."""
+    """A histogram of the data. Counts carry no gradient; float results that depend on a
+    recorded array (edges found from its range, densities, weighted counts) raise rather
+    than silently having none: call it on ``a.detach()``."""
     hist, edges = _np.histogram(unwrap(a), bins, range, density, unwrap(weights))
-    return _wrap(hist), _wrap(edges)
+    recorded = [v for v in (a, weights) if isinstance(v, ndarray) and v.node is not None]
+    if recorded and _is_recording() and (
+            range is None or hist.dtype.kind == "f" or weights is not None):
+        raise NotImplementedError(
+            "fastgrad.histogram has no derivative for its edges, densities or weighted "
+            "counts, which depend on a recorded array; call it on a.detach() (and pass "
+            "range=) if you only need the values")
+    return _no_gradient("histogram", hist, a), _wrap(edges)
 
 
 def array_equal(a1, a2, equal_nan=False):
@@ -1343,22 +1460,22 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Elementwise ``abs(a - b) <= atol + rtol * abs(b)``, a boolean array (``numpy.isclose``); not
-    differentiable."""
-    return _wrap(_np.asarray(_np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
-                                         equal_nan=equal_nan)))
+    """Elementwise ``abs(a - b) <= atol + rtol * abs(b)``, a boolean array
+    (``numpy.isclose``); not differentiable."""
+    return _no_gradient("isclose", _np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
+                                               equal_nan=equal_nan), a, b)
 
 
 def all(a, axis=None, keepdims=False):
     """Whether every element along ``axis`` is true, a boolean array (``numpy.all``); not
     differentiable."""
-    return _wrap(_np.asarray(_np.all(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("all", _np.all(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def any(a, axis=None, keepdims=False):
     """Whether any element along ``axis`` is true, a boolean array (``numpy.any``); not
     differentiable."""
-    return _wrap(_np.asarray(_np.any(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("any", _np.any(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def shape(a):

@@ -26,6 +26,8 @@ cdef class Node:
     cdef bint released               # saved values were freed by a backward pass
     cdef object var_refs             # weakref(s) to the array(s) whose .grad this node fills
     cdef object trace                # where the forward was recorded (anomaly detection only)
+    cdef bint zero                   # carries no gradient: an integer/bool output or a zero
+                                     #   derivative; kept for reach (Note [Zero gradients])
     # --- scratch of the running backward pass ---
     cdef unsigned long long epoch    # the pass that last visited this node
     cdef Py_ssize_t deps             # consumers not yet run in this pass

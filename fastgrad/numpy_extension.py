@@ -12,6 +12,10 @@ from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
 from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                  signsgd_update, signum_update, lamb_update_phase1,
+                                  lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
 from fastgrad import _npx_more as _more
@@ -521,3 +525,24 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "waitall"]
 __all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
 COMPOSITES += _more.COMPOSITES + ("rnn",)
+__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
+            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
+            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
+
+
+def save(file, arr):
+    """Save an array, a list of arrays or a dict of str to arrays to ``file`` in MXNet's
+    ``.params`` format with NumPy shapes, as MXNet's ``npx.save`` (scalars and empty arrays
+    allowed; see ``fastgrad/_params_format.py``)."""
+    from fastgrad import _params_format
+    _params_format.save(file, arr, numpy_shape=True, what="npx.save")
+
+
+def load(file):
+    """Load a ``.params`` file written by MXNet (``npx.save``, ``nd.save``, Gluon) or
+    fastgrad: a list of arrays, or a dict when the file names them."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.load(file), ndarray)
+
+
+__all__ += ["save", "load"]

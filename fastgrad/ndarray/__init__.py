@@ -10,6 +10,10 @@ from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as _npx
 from fastgrad.ndarray import random  # noqa: F401
+from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                  signsgd_update, signum_update, lamb_update_phase1,
+                                  lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import check_device
 
@@ -310,3 +314,24 @@ def SoftmaxOutput(data, label=None, grad_scale=1.0, **kwargs):
 
 # MXNet 1.x's names and arguments for the rest (reshape codes, split, concat, slice_axis, ...).
 from fastgrad.ndarray._mxnet_names import *  # noqa: E402,F401,F403
+
+
+def save(fname, data):
+    """Save an array, a list of arrays or a dict of str to arrays to ``fname`` in MXNet 1.x's
+    ``.params`` format (MXNet's ``nd.load`` reads it; see ``fastgrad/_params_format.py``).
+    Scalars and empty arrays need ``npx.save``."""
+    from fastgrad import _params_format
+    _params_format.save(fname, data, numpy_shape=False, what="nd.save")
+
+
+def load(fname):
+    """Load a ``.params`` file written by MXNet or fastgrad: a list of ``NDArray``, or a dict
+    when the file names its arrays."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.load(fname), NDArray)
+
+
+def load_frombuffer(buf):
+    """:func:`load` from the bytes of a file."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.loads(buf), NDArray)
