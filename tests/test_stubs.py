@@ -77,7 +77,8 @@ def test_help_shows_numpys_summary_derivative_and_signature():
     text = pydoc.render_doc(mx.np.sin, renderer=pydoc.plaintext)
     assert "sin(x, /)" in text
     assert "Trigonometric sine, element-wise." in text
-    assert "d/dx: g * cos(x)" in text and "any order" in text
+    rule = next(o for o in TABLE if o.name == "sin").rules["x"]
+    assert "d/dx: %s" % rule in text and "any order" in text
     # Still the op: recorded, differentiable, and a Primitive.
     assert isinstance(mx.np.sin, Primitive) and mx.np.sin.__name__ == "sin"
     assert Primitive.__doc__.startswith("A differentiable operation")
