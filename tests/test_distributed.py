@@ -306,12 +306,13 @@ def test_example_trains_the_mlp_on_two_ranks(tmp_path):
     assert "on 2 rank(s)" in proc.stdout
 
 
-def test_one_rank_dist_sync_without_launcher():
+def test_one_rank_dist_sync_without_launcher(tmp_path):
     """A 'dist_sync' store in a plain process is a job of one rank."""
     code = ("import fastgrad as mx; kv = mx.kv.create('dist_sync'); "
             "kv.init(0, mx.nd.ones((2,))); kv.push(0, mx.nd.ones((2,)) * 3); "
             "o = mx.nd.zeros((2,)); kv.pull(0, out=o); print(kv.num_workers, o.asnumpy())")
+    # From an empty directory: python -c puts the working directory first on sys.path.
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=TIMEOUT)
+                          timeout=TIMEOUT, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["1", "[3.", "3.]"]

@@ -144,16 +144,18 @@ def test_push_inside_record_is_not_recorded():
         y.backward()
 
 
-def test_import_fastgrad_does_not_import_mpi4py():
+def test_import_fastgrad_does_not_import_mpi4py(tmp_path):
+    # Each python -c runs from an empty directory: it puts the working directory first on
+    # sys.path, and a checkout's uncompiled package must not shadow the installed one.
     code = ("import sys, fastgrad as mx; mx.kv.create('local'); "
             "print('mpi4py' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
 
-def test_without_mpi4py_the_error_says_what_to_install():
+def test_without_mpi4py_the_error_says_what_to_install(tmp_path):
     """With mpi4py unimportable, creating a distributed store and the launcher say what to
     install."""
     code = ("import sys; sys.modules['mpi4py'] = None\n"
@@ -163,7 +165,7 @@ def test_without_mpi4py_the_error_says_what_to_install():
             "except ImportError as e:\n"
             "    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "kvstore.create('dist_sync')" in out.stdout
     assert 'pip install "fastgrad[distributed]"' in out.stdout
@@ -172,7 +174,7 @@ def test_without_mpi4py_the_error_says_what_to_install():
             "from fastgrad.launch import main\n"
             "sys.exit(main(['-n', '2', 'python', 'x.py']))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, env=env)
+                         timeout=120, cwd=tmp_path, env=env)
     assert out.returncode == 2
     assert "no mpiexec found" in out.stderr and "fastgrad[distributed]" in out.stderr
 
