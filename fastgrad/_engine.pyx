@@ -36,17 +36,17 @@ says to use ``retain_graph=True``.
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, Py_REFCNT
+from cpython.list cimport PyList_GET_ITEM
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
 cimport numpy as cnp
 from fastgrad._node cimport Node, _bump_cell, last_seq
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
-from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
+from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
 from fastgrad._parallel cimport is_large, call as split_call, min_size as split_min_size
 from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_MIN
 
-import threading
 import numpy as _np
-from fastgrad import _memo
 from fastgrad._filled import Filled as FILLED
 
 cnp.import_array()
@@ -57,8 +57,7 @@ cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
 cdef object _add_reduce = _np.add.reduce
 cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
-cdef unsigned long long _epoch = 0
-cdef object _lock = threading.RLock()
+cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
 # Installed once by fastgrad._registry at import.
 cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
@@ -117,37 +116,6 @@ cdef inline Node _heap_pop(list heap):
 
 
 # ------------------------------------------------------------------ helpers
-
-cdef int _depth = 0                  # passes running: more than one only when a Function's
-cdef list _running = []              #   backward runs one; their epochs, outermost first
-
-
-cdef void _check_nested(Node n) except *:
-    """A pass inside another must not reuse the outer pass's nodes: their dependency counts
-    and pending gradients are the outer pass's, and resetting them would lose its gradients."""
-    cdef Py_ssize_t k
-    for k in range(len(_running) - 1):
-        if n.epoch == <unsigned long long>_running[k]:
-            what = "fastgrad.%s" % n.op.name if n.op is not None else "a variable"
-            raise RuntimeError(
-                "backward: a backward pass started inside another (a Function's backward "
-                "calling backward() or grad()) reached %s (node #%d) of the outer pass; "
-                "differentiate detached copies inside backward (x.detach(), then "
-                "attach_grad())" % (what, n.seq))
-
-
-cdef inline void _visit(Node n, unsigned long long epoch, list nodes, list stack) except *:
-    if _depth > 1:
-        _check_nested(n)
-    n.epoch = epoch
-    n.deps = 0
-    n.needed = True
-    n.is_target = False
-    n.acc = None
-    n.acc_owned = False
-    nodes.append(n)
-    stack.append(n)
-
 
 cdef str _released_message(Node n):
     return ("fastgrad.%s (node #%d): its saved values were already freed by an earlier backward "
@@ -300,46 +268,6 @@ cdef inline bint _exclusive(object g, Py_ssize_t refs):
             and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
 
 
-cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create,
-                             bint exclusive) except *:
-    cdef object acc, r
-    if p.n_out == 1:
-        acc = p.acc
-        if acc is None:
-            p.acc = g
-            p.acc_owned = exclusive
-        elif create:
-            p.acc = P_ADD.apply((acc, g), ())
-        elif p.acc_owned:
-            # a buffer only this pass holds: add in place (split when large,
-            # Note [Parallel kernels])
-            if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
-                acc += g
-        elif exclusive and g.shape == acc.shape:
-            # the new contribution is ours: add the old into it
-            if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
-                g += acc
-            p.acc = g
-            p.acc_owned = True
-        else:
-            r = split_call(_npadd, (acc, g)) if is_large(acc) else None
-            acc = acc + g if r is None else r
-            if type(acc) is not NP_NDARRAY:
-                acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
-            p.acc = acc
-            p.acc_owned = True
-        return
-    if p.acc is None:
-        p.acc = [None] * p.n_out
-    acc = p.acc[oidx]
-    if acc is None:
-        p.acc[oidx] = g
-    elif create:
-        p.acc[oidx] = P_ADD.apply((acc, g), ())
-    else:
-        p.acc[oidx] = acc + g
-
-
 cdef object _complete(Node n, object g, bint create):
     """The per-output gradients of a multi-output node, with zeros for outputs none reached."""
     cdef Py_ssize_t k
@@ -404,10 +332,10 @@ cdef void _write_vars(Node n, object g, bint owned) except *:
             _write_var(ref, g[k] if g is not None else None, False)
 
 
-cdef void _check_versions(Node n) except *:
+cdef void _check_versions(Node n, tuple saved) except *:
     cdef unsigned long vsum = 0
     cdef Primitive op = <Primitive>n.op
-    for s in n.saved:
+    for s in saved:
         if isinstance(s, ndarray):
             vsum += version_of(<ndarray>s)
     if vsum != n.vsum or (n.out_cell is not None and n.out_cell.value != n.out_v0):
@@ -425,10 +353,16 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     if type(n.op) is not Primitive:
         return tuple(n.op.node_backward(n, g, mask, create))
     op = <Primitive>n.op
-    _check_versions(n)
+    # Read once: another pass over the same graph may release the node meanwhile
+    # (Note [Pass state]); these references keep what this call uses alive.
+    cdef tuple saved = n.saved
+    cdef object result = n.result
+    if n.released or saved is None:
+        raise RuntimeError(_released_message(n))
+    _check_versions(n, saved)
     if n.n_out > 1:
         g = _complete(n, g, create)
-    ns = PyTuple_GET_SIZE(n.saved)
+    ns = PyTuple_GET_SIZE(saved)
     nprm = PyTuple_GET_SIZE(n.params)
     cdef bint with_result = op.save_result
     args = PyTuple_New(2 + ns + with_result + nprm)
@@ -439,7 +373,7 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     PyTuple_SET_ITEM(args, 1, s)
     j = 2
     for k in range(ns):
-        s = <object>PyTuple_GET_ITEM(n.saved, k)
+        s = <object>PyTuple_GET_ITEM(saved, k)
         if not create and isinstance(s, ndarray):
             s = (<ndarray>s)._data
         Py_INCREF(s)
@@ -448,11 +382,11 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     if with_result:
         if create:
             if n.n_out == 1:
-                s = wrap(n.result, n, 0)
+                s = wrap(result, n, 0)
             else:
-                s = tuple([wrap(n.result[k], n, k) for k in range(n.n_out)])
+                s = tuple([wrap(result[k], n, k) for k in range(n.n_out)])
         else:
-            s = n.result
+            s = result
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
@@ -471,6 +405,173 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
 
 # ------------------------------------------------------------------ the pass
 
+cdef enum:
+    NEEDED = 1          # lies on a path to a requested variable (grad()); always for backward()
+    TARGET = 2          # its gradient is returned by grad()
+    OWNED = 4           # its accumulated gradient is a buffer this pass allocated
+
+
+@cython.final
+cdef class _Pass:
+    """The state of one backward pass (Note [Pass state]): the nodes it visited, their
+    dependency counts, flags and accumulated gradients, its ready heap and its memo."""
+
+    cdef unsigned long long epoch
+    cdef bint create
+    cdef bint prune
+    cdef list nodes                 # the visited nodes, in slot order
+    cdef list acc                   # per slot: the gradient accumulated so far
+    cdef Py_ssize_t *deps           # per slot: consumers not yet run in this pass
+    cdef unsigned char *flags       # per slot: NEEDED | TARGET | OWNED
+    cdef Py_ssize_t cap             # allocated length of deps and flags
+    cdef dict shadow                # Node -> slot, for nodes another running pass claimed
+    cdef list heap                  # ready nodes, max seq first
+    cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
+    cdef object __weakref__
+
+    def __cinit__(self):
+        self.deps = NULL
+        self.flags = NULL
+        self.cap = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.deps)
+        PyMem_Free(self.flags)
+
+    cdef inline Py_ssize_t slot_of(self, Node n) except -2:
+        """``n``'s slot in this pass, or -1 if the pass has not visited it."""
+        if n.epoch == self.epoch:
+            return n.slot
+        if self.shadow is None:
+            return -1
+        found = self.shadow.get(n)
+        return -1 if found is None else <Py_ssize_t>found
+
+    cdef Py_ssize_t visit(self, Node n, list stack) except -1:
+        """Give ``n`` a slot, claiming the node if no running pass holds it."""
+        cdef Py_ssize_t k = len(self.nodes)
+        cdef Py_ssize_t newcap
+        cdef void *mem
+        if k == self.cap:
+            newcap = 64 if self.cap == 0 else 2 * self.cap
+            mem = PyMem_Realloc(self.deps, newcap * sizeof(Py_ssize_t))
+            if mem == NULL:
+                raise MemoryError()
+            self.deps = <Py_ssize_t *>mem
+            mem = PyMem_Realloc(self.flags, newcap * sizeof(unsigned char))
+            if mem == NULL:
+                raise MemoryError()
+            self.flags = <unsigned char *>mem
+            self.cap = newcap
+        self.deps[k] = 0
+        self.flags[k] = NEEDED
+        self.nodes.append(n)
+        self.acc.append(None)
+        if n.epoch == 0:
+            n.epoch = self.epoch       # no Python code between the test and the claim
+            n.slot = k
+        else:
+            if self.shadow is None:
+                self.shadow = {}
+            self.shadow[n] = k
+        stack.append(n)
+        return k
+
+    cdef void unclaim(self) noexcept:
+        """Hand the nodes this pass claimed back (the pass is over)."""
+        cdef Node n
+        if self.nodes is None:
+            return
+        for obj in self.nodes:
+            n = <Node>obj
+            if n.epoch == self.epoch:
+                n.epoch = 0
+
+    cdef void accumulate(self, Node p, Py_ssize_t slot, Py_ssize_t oidx, object g,
+                         bint exclusive) except *:
+        cdef object acc, r
+        cdef bint create = self.create
+        if p.n_out == 1:
+            acc = <object>PyList_GET_ITEM(self.acc, slot)
+            if acc is None:
+                self.acc[slot] = g
+                if exclusive:
+                    self.flags[slot] |= OWNED
+                else:
+                    self.flags[slot] &= ~OWNED
+            elif create:
+                self.acc[slot] = P_ADD.apply((acc, g), ())
+            elif self.flags[slot] & OWNED:
+                # a buffer only this pass holds: add in place (split when large,
+                # Note [Parallel kernels])
+                if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
+                    acc += g
+            elif exclusive and g.shape == acc.shape:
+                # the new contribution is ours: add the old into it
+                if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
+                    g += acc
+                self.acc[slot] = g
+                self.flags[slot] |= OWNED
+            else:
+                r = split_call(_npadd, (acc, g)) if is_large(acc) else None
+                acc = acc + g if r is None else r
+                if type(acc) is not NP_NDARRAY:
+                    acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
+                self.acc[slot] = acc
+                self.flags[slot] |= OWNED
+            return
+        accs = <object>PyList_GET_ITEM(self.acc, slot)
+        if accs is None:
+            accs = [None] * p.n_out
+            self.acc[slot] = accs
+        acc = accs[oidx]
+        if acc is None:
+            accs[oidx] = g
+        elif create:
+            accs[oidx] = P_ADD.apply((acc, g), ())
+        else:
+            accs[oidx] = acc + g
+
+    cdef void order_by_seq(self) except *:
+        """Sort the visited nodes by ``seq`` (parents first) and renumber their slots."""
+        cdef Node n
+        cdef Py_ssize_t k
+        self.nodes.sort(key=_seq_of)
+        for k in range(len(self.nodes)):
+            n = <Node>self.nodes[k]
+            if n.epoch == self.epoch:
+                n.slot = k
+            else:
+                self.shadow[n] = k
+            self.deps[k] = 0
+            self.flags[k] = 0
+
+    cdef void prune_to_targets(self) except *:
+        """Keep only the nodes on a path from the heads to a target (Note [Scheduling]);
+        the nodes are in ``seq`` order, so a node's parents are decided before it."""
+        cdef Node n
+        cdef Py_ssize_t k, j
+        cdef bint needed
+        for k in range(len(self.nodes)):
+            n = <Node>self.nodes[k]
+            needed = (self.flags[k] & TARGET) != 0
+            if not needed and n.op is not None:
+                for par in n.parents:
+                    if par is not None and self.flags[self.slot_of(<Node>par)] & NEEDED:
+                        needed = True
+                        break
+            if needed:
+                self.flags[k] |= NEEDED
+        for k in range(len(self.nodes)):
+            n = <Node>self.nodes[k]
+            if self.flags[k] & NEEDED and n.op is not None:
+                for par in n.parents:
+                    if par is not None:
+                        j = self.slot_of(<Node>par)
+                        if self.flags[j] & NEEDED:
+                            self.deps[j] += 1
+
+
 def run_backward(list heads, list head_grads, list variables, bint retain_graph,
                  bint create_graph, bint train_mode, bint allow_unused=False):
     """Run one backward pass (internal; see ``fastgrad.autograd.backward`` and ``grad``).
@@ -478,48 +579,52 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     With ``variables=None`` the gradients are written into the variables' ``.grad`` buffers;
     otherwise they are returned, one per variable, and no ``.grad`` is touched.
     """
-    global _depth
+    global _epoch
     if head_grads is not None and len(head_grads) != len(heads):
         raise ValueError("backward: got %d heads but %d head gradients"
                          % (len(heads), len(head_grads)))
-    with _lock:
-        prev_rec = set_recording_c(create_graph)
-        prev_train = set_training_c(train_mode)
-        outer_memo = _memo.start() if create_graph else None   # Note [Shared subexpressions]
-        _depth += 1
-        _running.append(_epoch + 1)                 # the epoch _run is about to take
-        try:
-            return _run(heads, head_grads, variables, retain_graph, create_graph, allow_unused)
-        finally:
-            _running.pop()
-            _depth -= 1
-            if create_graph:
-                _memo.stop(outer_memo)
-            set_recording_c(prev_rec)
-            set_training_c(prev_train)
+    cdef _Pass ps = _Pass.__new__(_Pass)
+    _epoch += 1                     # under the GIL: no two passes get the same epoch
+    ps.epoch = _epoch
+    ps.create = create_graph
+    ps.prune = variables is not None
+    ps.nodes = []
+    ps.acc = []
+    ps.heap = []
+    if create_graph:
+        ps.memo = {}                # Note [Shared subexpressions]
+    prev_rec = set_recording_c(create_graph)
+    prev_train = set_training_c(train_mode)
+    outer = swap_pass_c(ps)
+    try:
+        return _run(ps, heads, head_grads, variables, retain_graph, allow_unused)
+    finally:
+        swap_pass_c(outer)
+        ps.unclaim()
+        set_recording_c(prev_rec)
+        set_training_c(prev_train)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef object _run(list heads, list head_grads, list variables, bint retain, bint create,
+cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint retain,
                  bint allow_unused):
-    global _epoch
-    _epoch += 1
-    cdef unsigned long long epoch = _epoch
+    cdef bint create = ps.create
     cdef long long start_seq = last_seq()       # nodes after it are made by this pass
-    cdef list nodes = []
     cdef list stack = []
     cdef list seeds = []
     cdef list freed = []
     cdef Node n, p
     cdef ndarray h
-    cdef Py_ssize_t i, k, nparents
+    cdef Py_ssize_t i, k, nparents, slot, pslot
     cdef object obj, g, gi, grads
-    cdef bint prune = variables is not None
+    cdef bint prune = ps.prune
     cdef tuple parents, poidx
     cdef int mask
-    cdef bint excl
+    cdef bint excl, owned
     cdef object fitted
+    cdef list heap = ps.heap
+    cdef list accs = ps.acc
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -539,8 +644,8 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                    ", or pass allow_unused=True to grad() to get zeros for a constant head"))
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
-        if h._node.epoch != epoch:
-            _visit(h._node, epoch, nodes, stack)
+        if ps.slot_of(h._node) < 0:
+            ps.visit(h._node, stack)
 
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
     while stack:
@@ -555,12 +660,14 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if obj is None:
                 continue
             p = <Node>obj
-            if p.epoch != epoch:
-                _visit(p, epoch, nodes, stack)
-            p.deps += 1
+            pslot = ps.slot_of(p)
+            if pslot < 0:
+                pslot = ps.visit(p, stack)
+            ps.deps[pslot] += 1
 
     cdef list targets = None
     if prune:
+        ps.order_by_seq()
         targets = []
         for i in range(len(variables)):
             obj = variables[i]
@@ -571,7 +678,8 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if h._node is None:
                 raise ValueError("grad: variable %d (shape %s) has no recorded history; call "
                                  "attach_grad() on it before recording" % (i, h.shape))
-            if h._node.epoch != epoch:
+            slot = ps.slot_of(h._node)
+            if slot < 0:
                 if not allow_unused:
                     raise ValueError(
                         "grad: variable %d (shape %s) is not reached from the heads, so its "
@@ -579,127 +687,105 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                         % (i, h.shape))
                 targets.append(None)
                 continue
-            h._node.is_target = True
+            ps.flags[slot] |= TARGET
             targets.append(h._node)
-        _prune(nodes)
+        ps.prune_to_targets()
         # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
         # producer was released captures y's gradient and stops there.
         for obj in freed:
             n = <Node>obj
-            if n.needed:
+            if ps.flags[ps.slot_of(n)] & NEEDED:
                 for par in n.parents:
-                    if par is not None and (<Node>par).needed:
+                    if par is not None and ps.flags[ps.slot_of(<Node>par)] & NEEDED:
                         raise RuntimeError(_released_message(n))
 
     cdef dict captured = {} if prune else None
-    cdef list heap = []
-    try:
-        for obj in seeds:
-            n = <Node>obj[0]
-            if n.needed:
-                _accumulate(n, obj[1], obj[2], create, False)
-        for obj in seeds:
-            n = <Node>obj[0]
-            if n.needed and n.deps == 0:
-                n.deps = -1
-                _heap_push(heap, n)
+    for obj in seeds:
+        n = <Node>obj[0]
+        slot = ps.slot_of(n)
+        if ps.flags[slot] & NEEDED:
+            ps.accumulate(n, slot, obj[1], obj[2], False)
+    for obj in seeds:
+        n = <Node>obj[0]
+        slot = ps.slot_of(n)
+        if ps.flags[slot] & NEEDED and ps.deps[slot] == 0:
+            ps.deps[slot] = -1
+            _heap_push(heap, n)
+    seeds = None
 
-        while heap:
-            n = _heap_pop(heap)
-            g = n.acc
-            owned = n.acc_owned
-            n.acc = None
-            if prune:
-                if n.is_target:
-                    captured[n] = (g, owned)
-            elif n.var_refs is not None:
-                # A gradient that only this loop still holds can be moved into .grad even if
-                # it was shared when it arrived (add hands one array to both its inputs).
-                _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
-            if n.op is None:
-                continue
-            parents = n.parents
-            nparents = PyTuple_GET_SIZE(parents)
-            mask = 0
-            for i in range(nparents):
-                obj = <object>PyTuple_GET_ITEM(parents, i)
-                if obj is not None and (not prune or (<Node>obj).needed):
-                    mask |= (1 << i) if i < 30 else (1 << 30)
-            if mask and g is not None:
-                grads = _call_rule(n, g, mask, create)
-                if PyTuple_GET_SIZE(grads) != nparents:
-                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                       "for %d inputs" % (n.op.name, len(grads), nparents))
-                if is_anomaly_c():
-                    _anomaly_report(n, grads)
-                poidx = n.parent_oidx
-                for i in range(nparents):
-                    obj = <object>PyTuple_GET_ITEM(parents, i)
-                    if obj is None:
-                        continue
-                    p = <Node>obj
-                    if prune and not p.needed:
-                        continue
-                    gi = <object>PyTuple_GET_ITEM(grads, i)
-                    if gi is not None:
-                        k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-                        fitted = _fit(gi, p, k, n, i, create)
-                        # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone
-                        # (plus `gi` when it was converted from a non-array).
-                        excl = not create and _exclusive(
-                            fitted, 3 if fitted is gi else 1)
-                        gi = None
-                        _accumulate(p, k, fitted, create, excl)
-                        fitted = None
-                grads = None          # release the rule's results as soon as they are delivered
-            if not retain:
-                n.saved = None
-                n.result = None
-                n.consts = None
-                n.released = True
-                if type(n.op) is not Primitive:
-                    n.op.release()
+    while heap:
+        n = _heap_pop(heap)
+        slot = ps.slot_of(n)
+        g = <object>PyList_GET_ITEM(accs, slot)
+        owned = (ps.flags[slot] & OWNED) != 0
+        accs[slot] = None
+        if prune:
+            if ps.flags[slot] & TARGET:
+                captured[n] = (g, owned)
+        elif n.var_refs is not None:
+            # A gradient that only this loop still holds can be moved into .grad even if
+            # it was shared when it arrived (add hands one array to both its inputs).
+            _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
+        if n.op is None:
+            continue
+        parents = n.parents
+        nparents = PyTuple_GET_SIZE(parents)
+        mask = 0
+        for i in range(nparents):
+            obj = <object>PyTuple_GET_ITEM(parents, i)
+            if obj is not None and (not prune or ps.flags[ps.slot_of(<Node>obj)] & NEEDED):
+                mask |= (1 << i) if i < 30 else (1 << 30)
+        if mask and g is not None:
+            grads = _call_rule(n, g, mask, create)
+            if PyTuple_GET_SIZE(grads) != nparents:
+                raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
+                                   "for %d inputs" % (n.op.name, len(grads), nparents))
+            if is_anomaly_c():
+                _anomaly_report(n, grads)
+            poidx = n.parent_oidx
             for i in range(nparents):
                 obj = <object>PyTuple_GET_ITEM(parents, i)
                 if obj is None:
                     continue
                 p = <Node>obj
-                if prune and not p.needed:
+                pslot = ps.slot_of(p)
+                if prune and not ps.flags[pslot] & NEEDED:
                     continue
-                p.deps -= 1
-                if p.deps == 0:
-                    _heap_push(heap, p)
-    except BaseException:
-        for obj in nodes:
-            (<Node>obj).acc = None
-        raise
+                gi = <object>PyTuple_GET_ITEM(grads, i)
+                if gi is not None:
+                    k = 0 if poidx is None else <Py_ssize_t>poidx[i]
+                    fitted = _fit(gi, p, k, n, i, create)
+                    # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone
+                    # (plus `gi` when it was converted from a non-array).
+                    excl = not create and _exclusive(
+                        fitted, 3 if fitted is gi else 1)
+                    gi = None
+                    ps.accumulate(p, pslot, k, fitted, excl)
+                    fitted = None
+            grads = None          # release the rule's results as soon as they are delivered
+        g = None
+        if not retain:
+            n.saved = None
+            n.result = None
+            n.consts = None
+            n.released = True
+            if type(n.op) is not Primitive:
+                n.op.release()
+        for i in range(nparents):
+            obj = <object>PyTuple_GET_ITEM(parents, i)
+            if obj is None:
+                continue
+            p = <Node>obj
+            pslot = ps.slot_of(p)
+            if prune and not ps.flags[pslot] & NEEDED:
+                continue
+            ps.deps[pslot] -= 1
+            if ps.deps[pslot] == 0:
+                _heap_push(heap, p)
 
     if not prune:
         return None
     return _collect(variables, targets, captured, create, start_seq)
-
-
-cdef void _prune(list nodes) except *:
-    """Keep only the nodes on a path from the heads to a target (Note [Scheduling])."""
-    cdef Node n, p
-    cdef object obj
-    nodes.sort(key=_seq_of)
-    for obj in nodes:
-        n = <Node>obj
-        n.deps = 0
-        needed = n.is_target
-        if not needed and n.op is not None:
-            for par in n.parents:
-                if par is not None and (<Node>par).needed:
-                    needed = True
-                    break
-        n.needed = needed
-    for obj in nodes:
-        n = <Node>obj
-        if n.needed and n.op is not None:
-            for par in n.parents:
-                if par is not None and (<Node>par).needed:
-                    (<Node>par).deps += 1
 
 
 def _seq_of(Node n):
