@@ -31,6 +31,40 @@ Once a node has run, the values it saved and the gradients it received are dropp
 ``retain_graph``), so a backward pass holds at most the arrays a hand-written one would. A node
 whose saved values were dropped is marked ``released``; reaching it again raises an error that
 says to use ``retain_graph=True``.
+
+Note [Pass state]
+~~~~~~~~~~~~~~~~~
+Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: the nodes it
+visited, per node a dependency count, flags (needed, target, owned) and the gradient
+accumulated so far (C arrays and a list indexed by a *slot*), its ready heap and, under
+``create_graph``, its memo (Note [Shared subexpressions]). There is no process-wide lock and
+no global pass state besides the counter that numbers passes, so passes on different graphs
+run in different threads at once, and a ``Function``'s backward may start a pass in its own
+thread or in another one and wait for it. Nothing is locked while user code runs.
+
+A node records only which pass claimed it: ``epoch`` (that pass's number, 0 when none) and
+``slot``. A pass visiting an unclaimed node claims it (test and set with no Python code
+between them, so under the GIL two passes cannot both claim it) and hands it back at its end.
+A pass that meets a node another *running* pass claimed (the outer pass, for a pass started
+inside a ``Function``'s backward that differentiates through the outer graph; or a pass in
+another thread over a shared variable or the same graph) keeps the node's slot in a side
+dict. So the common case costs one comparison per lookup, and nested or concurrent passes
+never see each other's counts or pending gradients: an inner pass through the outer graph
+gives the right values, and the outer pass's gradients survive it.
+
+What passes do share is the graph itself. Two passes over one graph at once both give right
+gradients as long as neither frees it: with ``retain_graph=True`` they are independent.
+Without it, a pass frees each node's saved values once the node has run, exactly as when the
+passes run one after the other: a pass that reaches a node another pass already freed raises
+the usual "already freed ... retain_graph=True" error (checked again when the rule is about to
+run, not only during the walk, since the other pass may free it in between). An inner pass
+without ``retain_graph`` that runs outer-graph nodes frees them too, and the outer pass then
+raises the same error for them. Writes into a variable's ``.grad`` are each serialised by a
+short lock of their own (no user code runs under it), so passes in two threads that write the
+same variable add (``grad_req='add'``) or overwrite (``'write'``) as they would in sequence;
+an inner ``backward()`` writes its variables' ``.grad`` when it finishes, and the outer pass
+writes them again when it reaches them. A ``Function`` node's user ``backward`` runs for one
+pass at a time (Note [Function backward in concurrent passes] in ``_function.py``).
 """
 
 cimport cython
@@ -38,6 +72,9 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTu
 from cpython.ref cimport Py_INCREF, Py_REFCNT
 from cpython.list cimport PyList_GET_ITEM
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
+                               PyThread_acquire_lock, PyThread_release_lock,
+                               PyThread_get_thread_ident, WAIT_LOCK, NOWAIT_LOCK)
 cimport numpy as cnp
 from fastgrad._node cimport Node, _bump_cell, last_seq
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
@@ -321,15 +358,49 @@ cdef void _write_var(object ref, object g, bint owned) except *:
     _bump_cell(cell_of(buf))
 
 
+# Writing a variable's .grad is a read-modify-write (the buffer may be made on first use;
+# grad_req 'add' adds into it, and NumPy releases the GIL while it adds), and passes in two
+# threads may write the same variable. These writes alone are serialised, by a lock that is
+# never held while user code runs (Note [Pass state]); it is re-entrant for its thread in case
+# a finalizer run by an allocation under it starts a pass.
+cdef PyThread_type_lock _grad_lock = PyThread_allocate_lock()
+cdef unsigned long _grad_owner = 0
+cdef int _grad_depth = 0
+
+
+cdef void _lock_grads() noexcept:
+    global _grad_owner, _grad_depth
+    cdef unsigned long me = PyThread_get_thread_ident()
+    if _grad_depth and _grad_owner == me:
+        _grad_depth += 1
+        return
+    if not PyThread_acquire_lock(_grad_lock, NOWAIT_LOCK):
+        with nogil:
+            PyThread_acquire_lock(_grad_lock, WAIT_LOCK)
+    _grad_owner = me
+    _grad_depth = 1
+
+
+cdef void _unlock_grads() noexcept:
+    global _grad_depth
+    _grad_depth -= 1
+    if _grad_depth == 0:
+        PyThread_release_lock(_grad_lock)
+
+
 cdef void _write_vars(Node n, object g, bint owned) except *:
     cdef Py_ssize_t k
-    if n.n_out == 1:
-        _write_var(n.var_refs, g, owned)
-        return
-    for k in range(n.n_out):
-        ref = n.var_refs[k]
-        if ref is not None:
-            _write_var(ref, g[k] if g is not None else None, False)
+    _lock_grads()
+    try:
+        if n.n_out == 1:
+            _write_var(n.var_refs, g, owned)
+            return
+        for k in range(n.n_out):
+            ref = n.var_refs[k]
+            if ref is not None:
+                _write_var(ref, g[k] if g is not None else None, False)
+    finally:
+        _unlock_grads()
 
 
 cdef void _check_versions(Node n, tuple saved) except *:
