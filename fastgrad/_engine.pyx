@@ -3,8 +3,8 @@
 Note [Scheduling]
 ~~~~~~~~~~~~~~~~~
 A pass first walks the graph from the heads with an explicit stack (never recursion, so
-graphs of millions of nodes work), stamping each node with the pass's ``epoch`` and counting,
-for every node, how many of its consumers the pass will run (``deps``). It then runs nodes
+graphs of millions of nodes work), giving each node a slot in the pass (Note [Pass state])
+and counting, for every node, how many of its consumers the pass will run (``deps``). It then runs nodes
 from a max-heap keyed on ``seq``: a node is pushed once all its consumers have run, and the
 ready node recorded last runs first. That order is deterministic and mirrors the forward pass
 in reverse, which frees saved arrays in the order a hand-written backward would. ``grad()``
@@ -34,10 +34,11 @@ says to use ``retain_graph=True``.
 
 Note [Pass state]
 ~~~~~~~~~~~~~~~~~
-Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: the nodes it
-visited, per node a dependency count, flags (needed, target, owned) and the gradient
-accumulated so far (C arrays and a list indexed by a *slot*), its ready heap and, under
-``create_graph``, its memo (Note [Shared subexpressions]). There is no process-wide lock and
+Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: a C array with one
+*slot* per node it visited (the node, its dependency count, flags for needed, target and
+owned, and the gradient accumulated so far, all references owned by the pass), its ready heap
+and, under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the
+slots by ``seq`` with ``qsort``. There is no process-wide lock and
 no global pass state besides the counter that numbers passes, so passes on different graphs
 run in different threads at once, and a ``Function``'s backward may start a pass in its own
 thread or in another one and wait for it. Nothing is locked while user code runs.
@@ -69,8 +70,8 @@ pass at a time (Note [Function backward in concurrent passes] in ``_function.py`
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport Py_INCREF, Py_REFCNT
-from cpython.list cimport PyList_GET_ITEM
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF, Py_REFCNT
+from libc.stdlib cimport qsort
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
@@ -482,62 +483,83 @@ cdef enum:
     OWNED = 4           # its accumulated gradient is a buffer this pass allocated
 
 
+cdef struct Slot:
+    PyObject *node          # the node (a reference the pass owns)
+    PyObject *acc           # the gradient accumulated so far (owned), or NULL
+    long long seq           # node.seq, for sorting in C
+    Py_ssize_t deps         # consumers not yet run in this pass
+    unsigned char flags     # NEEDED | TARGET | OWNED
+
+
+cdef int _by_seq(const void *a, const void *b) noexcept nogil:
+    cdef long long sa = (<const Slot *>a).seq, sb = (<const Slot *>b).seq
+    return (sa > sb) - (sa < sb)
+
+
 @cython.final
 cdef class _Pass:
-    """The state of one backward pass (Note [Pass state]): the nodes it visited, their
-    dependency counts, flags and accumulated gradients, its ready heap and its memo."""
+    """The state of one backward pass (Note [Pass state]): per visited node a slot with the
+    node, its dependency count, flags and accumulated gradient; the ready heap; the memo."""
 
     cdef unsigned long long epoch
     cdef bint create
     cdef bint prune
-    cdef list nodes                 # the visited nodes, in slot order
-    cdef list acc                   # per slot: the gradient accumulated so far
-    cdef Py_ssize_t *deps           # per slot: consumers not yet run in this pass
-    cdef unsigned char *flags       # per slot: NEEDED | TARGET | OWNED
-    cdef Py_ssize_t cap             # allocated length of deps and flags
+    cdef Slot *slots                # the visited nodes' state, by slot
+    cdef Py_ssize_t n               # slots in use
+    cdef Py_ssize_t cap             # slots allocated
     cdef dict shadow                # Node -> slot, for nodes another running pass claimed
     cdef list heap                  # ready nodes, max seq first
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
     cdef object __weakref__
 
     def __cinit__(self):
-        self.deps = NULL
-        self.flags = NULL
+        self.slots = NULL
+        self.n = 0
         self.cap = 0
 
     def __dealloc__(self):
-        PyMem_Free(self.deps)
-        PyMem_Free(self.flags)
+        cdef Py_ssize_t k
+        cdef Slot *slots = self.slots
+        self.slots = NULL
+        for k in range(self.n):
+            Py_XDECREF(slots[k].acc)
+            Py_XDECREF(slots[k].node)
+        PyMem_Free(slots)
 
     cdef inline Py_ssize_t slot_of(self, Node n) except -2:
         """``n``'s slot in this pass, or -1 if the pass has not visited it."""
         if n.epoch == self.epoch:
             return n.slot
+        return self.shadow_slot(n)
+
+    cdef Py_ssize_t shadow_slot(self, Node n) except -2:
+        """The slot of a node this pass did not claim (Note [Pass state]), or -1."""
         if self.shadow is None:
             return -1
         found = self.shadow.get(n)
         return -1 if found is None else <Py_ssize_t>found
 
-    cdef Py_ssize_t visit(self, Node n, list stack) except -1:
+    cdef int grow(self) except -1:
+        cdef Py_ssize_t newcap = 64 if self.cap == 0 else 2 * self.cap
+        cdef void *mem = PyMem_Realloc(self.slots, newcap * sizeof(Slot))
+        if mem == NULL:
+            raise MemoryError()
+        self.slots = <Slot *>mem
+        self.cap = newcap
+        return 0
+
+    cdef inline Py_ssize_t visit(self, Node n, list stack) except -1:
         """Give ``n`` a slot, claiming the node if no running pass holds it."""
-        cdef Py_ssize_t k = len(self.nodes)
-        cdef Py_ssize_t newcap
-        cdef void *mem
+        cdef Py_ssize_t k = self.n
         if k == self.cap:
-            newcap = 64 if self.cap == 0 else 2 * self.cap
-            mem = PyMem_Realloc(self.deps, newcap * sizeof(Py_ssize_t))
-            if mem == NULL:
-                raise MemoryError()
-            self.deps = <Py_ssize_t *>mem
-            mem = PyMem_Realloc(self.flags, newcap * sizeof(unsigned char))
-            if mem == NULL:
-                raise MemoryError()
-            self.flags = <unsigned char *>mem
-            self.cap = newcap
-        self.deps[k] = 0
-        self.flags[k] = NEEDED
-        self.nodes.append(n)
-        self.acc.append(None)
+            self.grow()
+        Py_INCREF(n)
+        self.slots[k].node = <PyObject *>n
+        self.slots[k].acc = NULL
+        self.slots[k].seq = n.seq
+        self.slots[k].deps = 0
+        self.slots[k].flags = NEEDED
+        self.n = k + 1
         if n.epoch == 0:
             n.epoch = self.epoch       # no Python code between the test and the claim
             n.slot = k
@@ -548,31 +570,53 @@ cdef class _Pass:
         stack.append(n)
         return k
 
-    cdef void unclaim(self) noexcept:
-        """Hand the nodes this pass claimed back (the pass is over)."""
+    cdef void finish(self) noexcept:
+        """Hand the nodes this pass claimed back and drop its references (the pass is over)."""
+        cdef Py_ssize_t k, count = self.n
         cdef Node n
-        if self.nodes is None:
-            return
-        for obj in self.nodes:
-            n = <Node>obj
+        cdef Slot *slots = self.slots
+        self.n = 0
+        for k in range(count):
+            n = <Node>slots[k].node
             if n.epoch == self.epoch:
                 n.epoch = 0
+            Py_XDECREF(slots[k].acc)
+            slots[k].node = NULL
+            Py_DECREF(n)                # n still holds its own reference until it goes
+
+    cdef inline object take_acc(self, Py_ssize_t k):
+        """The gradient accumulated for slot ``k``, which the slot no longer holds."""
+        cdef PyObject *p = self.slots[k].acc
+        if p == NULL:
+            return None
+        self.slots[k].acc = NULL
+        g = <object>p
+        Py_DECREF(g)                   # the slot's reference is now g's
+        return g
+
+    cdef inline void set_acc(self, Py_ssize_t k, object g) noexcept:
+        cdef PyObject *old = self.slots[k].acc
+        Py_INCREF(g)
+        self.slots[k].acc = <PyObject *>g
+        Py_XDECREF(old)
 
     cdef void accumulate(self, Node p, Py_ssize_t slot, Py_ssize_t oidx, object g,
                          bint exclusive) except *:
         cdef object acc, r
         cdef bint create = self.create
+        cdef PyObject *held = self.slots[slot].acc
         if p.n_out == 1:
-            acc = <object>PyList_GET_ITEM(self.acc, slot)
-            if acc is None:
-                self.acc[slot] = g
+            if held == NULL:
+                self.set_acc(slot, g)
                 if exclusive:
-                    self.flags[slot] |= OWNED
+                    self.slots[slot].flags |= OWNED
                 else:
-                    self.flags[slot] &= ~OWNED
-            elif create:
-                self.acc[slot] = P_ADD.apply((acc, g), ())
-            elif self.flags[slot] & OWNED:
+                    self.slots[slot].flags &= ~OWNED
+                return
+            acc = <object>held
+            if create:
+                self.set_acc(slot, P_ADD.apply((acc, g), ()))
+            elif self.slots[slot].flags & OWNED:
                 # a buffer only this pass holds: add in place (split when large,
                 # Note [Parallel kernels])
                 if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
@@ -581,20 +625,21 @@ cdef class _Pass:
                 # the new contribution is ours: add the old into it
                 if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
                     g += acc
-                self.acc[slot] = g
-                self.flags[slot] |= OWNED
+                self.set_acc(slot, g)
+                self.slots[slot].flags |= OWNED
             else:
                 r = split_call(_npadd, (acc, g)) if is_large(acc) else None
                 acc = acc + g if r is None else r
                 if type(acc) is not NP_NDARRAY:
                     acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
-                self.acc[slot] = acc
-                self.flags[slot] |= OWNED
+                self.set_acc(slot, acc)
+                self.slots[slot].flags |= OWNED
             return
-        accs = <object>PyList_GET_ITEM(self.acc, slot)
-        if accs is None:
+        if held == NULL:
             accs = [None] * p.n_out
-            self.acc[slot] = accs
+            self.set_acc(slot, accs)
+        else:
+            accs = <object>held
         acc = accs[oidx]
         if acc is None:
             accs[oidx] = g
@@ -604,43 +649,43 @@ cdef class _Pass:
             accs[oidx] = acc + g
 
     cdef void order_by_seq(self) except *:
-        """Sort the visited nodes by ``seq`` (parents first) and renumber their slots."""
+        """Sort the slots by ``seq`` (parents first) and renumber them."""
         cdef Node n
         cdef Py_ssize_t k
-        self.nodes.sort(key=_seq_of)
-        for k in range(len(self.nodes)):
-            n = <Node>self.nodes[k]
+        qsort(self.slots, self.n, sizeof(Slot), _by_seq)
+        for k in range(self.n):
+            n = <Node>self.slots[k].node
             if n.epoch == self.epoch:
                 n.slot = k
             else:
                 self.shadow[n] = k
-            self.deps[k] = 0
-            self.flags[k] = 0
+            self.slots[k].deps = 0
+            self.slots[k].flags = 0
 
     cdef void prune_to_targets(self) except *:
         """Keep only the nodes on a path from the heads to a target (Note [Scheduling]);
-        the nodes are in ``seq`` order, so a node's parents are decided before it."""
+        the slots are in ``seq`` order, so a node's parents are decided before it."""
         cdef Node n
         cdef Py_ssize_t k, j
         cdef bint needed
-        for k in range(len(self.nodes)):
-            n = <Node>self.nodes[k]
-            needed = (self.flags[k] & TARGET) != 0
+        for k in range(self.n):
+            n = <Node>self.slots[k].node
+            needed = (self.slots[k].flags & TARGET) != 0
             if not needed and n.op is not None:
                 for par in n.parents:
-                    if par is not None and self.flags[self.slot_of(<Node>par)] & NEEDED:
+                    if par is not None and self.slots[self.slot_of(<Node>par)].flags & NEEDED:
                         needed = True
                         break
             if needed:
-                self.flags[k] |= NEEDED
-        for k in range(len(self.nodes)):
-            n = <Node>self.nodes[k]
-            if self.flags[k] & NEEDED and n.op is not None:
+                self.slots[k].flags |= NEEDED
+        for k in range(self.n):
+            n = <Node>self.slots[k].node
+            if self.slots[k].flags & NEEDED and n.op is not None:
                 for par in n.parents:
                     if par is not None:
                         j = self.slot_of(<Node>par)
-                        if self.flags[j] & NEEDED:
-                            self.deps[j] += 1
+                        if self.slots[j].flags & NEEDED:
+                            self.slots[j].deps += 1
 
 
 def run_backward(list heads, list head_grads, list variables, bint retain_graph,
@@ -659,8 +704,6 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     ps.epoch = _epoch
     ps.create = create_graph
     ps.prune = variables is not None
-    ps.nodes = []
-    ps.acc = []
     ps.heap = []
     if create_graph:
         ps.memo = {}                # Note [Shared subexpressions]
@@ -671,7 +714,7 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
         return _run(ps, heads, head_grads, variables, retain_graph, allow_unused)
     finally:
         swap_pass_c(outer)
-        ps.unclaim()
+        ps.finish()
         set_recording_c(prev_rec)
         set_training_c(prev_train)
 
@@ -695,7 +738,6 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     cdef bint excl, owned
     cdef object fitted
     cdef list heap = ps.heap
-    cdef list accs = ps.acc
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -734,7 +776,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             pslot = ps.slot_of(p)
             if pslot < 0:
                 pslot = ps.visit(p, stack)
-            ps.deps[pslot] += 1
+            ps.slots[pslot].deps += 1
 
     cdef list targets = None
     if prune:
@@ -758,40 +800,39 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                         % (i, h.shape))
                 targets.append(None)
                 continue
-            ps.flags[slot] |= TARGET
+            ps.slots[slot].flags |= TARGET
             targets.append(h._node)
         ps.prune_to_targets()
         # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
         # producer was released captures y's gradient and stops there.
         for obj in freed:
             n = <Node>obj
-            if ps.flags[ps.slot_of(n)] & NEEDED:
+            if ps.slots[ps.slot_of(n)].flags & NEEDED:
                 for par in n.parents:
-                    if par is not None and ps.flags[ps.slot_of(<Node>par)] & NEEDED:
+                    if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
                         raise RuntimeError(_released_message(n))
 
     cdef dict captured = {} if prune else None
     for obj in seeds:
         n = <Node>obj[0]
         slot = ps.slot_of(n)
-        if ps.flags[slot] & NEEDED:
+        if ps.slots[slot].flags & NEEDED:
             ps.accumulate(n, slot, obj[1], obj[2], False)
     for obj in seeds:
         n = <Node>obj[0]
         slot = ps.slot_of(n)
-        if ps.flags[slot] & NEEDED and ps.deps[slot] == 0:
-            ps.deps[slot] = -1
+        if ps.slots[slot].flags & NEEDED and ps.slots[slot].deps == 0:
+            ps.slots[slot].deps = -1
             _heap_push(heap, n)
     seeds = None
 
     while heap:
         n = _heap_pop(heap)
         slot = ps.slot_of(n)
-        g = <object>PyList_GET_ITEM(accs, slot)
-        owned = (ps.flags[slot] & OWNED) != 0
-        accs[slot] = None
+        owned = (ps.slots[slot].flags & OWNED) != 0
+        g = ps.take_acc(slot)
         if prune:
-            if ps.flags[slot] & TARGET:
+            if ps.slots[slot].flags & TARGET:
                 captured[n] = (g, owned)
         elif n.var_refs is not None:
             # A gradient that only this loop still holds can be moved into .grad even if
@@ -804,7 +845,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         mask = 0
         for i in range(nparents):
             obj = <object>PyTuple_GET_ITEM(parents, i)
-            if obj is not None and (not prune or ps.flags[ps.slot_of(<Node>obj)] & NEEDED):
+            if obj is not None and (not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
                 mask |= (1 << i) if i < 30 else (1 << 30)
         if mask and g is not None:
             grads = _call_rule(n, g, mask, create)
@@ -820,7 +861,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                     continue
                 p = <Node>obj
                 pslot = ps.slot_of(p)
-                if prune and not ps.flags[pslot] & NEEDED:
+                if prune and not ps.slots[pslot].flags & NEEDED:
                     continue
                 gi = <object>PyTuple_GET_ITEM(grads, i)
                 if gi is not None:
@@ -848,19 +889,15 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 continue
             p = <Node>obj
             pslot = ps.slot_of(p)
-            if prune and not ps.flags[pslot] & NEEDED:
+            if prune and not ps.slots[pslot].flags & NEEDED:
                 continue
-            ps.deps[pslot] -= 1
-            if ps.deps[pslot] == 0:
+            ps.slots[pslot].deps -= 1
+            if ps.slots[pslot].deps == 0:
                 _heap_push(heap, p)
 
     if not prune:
         return None
     return _collect(variables, targets, captured, create, start_seq)
-
-
-def _seq_of(Node n):
-    return n.seq
 
 
 cdef list _collect(list variables, list targets, dict captured, bint create,
