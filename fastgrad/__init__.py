@@ -31,6 +31,7 @@ from fastgrad._registry import list_ops  # noqa: E402
 from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402
+from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np
@@ -40,4 +41,4 @@ _sys.modules[__name__ + ".sym"] = sym
 _sys.modules[__name__ + ".viz"] = viz
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
-           "current_context", "list_ops", "sym", "viz", "__version__"]
+           "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]

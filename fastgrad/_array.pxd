@@ -11,6 +11,8 @@ cdef class ndarray:
     cdef int _grad_req               # GRAD_NULL, GRAD_WRITE or GRAD_ADD
     cdef bint _grad_swappable        # the buffer is ours: backward may replace its data
     cdef bint _grad_lazy             # attached, buffer not made yet (Note [Lazy grad buffers])
+    cdef public bint _fresh_grad     # a backward pass wrote .grad since this was last cleared
+                                     #   (MXNet's flag; attach_grad and mark_variables clear it)
     cdef VersionCell _vcell          # in-place writes to this memory, shared with views
                                      #   (Note [Versions]); None until first needed
     cdef object __weakref__

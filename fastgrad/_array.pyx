@@ -18,9 +18,10 @@ An in-place write (``a += b``, ``a[k] = v``) bumps the version of the array's *m
 cell when their output really is a view of it). A node remembers the sum of the versions of the
 arrays it saved and, if its rule reads its output, the output's cell; the backward pass checks
 both and raises, naming the op, if memory the rule needs was written after it was recorded —
-through the array itself or through any view. Inside ``record()`` an in-place write into an
-array that belongs to the graph is refused outright, because it would rewrite history. Writes
-through NumPy views of the data (``numpy.asarray(a)[...] = v``) are outside fastgrad's sight.
+through the array itself or through any view. Inside ``record()`` in-place arithmetic on an
+array that belongs to the graph is refused outright, because it would rewrite history; an
+assignment ``a[k] = v`` is recorded instead (Note [Recorded assignment]). Writes through NumPy
+views of the data (``numpy.asarray(a)[...] = v``) are outside fastgrad's sight.
 """
 
 cimport cython
@@ -28,6 +29,9 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTu
 from cpython.ref cimport Py_INCREF, PyObject
 from fastgrad._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell
 cimport numpy as cnp
+
+cdef extern from "Python.h":
+    Py_ssize_t _refcount "Py_REFCNT"(PyObject* o)   # no temporary reference, unlike Py_REFCNT
 from fastgrad._state cimport is_recording_c, is_anomaly_c
 from fastgrad._parallel cimport any_large, call as split_call
 
@@ -35,6 +39,8 @@ import weakref
 import numpy as _np
 
 from fastgrad._filled import Filled as _Filled
+from fastgrad.base import MXNetError, MXNetIndexError, MXNetValueError  # Note [MXNet errors]
+from fastgrad.context import check_device as _check_device
 
 cnp.import_array()
 
@@ -51,6 +57,7 @@ cdef object _backward = None     # fastgrad._engine.backward
 cdef object _capture_trace = None
 cdef Primitive P_ADD = None, P_SUB = None, P_MUL = None, P_DIV = None, P_POW = None
 cdef Primitive P_NEG = None, P_MATMUL = None, P_GETITEM = None, P_MOD = None
+cdef Primitive P_SCATTER = None, P_BROADCAST = None, P_ASTYPE = None
 
 class _Required:
     """The default of a parameter that has none."""
@@ -79,6 +86,8 @@ def install(ops, ufuncs, funcs, prims, backward, capture_trace):
     P_ADD, P_SUB, P_MUL, P_DIV = prims["add"], prims["subtract"], prims["multiply"], prims["divide"]
     P_POW, P_NEG, P_MATMUL = prims["power"], prims["negative"], prims["matmul"]
     P_GETITEM, P_MOD = prims["getitem"], prims["mod"]
+    global P_SCATTER, P_BROADCAST, P_ASTYPE
+    P_SCATTER, P_BROADCAST, P_ASTYPE = prims["scatter_add"], prims["broadcast_to"], prims["astype"]
 
 
 cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
@@ -154,14 +163,35 @@ def history(a):
 
 
 def _raw_key(key):
-    """An index with fastgrad arrays replaced by their NumPy data."""
+    """An index with fastgrad arrays replaced by their NumPy data (Note [Float indices])."""
     if isinstance(key, ndarray):
-        return (<ndarray>key)._data
+        return _integral_index((<ndarray>key)._data)
     if type(key) is tuple:
-        return tuple([raw(k) for k in key])
+        return tuple([_integral_index(raw(k)) for k in key])
     if type(key) is list:
-        return _asarray([raw(k) for k in key])
+        return _integral_index(_asarray([raw(k) for k in key]))
+    if type(key) is NP_NDARRAY:
+        return _integral_index(key)
     return key
+
+
+cdef object _integral_index(object k):
+    """Note [Float indices]
+    ~~~~~~~~~~~~~~~~~~~~
+    ``mx.np.array([0, 2])`` is float32, and MXNet indexes with float arrays (D2L's
+    ``y_hat[[0, 1], y]``). A float index array whose values are all integers indexes like the
+    integer array with those values; any other value raises ``IndexError`` naming it, where
+    MXNet would silently truncate it.
+    """
+    if type(k) is not NP_NDARRAY or (<cnp.ndarray>k).dtype.kind != "f":
+        return k
+    finite = _np.isfinite(k)
+    ik = _np.where(finite, k, 0).astype(_np.intp)
+    if not (finite.all() and _np.array_equal(ik, k)):
+        bad = k[(ik != k) | ~finite]
+        raise MXNetIndexError("index arrays must hold integers; this %s index holds %s"
+                              % (k.dtype, _np.unique(bad)[:5].tolist()))
+    return ik
 
 
 def parse_grad_req(req):
@@ -482,9 +512,60 @@ def _ops_lookup(name):
 cdef inline void _check_recorded_inplace(ndarray self, object other, str what) except *:
     if is_recording_c() and (self._node is not None
                              or (isinstance(other, ndarray) and (<ndarray>other)._node is not None)):
-        raise RuntimeError(
+        raise MXNetError(
             "in-place %s on an array that takes part in a recorded graph would rewrite its "
             "history; inside autograd.record() write it out of place (a = a + b)" % what)
+
+
+cdef void _record_setitem(ndarray self, object key, object value) except *:
+    """``self[key] = value`` inside ``record()``.
+
+    Note [Recorded assignment]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    As in MXNet and PyTorch, ``x[key] = v`` inside ``record()`` is part of the graph when ``x``
+    is an intermediate or a constant: the values are written into ``x``'s memory as usual, and
+    ``x`` gets a new history, ``x - scatter(x[key]) + scatter(v)``, made of table ops (so it is
+    differentiable to any order and saves none of ``x``'s values): the gradient reaches ``v``
+    at ``key`` and ``x``'s old history everywhere else. Refused, with a clear error: writing
+    into a variable (a leaf whose gradient is wanted), into memory that another fastgrad array
+    shares (a view, or an output whose rule reads it), and repeated advanced indices (which
+    element wins is up to NumPy). A recorded op that saved ``x``'s old values raises at
+    backward time, through the version counter (Note [Versions]).
+    """
+    cdef Node node = self._node
+    if node is not None and node.op is None:
+        raise MXNetError(
+            "in-place assignment (a[...] = v) into a variable that requires a gradient would "
+            "lose its gradient; inside autograd.record() write into an intermediate or a copy "
+            "(y = x.copy(); y[...] = v)")
+    if self._vcell is not None and _refcount(<PyObject*>self._vcell) > 1:
+        raise MXNetError(
+            "in-place assignment (a[...] = v) inside autograd.record() into an array whose "
+            "memory another recorded array shares (a view, or an output its op saved) would "
+            "give that array wrong gradients; assign into a copy() instead")
+    cdef object data = self._data
+    cdef object target_shape = data[key].shape
+    counts = _np.zeros(data.shape, dtype=_np.intp)
+    _np.add.at(counts, key, 1)
+    if counts.max(initial=0) > 1:
+        raise MXNetIndexError(
+            "in-place assignment (a[...] = v) inside autograd.record() with repeated indices "
+            "is not differentiable (which value is kept is up to NumPy); use unique indices")
+    v = value
+    if not isinstance(v, ndarray):
+        v = wrap(_np.asarray(v), None, 0, type(self))
+    if (<ndarray>v)._data.dtype != data.dtype:
+        v = P_ASTYPE.apply((v,), (data.dtype,))
+    if (<ndarray>v)._data.shape != target_shape:
+        v = P_BROADCAST.apply((v,), (target_shape,))
+    shape = data.shape
+    old = wrap(data, node, self._oidx, type(self))   # the values before, with their history
+    kept = P_SUB.apply((old, P_SCATTER.apply((P_GETITEM.apply((old,), (key,)),), (key, shape))), ())
+    new = <ndarray>P_ADD.apply((kept, P_SCATTER.apply((v,), (key, shape))), ())
+    data[key] = (<ndarray>v)._data
+    self._bump()
+    self._node = new._node
+    self._oidx = new._oidx
 
 
 @cython.freelist(256)
@@ -666,21 +747,23 @@ cdef class ndarray:
         a new data buffer (a gradient the pass computed is moved in rather than copied): read
         it through ``x.grad`` after each pass instead of keeping a NumPy view of its old data.
 
-        Inside ``record()``, calling it on an array computed from variables keeps the history
-        through the array (MXNet 2.x): gradients still flow to the variables it came from, and
-        the array's own ``.grad`` receives the gradient with respect to it.
+        Calling it on an array computed from variables, inside ``record()`` or after it,
+        keeps the history through the array (MXNet 2.x): gradients still flow to the variables
+        it came from, and the array's own ``.grad`` receives the gradient with respect to it
+        (Note [Retained intermediates] in ``_engine.pyx``); :meth:`drop_grad` undoes it.
         """
         cdef int req = parse_grad_req(grad_req)
         if stype not in (None, "default"):
             raise ValueError("fastgrad arrays are dense: stype must be 'default', got %r" % (stype,))
-        if self._data.dtype.kind not in "fc":
-            raise TypeError("attach_grad: gradients are defined for floating-point arrays; "
-                            "this array has dtype %s (use astype('float32'))" % self._data.dtype)
+        if self._data.dtype.kind not in "fciu":
+            raise TypeError("attach_grad: gradients are defined for numeric arrays (integer "
+                            "variables get integer gradients, as in MXNet); this array has "
+                            "dtype %s (use astype('float32'))" % self._data.dtype)
         self._attach(req, None, True)
 
     cdef _attach(self, int req, object grad, bint swappable):
         cdef Node node = self._node
-        if is_recording_c() and node is not None and node.op is not None:
+        if node is not None and node.op is not None:
             if node.n_out == 1:
                 node.var_refs = _weakref(self)
             else:
@@ -696,6 +779,29 @@ cdef class ndarray:
         self._grad_lazy = grad is None
         self._grad_req = req
         self._grad_swappable = swappable
+        self._fresh_grad = False
+
+    def drop_grad(self):
+        """Undo :meth:`attach_grad`: ``.grad`` becomes ``None`` and no backward pass writes it.
+
+        A variable becomes a constant; an intermediate keeps its history (gradients still flow
+        through it to the variables below) but no longer receives its own gradient.
+        """
+        cdef Node node = self._node
+        if node is not None:
+            if node.op is None:
+                node.var_refs = None
+                self._node = None
+            elif node.n_out == 1:
+                node.var_refs = None
+            elif node.var_refs is not None:
+                node.var_refs[self._oidx] = None
+                if all(r is None for r in node.var_refs):
+                    node.var_refs = None
+        self._grad = None
+        self._grad_lazy = False
+        self._grad_req = GRAD_NULL
+        self._fresh_grad = False
 
     def _mark(self, grad, grad_req):
         cdef int req = parse_grad_req(grad_req)
@@ -707,8 +813,8 @@ cdef class ndarray:
         if (<ndarray>grad)._data.shape != self._data.shape:
             raise ValueError("mark_variables: gradient shape %s does not match the variable's "
                              "shape %s" % ((<ndarray>grad).shape, self.shape))
-        if self._data.dtype.kind not in "fc":
-            raise TypeError("mark_variables: gradients are defined for floating-point arrays; "
+        if self._data.dtype.kind not in "fciu":
+            raise TypeError("mark_variables: gradients are defined for numeric arrays; "
                             "this variable has dtype %s" % self._data.dtype)
         self._attach(req, grad, False)
 
@@ -764,13 +870,31 @@ cdef class ndarray:
         if isinstance(other, ndarray):
             other[...] = self
             return other
+        _check_device(other)
         return _ops.copy(self)
 
     def as_in_context(self, ctx):
+        """This array (fastgrad has one device, the CPU; another device raises)."""
+        _check_device(ctx)
+        return self
+
+    def as_in_ctx(self, ctx):
+        """This array (fastgrad has one device, the CPU; another device raises)."""
+        _check_device(ctx)
         return self
 
     def to_device(self, device):
+        """This array (fastgrad has one device, the CPU; another device raises)."""
+        _check_device(device)
         return self
+
+    def tostype(self, stype):
+        """A copy (with this array's history) for ``stype='default'``; fastgrad has no sparse
+        storage types, so any other raises."""
+        if stype != "default":
+            raise MXNetValueError("tostype(%r): fastgrad arrays are dense; only 'default' "
+                                  "storage exists" % (stype,))
+        return _ops.copy(self)
 
     def astype(self, dtype, copy=True):
         if not copy and _np.dtype(dtype) == self._data.dtype:
@@ -779,6 +903,9 @@ cdef class ndarray:
 
     # ----------------------------------------------------------- shape methods
     def reshape(self, *shape, order="C", reverse=False):
+        if reverse:
+            raise ValueError("reshape: NumPy arrays have no reverse=; use npx.reshape(a, shape, "
+                             "reverse=True) for MXNet's reshape codes")
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
         return _ops.reshape(self, shape, order=order)
@@ -1016,8 +1143,12 @@ cdef class ndarray:
         return P_GETITEM.apply((self,), (_raw_key(key),))
 
     def __setitem__(self, key, value):
-        _check_recorded_inplace(self, value, "assignment (a[...] = v)")
-        self._data[_raw_key(key)] = raw(value)
+        key = _raw_key(key)
+        if is_recording_c() and (self._node is not None or (
+                isinstance(value, ndarray) and (<ndarray>value)._node is not None)):
+            _record_setitem(self, key, value)
+            return
+        self._data[key] = raw(value)
         self._bump()
 
     # ----------------------------------------------------------- conversions

@@ -32,6 +32,15 @@ Once a node has run, the values it saved and the gradients it received are dropp
 whose saved values were dropped is marked ``released``; reaching it again raises an error that
 says to use ``retain_graph=True``.
 
+Note [Retained intermediates]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``attach_grad()`` on an array computed from variables keeps its history and only adds a
+reference from its node to the array (``var_refs``), inside ``record()`` or after it (MXNet
+2.x's "retain grad"): a pass fills its ``.grad`` and goes on to the variables below. If an
+earlier pass freed that history, the node *acts as a leaf*: the pass writes its ``.grad`` and
+stops there instead of raising, which is what the array became for the user when they
+attached a gradient to it after its graph was gone.
+
 Note [Pass state]
 ~~~~~~~~~~~~~~~~~
 Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: a C array with one
@@ -86,6 +95,7 @@ from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
+from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 
 cnp.import_array()
 
@@ -154,6 +164,12 @@ cdef inline Node _heap_pop(list heap):
 
 
 # ------------------------------------------------------------------ helpers
+
+cdef inline bint _acts_as_leaf(Node n) noexcept:
+    """Whether the pass stops at ``n``: a variable, or an intermediate with ``attach_grad``
+    whose history an earlier pass freed (Note [Retained intermediates])."""
+    return n.op is None or (n.released and n.var_refs is not None)
+
 
 cdef str _released_message(Node n):
     return ("fastgrad.%s (node #%d): its saved values were already freed by an earlier backward "
@@ -327,6 +343,7 @@ cdef void _write_var(object ref, object g, bint owned) except *:
     cdef ndarray a = <ndarray>arr
     if a._grad_req == GRAD_NULL:
         return
+    a._fresh_grad = True
     if isinstance(g, ndarray):
         g = (<ndarray>g)._data
     if a._grad is None:
@@ -411,7 +428,7 @@ cdef void _check_versions(Node n, tuple saved) except *:
         if isinstance(s, ndarray):
             vsum += version_of(<ndarray>s)
     if vsum != n.vsum or (n.out_cell is not None and n.out_cell.value != n.out_v0):
-        raise RuntimeError(
+        raise MXNetError(
             "fastgrad.%s (node #%d): an array this op saved for the backward pass was modified "
             "in place after it was recorded, so its gradient would be wrong. Write the update "
             "out of place, or copy() the array before modifying it." % (op.name, n.seq))
@@ -430,7 +447,7 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     cdef tuple saved = n.saved
     cdef object result = n.result
     if n.released or saved is None:
-        raise RuntimeError(_released_message(n))
+        raise MXNetError(_released_message(n))
     _check_versions(n, saved)
     if n.n_out > 1:
         g = _complete(n, g, create)
@@ -671,7 +688,7 @@ cdef class _Pass:
         for k in range(self.n):
             n = <Node>self.slots[k].node
             needed = (self.slots[k].flags & TARGET) != 0
-            if not needed and n.op is not None:
+            if not needed and not _acts_as_leaf(n):
                 for par in n.parents:
                     if par is not None and self.slots[self.slot_of(<Node>par)].flags & NEEDED:
                         needed = True
@@ -680,7 +697,7 @@ cdef class _Pass:
                 self.slots[k].flags |= NEEDED
         for k in range(self.n):
             n = <Node>self.slots[k].node
-            if self.slots[k].flags & NEEDED and n.op is not None:
+            if self.slots[k].flags & NEEDED and not _acts_as_leaf(n):
                 for par in n.parents:
                     if par is not None:
                         j = self.slot_of(<Node>par)
@@ -750,7 +767,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
-            raise RuntimeError(
+            raise MXNetError(
                 "backward: head %d has no recorded history. Compute it inside "
                 "autograd.record() from an array that had attach_grad() called%s."
                 % (i, "" if not prune else
@@ -763,11 +780,11 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
     while stack:
         n = <Node>stack.pop()
-        if n.op is None:
+        if _acts_as_leaf(n):
             continue
         if n.released:
             if not prune:
-                raise RuntimeError(_released_message(n))
+                raise MXNetError(_released_message(n))
             freed.append(n)     # an error only if its rule would run (checked after pruning)
         for obj in n.parents:
             if obj is None:
@@ -789,12 +806,13 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                                 % (i, type(obj).__name__))
             h = <ndarray>obj
             if h._node is None:
-                raise ValueError("grad: variable %d (shape %s) has no recorded history; call "
-                                 "attach_grad() on it before recording" % (i, h.shape))
+                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
+                                      "call attach_grad() on it before recording"
+                                      % (i, h.shape))
             slot = ps.slot_of(h._node)
             if slot < 0:
                 if not allow_unused:
-                    raise ValueError(
+                    raise MXNetValueError(
                         "grad: variable %d (shape %s) is not reached from the heads, so its "
                         "gradient is undefined; pass allow_unused=True to get zeros"
                         % (i, h.shape))
@@ -810,7 +828,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             if ps.slots[ps.slot_of(n)].flags & NEEDED:
                 for par in n.parents:
                     if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
-                        raise RuntimeError(_released_message(n))
+                        raise MXNetError(_released_message(n))
 
     cdef dict captured = {} if prune else None
     for obj in seeds:
@@ -838,7 +856,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             # A gradient that only this loop still holds can be moved into .grad even if
             # it was shared when it arrived (add hands one array to both its inputs).
             _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
-        if n.op is None:
+        if _acts_as_leaf(n):
             continue
         parents = n.parents
         nparents = PyTuple_GET_SIZE(parents)

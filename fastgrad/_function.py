@@ -21,6 +21,7 @@ import numpy as _np
 
 from fastgrad._array import ndarray, record_custom, wrap_output, unwrap, _wrap
 from fastgrad._state import set_recording, is_recording
+from fastgrad.base import MXNetTypeError
 
 # Every Function instance whose node is alive. A graph owns its Function nodes, so dropping
 # the graph (or running backward without retain_graph) releases them; this registry only
@@ -104,12 +105,11 @@ class _FunctionOp:
                              % (self.name, len(rets), n_in))
         out = []
         for i, r in enumerate(rets):
-            if r is None:
-                out.append(None)
-                continue
-            if not isinstance(r, (ndarray, _np.ndarray)):
-                raise TypeError("%s.backward must return arrays; gradient %d is a %s"
-                                % (self.name, i, type(r).__name__))
+            if not isinstance(r, ndarray):
+                # MXNet asserts the same: a NumPy array or None is not a gradient.
+                raise MXNetTypeError(
+                    "%s.backward must return fastgrad arrays (np.zeros_like(x) for an input "
+                    "without gradient); gradient %d is a %s" % (self.name, i, type(r).__name__))
             shape = r.shape
             if tuple(shape) != tuple(self.in_shapes[i]):
                 raise ValueError("%s.backward returned a gradient of shape %s for input %d of "

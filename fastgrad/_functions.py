@@ -13,6 +13,7 @@ import numpy as _np
 
 from fastgrad import _array
 from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad.context import check_device as _check_device
 from fastgrad._kernels import normalize_axis
 from fastgrad._registry import REGISTRY, UFUNC_OPS
 
@@ -320,7 +321,14 @@ def reshape(a, newshape=None, order="C", shape=None):
         raise ValueError("fastgrad.reshape: only order='C' is supported, got %r" % (order,))
     if isinstance(newshape, (int, _np.integer)):
         newshape = (int(newshape),)
-    return _P["reshape"](a, tuple(int(s) for s in newshape))
+    newshape = tuple(int(s) for s in newshape)
+    bad = [s for s in newshape if s < -1]
+    if bad:
+        # NumPy would take any negative size as -1; MXNet's codes have their own meaning.
+        raise ValueError("fastgrad.reshape: negative size %d in %s; only -1 (infer) is a NumPy "
+                         "size (MXNet's reshape codes are in nd.reshape and npx.reshape)"
+                         % (bad[0], newshape))
+    return _P["reshape"](a, newshape)
 
 
 def transpose(a, axes=None):
@@ -1076,6 +1084,7 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
     array([[1., 2.],
            [3., 4.]])
     """
+    _check_device(ctx or device)
     dt = _float_default(object, dtype)
     data = unwrap(object)
     return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
@@ -1090,6 +1099,7 @@ def asarray(a, dtype=None, ctx=None, device=None):
 
 def _creation(fn, name):
     def create(shape, dtype=None, order="C", ctx=None, device=None):
+        _check_device(ctx or device)
         return _wrap(fn(shape, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
     create.__name__ = create.__qualname__ = name
     create.__doc__ = ("A new array of the given shape (``numpy.%s``); float32 unless "
@@ -1104,6 +1114,7 @@ empty = _creation(_np.empty, "empty")
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
     """A new array filled with ``fill_value`` (float32 unless ``dtype`` is given)."""
+    _check_device(ctx or device)
     return _wrap(_np.full(shape, unwrap(fill_value),
                           dtype=_DEFAULT_FLOAT if dtype is None else dtype))
 
@@ -1129,11 +1140,13 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, ctx=
 
 def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
     """Evenly spaced values in an interval (float32 unless ``dtype`` is given)."""
+    _check_device(ctx or device)
     return _wrap(_np.arange(start, stop, step, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
     """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given)."""
+    _check_device(ctx)
     res = _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
                        dtype=_DEFAULT_FLOAT if dtype is None else dtype, axis=axis)
     if retstep:
@@ -1143,6 +1156,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
     """The identity matrix (float32 unless ``dtype`` is given)."""
+    _check_device(ctx or device)
     return _wrap(_np.eye(N, M, k, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
 
 

@@ -18,14 +18,17 @@ import numpy as _np
 from fastgrad._state import (is_recording, is_training, set_recording, set_training,
                              is_anomaly_enabled, set_anomaly_enabled)
 from fastgrad._array import ndarray
+from fastgrad.base import MXNetValueError
 from fastgrad import _engine
 from fastgrad._function import Function
 from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
+from fastgrad.ndarray import NDArray     # re-exported, as mxnet.autograd does
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
     "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp", "hvp",
+    "NDArray",
 ]
 
 
@@ -186,8 +189,9 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 
     Returns
     -------
-    ndarray or list of ndarray
-        One array per variable (a single array when ``variables`` is a single array).
+    list of ndarray
+        One array per variable, always a list, also when ``variables`` is a single array
+        (what MXNet returns, whatever its docstring says): index it with ``[0]``.
 
     Examples
     --------
@@ -201,14 +205,21 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     2.71828
     """
     heads, head_grads = _heads(heads, head_grads)
-    variables, single = _as_list(variables, "grad: variables")
+    variables, _ = _as_list(variables, "grad: variables")
     if not variables:
         raise ValueError("grad: variables cannot be an empty list")
+    for i, v in enumerate(variables):
+        node = getattr(v, "node", None)
+        if node is not None and node.op is None and v.grad_req == "null":
+            raise MXNetValueError(
+                "grad: cannot differentiate with respect to variable %d (shape %s) because "
+                "its grad_req is 'null' (MXNet refuses too); attach_grad() it with 'write'"
+                % (i, v.shape))
     if retain_graph is None:
         retain_graph = create_graph
     out = _engine.run_backward(heads, head_grads, variables, bool(retain_graph),
                                bool(create_graph), bool(train_mode), bool(allow_unused))
-    return out[0] if single else out
+    return list(out)
 
 
 def get_symbol(x):

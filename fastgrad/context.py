@@ -1,14 +1,20 @@
 """Devices. fastgrad computes on the CPU; ``cpu()`` exists so MXNet code runs unchanged."""
 
+from fastgrad.base import MXNetValueError
+
 
 class Context:
-    """A device. The only one is ``cpu(0)``; ``with cpu():`` is accepted and does nothing."""
+    """A device. fastgrad computes on ``cpu(0)``; ``with cpu():`` is accepted and does
+    nothing. ``gpu(i)`` can be named, as in MXNet without CUDA, but placing an array there
+    raises (:func:`check_device`)."""
 
     _default = None
 
     def __init__(self, device_type="cpu", device_id=0):
-        if device_type != "cpu":
-            raise ValueError("fastgrad runs on the CPU only; %r is not available" % device_type)
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if device_type not in ("cpu", "gpu", "cpu_pinned", "cpu_shared"):
+            raise ValueError("unknown device type %r (fastgrad runs on the CPU)" % (device_type,))
         self.device_type = device_type
         self.device_id = int(device_id)
 
@@ -40,8 +46,19 @@ def cpu(device_id=0):
 
 
 def gpu(device_id=0):
-    """There is no GPU in fastgrad: raises ``ValueError``."""
+    """The GPU ``device_id``: a name only, since fastgrad runs on the CPU; placing an array
+    there raises, as MXNet built without CUDA does."""
     return Context("gpu", device_id)
+
+
+def check_device(ctx, what="an array"):
+    """Raise unless ``ctx`` (a Context, a device string or None) is a CPU device."""
+    if ctx is None:
+        return
+    kind = ctx.device_type if isinstance(ctx, Context) else str(ctx).split("(")[0]
+    if kind not in ("cpu", "cpu_pinned", "cpu_shared"):
+        raise MXNetValueError("fastgrad runs on the CPU only: cannot place %s on %s "
+                              "(use mx.cpu(), or leave ctx out)" % (what, ctx))
 
 
 def num_gpus():
@@ -51,3 +68,6 @@ def num_gpus():
 
 def current_context():
     return cpu()
+
+
+current_device = current_context

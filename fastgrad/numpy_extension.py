@@ -12,6 +12,8 @@ from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
 from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad import _mxnet_slicing as _slicing
+from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
 
 relu = _P["relu"]
 sigmoid = _P["sigmoid"]
@@ -437,11 +439,20 @@ def seed(s):
 
 
 def set_np(shape=True, array=True, dtype=False):
-    """Accepted for MXNet compatibility: fastgrad always has NumPy semantics."""
+    """fastgrad always has NumPy semantics; ``dtype=True`` makes float64 the default float
+    type of new arrays (``np.array([1, 2])``, ``np.zeros``, ``np.random``), as in MXNet, and
+    ``dtype=False`` restores float32."""
+    F._DEFAULT_FLOAT = _onp.float64 if dtype else _onp.float32
 
 
 def reset_np():
-    """Accepted for MXNet compatibility."""
+    """Back to MXNet's defaults: float32 is the default float type again."""
+    F._DEFAULT_FLOAT = _onp.float32
+
+
+def is_np_default_dtype():
+    """Whether new arrays default to float64 (after ``set_np(dtype=True)``)."""
+    return F._DEFAULT_FLOAT is _onp.float64
 
 
 def is_np_array():
@@ -451,6 +462,18 @@ def is_np_array():
 def cpu(device_id=0):
     from fastgrad.context import cpu as _cpu
     return _cpu(device_id)
+
+
+reshape = _slicing.npx_reshape          # MXNet 2's reshape codes (Note [Reshape codes])
+
+
+def slice_like(data, shape_like, axes=()):
+    """``data`` cut to the shape of ``shape_like`` along ``axes`` (``npx.slice_like``)."""
+    return _slicing.slice_like(data, shape_like, axes, op="npx.slice_like")
+
+
+def waitall():
+    """Accepted for MXNet compatibility (fastgrad computes eagerly)."""
 
 
 COMPOSITES = ("softmin", "activation", "dropout", "fully_connected", "convolution", "pooling",
@@ -464,4 +487,6 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "hard_sigmoid", "smooth_l1", "dropout", "fully_connected", "convolution", "pooling",
            "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
            "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
-           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu"]
+           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu",
+           "is_np_default_dtype", "gpu", "num_gpus", "current_device", "reshape", "slice_like",
+           "waitall"]

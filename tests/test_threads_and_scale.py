@@ -213,7 +213,7 @@ def test_threads_use_grad_on_a_shared_variable_concurrently(fast_thread_switchin
         for _ in range(200):
             with autograd.record():
                 y = np.sin(x) * k
-            out.append(to_numpy(autograd.grad(y, x)))
+            out.append(to_numpy(autograd.grad(y, x)[0]))
         return out
 
     results = _run_concurrently([lambda k=k: job(k) for k in range(1, N_THREADS + 1)])
@@ -265,7 +265,7 @@ def test_threads_use_custom_functions_and_higher_order_concurrently(fast_thread_
         for _ in range(50):
             with autograd.record():
                 y = np.sum(_Cube()(x) * k + np.sin(x))
-                g = autograd.grad(y, x, create_graph=True)
+                g = autograd.grad(y, x, create_graph=True)[0]
             g.backward()
         return xn, to_numpy(g), to_numpy(x.grad)
 
@@ -373,7 +373,7 @@ def test_long_chain_second_derivative():
         y = x * x
         for _ in range(n):
             y = y * c
-        g = autograd.grad(y, x, create_graph=True)
+        g = autograd.grad(y, x, create_graph=True)[0]
     cn = onp.power(onp.float64(c), n)
     assert_close(g, 2 * cn * xn, rtol=1e-9)
     g.backward()

@@ -10,6 +10,8 @@ from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as _npx
 from fastgrad.ndarray import random  # noqa: F401
+from fastgrad import _mxnet_slicing as _slicing
+from fastgrad.context import check_device
 
 
 class NDArray(_base):
@@ -45,10 +47,34 @@ class NDArray(_base):
         return _full_reduction(F.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
                                keepdims)
 
+    # MXNet 1.x's shape methods (fastgrad._mxnet_slicing).
+    def reshape(self, *shape, **kwargs):
+        """Reshape with MXNet's codes ``0, -1, -2, -3, -4``; ``reverse=True`` reads right to
+        left (Note [Reshape codes])."""
+        reverse = kwargs.pop("reverse", False)
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        elif len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        if kwargs:
+            raise TypeError("NDArray.reshape: unexpected argument(s) %s" % ", ".join(kwargs))
+        return _slicing.nd_reshape(self, shape, reverse, op="NDArray.reshape")
+
+    def flatten(self, inplace=False):
+        """Collapse every axis but the first (MXNet's ``flatten``, not NumPy's ``ravel``)."""
+        return _slicing.flatten(self)
+
+    def split(self, num_outputs, axis=1, squeeze_axis=False):
+        return _slicing.split(self, num_outputs, axis, squeeze_axis, op="NDArray.split")
+
+    def slice_axis(self, axis, begin, end):
+        return _slicing.slice_axis(self, axis, begin, end, op="NDArray.slice_axis")
+
 
 def array(source_array, ctx=None, dtype=None):
     """An NDArray: float32 unless ``dtype`` is given or ``source_array`` is a fastgrad array
     (then its dtype), as in MXNet."""
+    check_device(ctx)
     if dtype is None:
         dtype = source_array.dtype if isinstance(source_array, _base) else _onp.float32
     return _wrap(_onp.array(unwrap(source_array), dtype=dtype), NDArray)
@@ -59,22 +85,27 @@ def _shape(shape):
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
+    check_device(ctx)
     return _wrap(_onp.zeros(_shape(shape), dtype=dtype or _onp.float32), NDArray)
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
+    check_device(ctx)
     return _wrap(_onp.ones(_shape(shape), dtype=dtype or _onp.float32), NDArray)
 
 
 def full(shape, val, ctx=None, dtype=None, **kwargs):
+    check_device(ctx)
     return _wrap(_onp.full(_shape(shape), val, dtype=dtype or _onp.float32), NDArray)
 
 
 def empty(shape, ctx=None, dtype=None):
+    check_device(ctx)
     return _wrap(_onp.empty(_shape(shape), dtype=dtype or _onp.float32), NDArray)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
+    check_device(ctx)
     return _wrap(_onp.repeat(_onp.arange(start, stop, step, dtype=dtype or _onp.float32),
                              repeat), NDArray)
 
@@ -257,3 +288,7 @@ def SoftmaxOutput(data, label=None, grad_scale=1.0, **kwargs):
     instead to get that gradient.
     """
     return _npx.softmax(data, axis=-1)
+
+
+# MXNet 1.x's names and arguments for the rest (reshape codes, split, concat, slice_axis, ...).
+from fastgrad.ndarray._mxnet_names import *  # noqa: E402,F401,F403

@@ -5,6 +5,8 @@ import threading
 import numpy as _np
 
 from fastgrad._array import _wrap
+from fastgrad import _functions as _F
+from fastgrad.context import check_device
 
 _state = threading.local()
 _seed = [None]
@@ -30,16 +32,19 @@ def _size(size, shape):
 
 
 def _float(dtype):
-    return _np.float32 if dtype is None else dtype
+    # float32, or float64 after npx.set_np(dtype=True) (MXNet's default float type)
+    return _F._DEFAULT_FLOAT if dtype is None else dtype
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):
     """Samples from the uniform distribution on ``[low, high)``."""
+    check_device(ctx)
     return _wrap(_np.asarray(_rng().uniform(low, high, _size(size, shape)), dtype=_float(dtype)))
 
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):
     """Samples from the normal distribution."""
+    check_device(ctx)
     return _wrap(_np.asarray(_rng().normal(loc, scale, _size(size, shape)), dtype=_float(dtype)))
 
 
@@ -53,6 +58,7 @@ def rand(*size, dtype=None):
 
 def randint(low, high=None, size=None, dtype=None, ctx=None, out=None):
     """Random integers from ``[low, high)`` (int64 unless ``dtype`` is given)."""
+    check_device(ctx)
     return _wrap(_np.asarray(_rng().integers(low, high, size),
                              dtype=_np.int64 if dtype is None else dtype))
 

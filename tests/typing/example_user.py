@@ -32,8 +32,8 @@ def second_derivative(x: np.ndarray) -> np.ndarray:
     x.attach_grad()
     with autograd.record():
         y = np.sin(x)
-        dy = autograd.grad(y, x, create_graph=True)
-    return autograd.grad(dy, x)
+        dy = autograd.grad(y, x, create_graph=True)[0]
+    return autograd.grad(dy, x)[0]
 
 
 class Square(autograd.Function):
