@@ -4,10 +4,11 @@ Note [Scheduling]
 ~~~~~~~~~~~~~~~~~
 A pass first walks the graph from the heads with an explicit stack (never recursion, so
 graphs of millions of nodes work), giving each node a slot in the pass (Note [Pass state])
-and counting, for every node, how many of its consumers the pass will run (``deps``). It then runs nodes
-from a max-heap keyed on ``seq``: a node is pushed once all its consumers have run, and the
-ready node recorded last runs first. That order is deterministic and mirrors the forward pass
-in reverse, which frees saved arrays in the order a hand-written backward would. ``grad()``
+and counting, for every node, how many of its consumers the pass will run (``deps``). It
+then runs nodes from a max-heap keyed on ``seq``: a node is pushed once all its consumers
+have run, and the ready node recorded last runs first. That order is deterministic and
+mirrors the forward pass in reverse, which frees saved arrays in the order a hand-written
+backward would. ``grad()``
 first marks the nodes that lie on a path to one of its variables (in ascending ``seq`` order,
 parents before consumers) and counts and runs only those.
 
@@ -47,9 +48,9 @@ Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: a C ar
 *slot* per node it visited (the node, its dependency count, flags for needed, target and
 owned, and the gradient accumulated so far, all references owned by the pass), its ready heap
 and, under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the
-slots by ``seq`` with ``qsort``. There is no process-wide lock and
-no global pass state besides the counter that numbers passes, so passes on different graphs
-run in different threads at once, and a ``Function``'s backward may start a pass in its own
+slots by ``seq`` with ``qsort``. There is no process-wide lock and no global pass state
+besides the counter that numbers passes, so passes on different graphs run in different
+threads at once, and a ``Function``'s backward may start a pass in its own
 thread or in another one and wait for it. Nothing is locked while user code runs.
 
 A node records only which pass claimed it: ``epoch`` (that pass's number, 0 when none) and

@@ -81,7 +81,7 @@ def wait(event):
     assert event.wait(TIMEOUT), "timed out waiting for another pass: deadlock?"
 
 
-# ---------------------------------------------------------------------------- helpers: Functions
+# ----- helpers: Functions
 
 class Square(autograd.Function):
     def forward(self, x):
@@ -145,7 +145,7 @@ def closed_cube_plus_sin(xs):
     return 3 * xs ** 2 + onp.cos(xs)
 
 
-# ---------------------------------------------------------------------------- concurrency
+# ----- concurrency
 
 def _job(seed, steps=60):
     """A graph of its own: y = sum(sin(w * x) * x + w**2); checks backward and grad."""
@@ -244,8 +244,7 @@ def test_threads_add_into_one_shared_variables_grad(fast_switching):
     onp.testing.assert_allclose(w.grad.asnumpy(), total * ws, rtol=1e-13, atol=1e-13)
 
 
-# ---------------------------------------------------------------------------- Function backward
-#                                                                              starting passes
+# ----- Function backward starting passes
 
 class _ThreadedSin(autograd.Function):
     """sin(x); the backward computes cos(x) by a grad pass in another thread, joined."""
@@ -305,8 +304,7 @@ def test_function_backward_runs_a_pass_through_the_outer_graph_in_another_thread
     onp.testing.assert_allclose(x.grad.asnumpy(), closed_cube_plus_sin(xs), rtol=1e-14)
 
 
-# ---------------------------------------------------------------------------- nested passes
-#                                                                              through the outer graph
+# ----- nested passes through the outer graph
 
 def test_grad_inside_backward_through_the_outer_graph_matches_mxnet():
     with open(os.path.join(FIXTURES, "mxnet_nested_function.json")) as f:
@@ -385,7 +383,8 @@ def test_inner_pass_through_an_outer_intermediate_and_create_graph():
             (h,) = self.saved_tensors
             with autograd.record():
                 z = np.sum(h * h)
-            (gx,) = autograd.grad(z, [x], retain_graph=True, create_graph=autograd.is_recording())
+            create = autograd.is_recording()
+            (gx,) = autograd.grad(z, [x], retain_graph=True, create_graph=create)
             return dh * gx / (2 * x)
 
     with autograd.record():
@@ -443,8 +442,7 @@ def test_a_function_whose_backward_differentiates_its_own_node_raises_clearly():
         y.backward()
 
 
-# ---------------------------------------------------------------------------- one graph,
-#                                                                              two passes at once
+# ----- one graph, two passes at once
 
 def test_two_threads_differentiate_one_retained_graph(fast_switching):
     xs = onp.linspace(-2.0, 2.0, 40)
@@ -524,7 +522,7 @@ def test_a_second_pass_reaching_a_running_function_backward_raises_clearly():
     onp.testing.assert_allclose(autograd.grad(y, [x])[0].asnumpy(), [2.0, -4.0], rtol=1e-15)
 
 
-# ---------------------------------------------------------------------------- release
+# ----- release
 
 class _Spy(autograd.Function):
     """Identity that keeps a weak reference to the pass running its backward."""
