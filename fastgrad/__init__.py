@@ -16,8 +16,9 @@ import sys as _sys
 from fastgrad._version import __version__
 from fastgrad import _registry, _functions, _engine, _array, _anomaly
 from fastgrad import autograd
+from fastgrad import _dispatch
 
-_array.install(_functions, _registry.UFUNC_OPS, _functions.FUNCS, _registry.REGISTRY,
+_array.install(_functions, _registry.UFUNC_OPS, _dispatch.FUNCS, _registry.REGISTRY,
                autograd.backward, _anomaly.capture_trace)
 _registry.install_graph_rules(_functions)
 _engine.install(__import__("fastgrad._kernels", fromlist=["sum_to"]).sum_to,
@@ -32,6 +33,9 @@ from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
+from fastgrad import functional  # noqa: E402
+from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
+from fastgrad.symbol import name  # noqa: E402,F401 -- MXNet's mx.name.Prefix
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np
@@ -42,3 +46,4 @@ _sys.modules[__name__ + ".viz"] = viz
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
+__all__ += ["functional"]

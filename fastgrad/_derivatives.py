@@ -23,6 +23,7 @@ functions and the helpers of ``_rules.py`` (Note [Differentiable rules]).
 import numpy as np
 
 from fastgrad import _kernels as K
+from fastgrad import _table_complex, _table_fft, _table_linalg, _table_special
 
 NONDIFF = "<not differentiable>"
 
@@ -322,3 +323,15 @@ TABLE = [
     nondiff("gcd", np.gcd, "x, y"),
     nondiff("lcm", np.lcm, "x, y"),
 ]
+
+# ------------------------------------------------------------ sections in modules of their own
+# Note [Table sections]
+# ~~~~~~~~~~~~~~~~~~~~~
+# A family of ops with kernels and rule helpers of its own (complex parts, FFTs, SciPy's
+# special functions) lives in a module ``_table_<family>.py``: its ``entries(Op, NONDIFF)``
+# returns its entries, which join TABLE here, so TABLE stays the one list of every op; its
+# ``HELPERS`` join the names rule formulas can use (``_registry._namespace``). The modules
+# import only NumPy (SciPy on first use) and the state layer, never this one.
+SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special)
+for _section in SECTIONS:
+    TABLE += _section.entries(Op, NONDIFF)

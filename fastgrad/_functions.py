@@ -203,6 +203,42 @@ def real(val):
     return _P["real"](val)
 
 
+def imag(val):
+    """The imaginary part (``numpy.imag``); differentiable for complex input, a constant
+    zero array for real input."""
+    if isinstance(val, ndarray) and val.dtype.kind == "c":
+        return _P["imag"](val)
+    return _wrap(_np.array(_np.imag(unwrap(val)), copy=True))
+
+
+def angle(z, deg=False):
+    """The argument of complex numbers (``numpy.angle``), in radians or degrees:
+    ``arctan2(imag(z), real(z))``, differentiable for complex input; piecewise constant (no
+    history) for real input."""
+    if isinstance(z, ndarray) and z.dtype.kind == "c":
+        out = arctan2(imag(z), real(z))
+        return out * (180.0 / _np.pi) if deg else out
+    return _wrap(_np.angle(unwrap(z), deg=deg))
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order 0 (``numpy.i0``),
+    differentiable (its derivative is ``i1``)."""
+    return _P["i0"](x)
+
+
+def real_if_close(a, tol=100):
+    """The real part if every imaginary part is within ``tol`` machine epsilons of zero,
+    else ``a`` (``numpy.real_if_close``); differentiable either way."""
+    if not (isinstance(a, ndarray) and a.dtype.kind == "c"):
+        return a if isinstance(a, ndarray) else _wrap(_np.real_if_close(a, tol))
+    data = unwrap(a)
+    limit = _np.finfo(data.dtype).eps * tol if tol > 1 else tol
+    if _np.all(_np.abs(data.imag) < limit):
+        return real(a)
+    return a
+
+
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN and infinities replaced by finite numbers (``numpy.nan_to_num``); the gradient
     is zero at the replaced elements."""
@@ -392,6 +428,8 @@ def split(ary, indices_or_sections, axis=0):
     n = _np.shape(unwrap(ary))[axis]
     if isinstance(indices_or_sections, (int, _np.integer)):
         sections = int(indices_or_sections)
+        if sections > 0 and n == 0:
+            return list(_P["split"](ary, (0,) * (sections - 1), int(axis)))
         if sections <= 0 or n % sections:
             raise ValueError("fastgrad.split: an axis of length %d does not split into %d equal "
                              "parts" % (n, sections))
@@ -780,6 +818,48 @@ def _einsum_parse(subscripts, shapes):
     return expanded, out
 
 
+def _einsum_diagonals(operand, sub):
+    """An operand whose subscript repeats a letter (``'ii'``), as the diagonal over the
+    repeated axes with the letter once, so every einsum rule sees distinct letters."""
+    while len(set(sub)) != len(sub):
+        c = next(c for c in sub if sub.count(c) > 1)
+        p = sub.index(c)
+        q = sub.index(c, p + 1)
+        operand = diagonal(operand, 0, p, q)      # the diagonal becomes the last axis
+        sub = "".join(x for i, x in enumerate(sub) if i not in (p, q)) + c
+    return operand, sub
+
+
+def _einsum_interleaved(first, rest):
+    """``(subscripts, operands)`` from NumPy's interleaved form ``einsum(op0, sublist0, op1,
+    sublist1, ..., [sublistout])``, whose sublists hold integers (or ``Ellipsis``)."""
+    args = (first,) + tuple(rest)
+    operands, sublists = list(args[0::2]), list(args[1::2])
+    output = None
+    if len(sublists) < len(operands):
+        output = operands.pop()
+    if len(sublists) != len(operands):
+        raise TypeError("fastgrad.einsum: give subscripts as a string, or operands each "
+                        "followed by its list of axis labels")
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def word(sub):
+        out = []
+        for label in sub:
+            if label is Ellipsis:
+                out.append("...")
+            elif isinstance(label, (int, _np.integer)) and 0 <= label < len(letters):
+                out.append(letters[int(label)])
+            else:
+                raise TypeError("fastgrad.einsum: axis labels must be integers in [0, 52) "
+                                "or Ellipsis, got %r" % (label,))
+        return "".join(out)
+    subscripts = ",".join(word(sub) for sub in sublists)
+    if output is not None:
+        subscripts += "->" + word(output)
+    return subscripts, operands
+
+
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
     """Einstein summation (``numpy.einsum``), differentiable in every operand.
 
@@ -797,8 +877,12 @@ def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
         raise TypeError("fastgrad.einsum() got unexpected keyword argument(s) %s"
                         % ", ".join(sorted(kwargs)))
     if not isinstance(subscripts, str):
-        raise TypeError("fastgrad.einsum: subscripts must be a string")
+        subscripts, operands = _einsum_interleaved(subscripts, operands)
     inputs, output = _einsum_parse(subscripts, [_np.shape(unwrap(o)) for o in operands])
+    operands = list(operands)
+    for k, sub in enumerate(inputs):
+        if len(set(sub)) != len(sub):
+            operands[k], inputs[k] = _einsum_diagonals(operands[k], sub)
     if len(operands) == 1:
         return _P["einsum"](operands[0], "%s->%s" % (inputs[0], output))
     acc, acc_sub = operands[0], inputs[0]
@@ -987,16 +1071,22 @@ def _qr(a, mode="reduced"):
 def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """The singular value decomposition ``u, s, vh`` (``numpy.linalg.svd``).
 
-    Differentiable for the reduced decomposition (``full_matrices=False``) where the singular
-    values are distinct and non-zero; ``full_matrices=True`` is accepted for square input.
+    Differentiable where the singular values are distinct and non-zero; with
+    ``full_matrices=True`` on non-square input, while the loss does not use the completed
+    singular vectors (which are not unique).
     """
     if not compute_uv:
         return _svdvals(a)
     shape = _np.shape(unwrap(a))
+    u, sv, vh = _P["svd"](a)
     if full_matrices and shape[-1] != shape[-2]:
-        raise NotImplementedError("fastgrad.linalg.svd: full_matrices=True has no derivative "
-                                  "for non-square input; pass full_matrices=False")
-    return _P["svd"](a)
+        # The completed vectors are not unique: differentiable while the loss does not use
+        # them (the complete_basis rule raises otherwise).
+        if shape[-2] > shape[-1]:
+            u = _P["complete_basis"](u)
+        else:
+            vh = swapaxes(_P["complete_basis"](swapaxes(vh, -1, -2)), -1, -2)
+    return u, sv, vh
 
 
 def _svdvals(a):
@@ -1321,6 +1411,9 @@ __all__ = [
 ]
 
 
+__all__ += ["imag", "angle", "real_if_close", "i0"]
+
+
 # ---------------------------------------------------------------- NumPy dispatch
 def _dispatch_table():
     """NumPy function -> fastgrad function, for every NumPy function fastgrad implements
@@ -1338,3 +1431,4 @@ def _dispatch_table():
 
 
 FUNCS = _dispatch_table()
+

@@ -183,6 +183,8 @@ def _namespace():
     ns = {k: v for k, v in vars(np).items() if not k.startswith("_")}
     ns["linalg"] = np.linalg
     ns.update({k: v for k, v in vars(_rules).items() if not k.startswith("_")})
+    for section in _derivatives.SECTIONS:   # Note [Table sections] in _derivatives.py
+        ns.update(section.HELPERS)
     ns["len"] = len
     ns["tuple"] = tuple
     return ns

@@ -23,6 +23,7 @@ from fastgrad import _engine
 from fastgrad._function import Function
 from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
 from fastgrad.ndarray import NDArray     # re-exported, as mxnet.autograd does
+from fastgrad.functional import grad_and_loss
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -30,6 +31,7 @@ __all__ = [
     "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp", "hvp",
     "NDArray",
 ]
+__all__ += ["grad_and_loss"]
 
 
 class _RecordingStateScope:

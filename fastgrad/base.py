@@ -11,7 +11,8 @@ those places an error class that is *also* an ``MXNetError``, so programs writte
 catch it.
 """
 
-__all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError"]
+__all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError",
+           "NotImplementedForSymbol"]
 
 
 class MXNetError(RuntimeError):
@@ -28,3 +29,15 @@ class MXNetTypeError(MXNetError, TypeError):
 
 class MXNetIndexError(MXNetError, IndexError):
     """An ``IndexError`` where MXNet raises ``MXNetError``: catchable as either."""
+
+
+class NotImplementedForSymbol(MXNetError, TypeError):
+    """An operation a ``Symbol`` does not support (``bool(symbol)``), as MXNet's: an
+    ``MXNetError`` and a ``TypeError``."""
+
+    def __init__(self, function, alias=None, *args):
+        name = getattr(function, "__name__", str(function))
+        super().__init__("Function %s%s is not implemented for Symbol: bind it and compute "
+                         "values" % (name, " (namely operator %r)" % alias if alias else ""))
+        self.function = name
+        self.alias = alias

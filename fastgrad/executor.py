@@ -34,20 +34,20 @@ def _copy_in(value, what):
     raise TypeError("%s must be an array, not %s" % (what, type(value).__name__))
 
 
-def _named(values, names, what, allow_missing=False):
+def _named(values, names, what, allow_missing=False, kind="arguments"):
     """``values`` (dict or list) as a dict over ``names``, with clear errors."""
     if values is None:
         values = {}
     if isinstance(values, dict):
         unknown = [k for k in values if k not in names]
         if unknown:
-            raise ValueError("bind: %s has names %s that are not arguments of the symbol "
-                             "(arguments: %s)" % (what, unknown, names))
+            raise ValueError("bind: %s has names %s that are not %s of the symbol "
+                             "(%s: %s)" % (what, unknown, kind, kind, names))
         out = dict(values)
     elif isinstance(values, (list, tuple)):
         if len(values) != len(names):
-            raise ValueError("bind: %s has %d values but the symbol has %d arguments %s"
-                             % (what, len(values), len(names), names))
+            raise ValueError("bind: %s has %d values but the symbol has %d %s %s"
+                             % (what, len(values), len(names), kind, names))
         out = dict(zip(names, values))
     else:
         raise TypeError("bind: %s must be a dict or a list, not %s"
@@ -55,7 +55,7 @@ def _named(values, names, what, allow_missing=False):
     if not allow_missing:
         missing = [n for n in names if n not in out or out[n] is None]
         if missing:
-            raise ValueError("bind: no value for argument(s) %s" % missing)
+            raise ValueError("bind: no value for %s %s" % (kind, missing))
     return out
 
 
@@ -85,12 +85,13 @@ class Executor:
         self._arg_names = names
         self._aux_names = symbol.list_auxiliary_states()
         self._output_names = symbol.list_outputs()
-        if aux_states:
-            raise ValueError("bind: fastgrad ops have no auxiliary states, got %r"
-                             % (list(aux_states) if isinstance(aux_states, dict)
-                                else aux_states,))
         given = _named(args, names, "args")
         self._args = [_copy_in(given[n], "argument %r" % n) for n in names]
+        aux_given = _named(aux_states, self._aux_names, "aux_states",
+                           kind="auxiliary states")
+        # Auxiliary states live after the arguments in the plan's lists (Note [Executor
+        # buffers]); they never get a gradient and their operator updates them in place.
+        aux_arrays = [_copy_in(aux_given[n], "auxiliary state %r" % n) for n in self._aux_names]
         # Outputs have the array type of the arguments (``nd.NDArray`` in, ``nd.NDArray`` out).
         self._out_cls = type(self._args[0]) if self._args else ndarray
         self._reqs = self._parse_reqs(grad_req)
@@ -114,8 +115,13 @@ class Executor:
             else:
                 self._own_grad.append(True)
             self._grads.append(g)
-        self._plan = Plan(symbol, names, self._reqs, self._args, self._grads, self._own_grad,
-                          self._out_cls)
+        self._n_args = len(names)
+        self._args.extend(aux_arrays)
+        self._grads.extend([None] * len(aux_arrays))
+        self._own_grad.extend([True] * len(aux_arrays))
+        self._plan = Plan(symbol, names + self._aux_names,
+                          self._reqs + ["null"] * len(aux_arrays), self._args, self._grads,
+                          self._own_grad, self._out_cls)
         self._requires_grad = self._plan.any_grad
         self.outputs = None
         self._is_train = False
@@ -151,17 +157,17 @@ class Executor:
     @property
     def arg_arrays(self):
         """The argument arrays, in ``list_arguments()`` order."""
-        return list(self._args)
+        return self._args[:self._n_args]
 
     @property
     def grad_arrays(self):
         """The gradient buffers, in ``list_arguments()`` order (``None`` for ``'null'``)."""
-        return list(self._grads)
+        return self._grads[:self._n_args]
 
     @property
     def aux_arrays(self):
-        """Auxiliary state arrays (fastgrad ops have none)."""
-        return []
+        """The auxiliary state arrays, in ``list_auxiliary_states()`` order."""
+        return self._args[self._n_args:]
 
     @property
     def arg_dict(self):
@@ -175,7 +181,8 @@ class Executor:
 
     @property
     def aux_dict(self):
-        return {}
+        """``{auxiliary state name: array}`` (``BatchNorm``'s moving statistics)."""
+        return dict(zip(self._aux_names, self.aux_arrays))
 
     @property
     def output_dict(self):
@@ -199,7 +206,7 @@ class Executor:
         ----------
         arg_params : dict of str to array
         aux_params : dict of str to array, optional
-            Auxiliary states; fastgrad ops have none, so any name is extra.
+            Values for the auxiliary states.
         allow_extra_params : bool
             Ignore names that are not arguments instead of raising ``ValueError``.
         """
@@ -211,27 +218,90 @@ class Executor:
                 raise ValueError("copy_params_from: %r is not an argument of the symbol "
                                  "(arguments: %s)" % (name, self._arg_names))
             self._set_arg(index[name], value, "copy_params_from", reshape=False)
-        for name in dict(aux_params or {}):
-            if not allow_extra_params:
+        aux_index = {n: self._n_args + i for i, n in enumerate(self._aux_names)}
+        for name, value in dict(aux_params or {}).items():
+            if name not in aux_index:
+                if allow_extra_params:
+                    continue
                 raise ValueError("copy_params_from: %r is not an auxiliary state of the symbol "
-                                 "(it has none)" % (name,))
+                                 "(auxiliary states: %s)" % (name, self._aux_names))
+            self._set_arg(aux_index[name], value, "copy_params_from", reshape=False)
 
     def _set_arg(self, i, value, what, reshape):
         dst = self._args[i]
+        names = self._arg_names + self._aux_names
         data = np.asarray(unwrap(value))
         if data.shape != dst.shape:
             if not reshape:
                 raise ValueError("%s: %r has shape %s but the argument has shape %s"
-                                 % (what, self._arg_names[i], data.shape, dst.shape))
+                                 % (what, names[i], data.shape, dst.shape))
             if not self._own_grad[i]:
                 raise ValueError("%s: %r has shape %s but its args_grad buffer has shape %s"
-                                 % (what, self._arg_names[i], data.shape, dst.shape))
+                                 % (what, names[i], data.shape, dst.shape))
             self._args[i] = _wrap(np.array(data, dtype=dst.dtype), type(dst))
             if self._grads[i] is not None:
                 self._grads[i] = _wrap(np.zeros(data.shape, dst.dtype), type(dst))
                 self._plan.set_grad(i, self._grads[i])
             return
         np.copyto(unwrap(dst), data, casting="unsafe")
+
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes (``data=(64, 3, 32, 32)``), as MXNet's.
+
+        The other inputs' shapes are inferred again; an input whose shape does not change
+        is shared with this executor (the same array), one that shrinks is a view of the start
+        of its memory (as in MXNet), one that grows is a new zero array.
+
+        Parameters
+        ----------
+        partial_shaping : bool
+            Allow inputs not named in ``kwargs`` to change shape (else ``ValueError``).
+        allow_up_sizing : bool
+            Allow an input to grow (else ``ValueError``, as MXNet, which reuses memory).
+        **kwargs : tuple of int
+            New shapes by input name.
+        """
+        names = self._arg_names + self._aux_names
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise ValueError("reshape: %s are not inputs of the symbol (inputs: %s)"
+                             % (unknown, names))
+        new_shapes = {k: tuple(int(d) for d in v) for k, v in kwargs.items()}
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**new_shapes)
+        if arg_shapes is None:
+            current = {n: a.shape for n, a in zip(names, self._args)}
+            current.update(new_shapes)
+            arg_shapes, _, aux_shapes = self._symbol.infer_shape(**current)
+        values = {}
+        shared = []
+        for i, (name, shape) in enumerate(zip(names, list(arg_shapes) + list(aux_shapes))):
+            old = self._args[i]
+            if tuple(shape) == old.shape:
+                values[name] = old
+                shared.append(i)
+                continue
+            if name not in new_shapes and not partial_shaping:
+                raise ValueError("reshape: the shape of %r changes from %s to %s; pass "
+                                 "partial_shaping=True to allow it" % (name, old.shape,
+                                                                       tuple(shape)))
+            if int(np.prod(shape)) > old.size and not allow_up_sizing:
+                raise ValueError("reshape: %r grows from %s to %s; pass allow_up_sizing=True"
+                                 % (name, old.shape, tuple(shape)))
+            size = int(np.prod(shape))
+            if size <= old.size:
+                # As MXNet: a smaller array reuses the start of the old one's memory.
+                flat = unwrap(old).reshape(-1)
+                values[name] = _wrap(flat[:size].reshape(shape), type(old))
+                shared.append(i)
+            else:
+                values[name] = _wrap(np.zeros(shape, old.dtype), type(old))
+        out = Executor(self._symbol, self._ctx,
+                       {n: values[n] for n in self._arg_names},
+                       grad_req=list(self._reqs),
+                       aux_states={n: values[n] for n in self._aux_names})
+        for i in shared:
+            out._args[i] = values[names[i]]
+        return out
 
     # ------------------------------------------------------------ running
     def forward(self, is_train=False, **kwargs):

@@ -14,6 +14,10 @@ from fastgrad.numpy import random as _random
 from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
+from fastgrad import _npx_more as _more
+from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
+                                gather_nd, scatter_nd)
+from fastgrad._rnn import rnn  # noqa: F401
 
 relu = _P["relu"]
 sigmoid = _P["sigmoid"]
@@ -22,6 +26,9 @@ erfinv = _P["erfinv"]
 softsign = _P["softsign"]
 log_sigmoid = _P["log_sigmoid"]
 silu = _P["silu"]
+gamma = _P["gamma"]         # SciPy's kernels (imported on first use)
+gammaln = _P["gammaln"]
+digamma = _P["digamma"]
 
 
 def _pair(name, value, default):
@@ -203,6 +210,12 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
         raise NotImplementedError("npx.convolution: num_group > 1 is not supported")
     wshape = _onp.shape(unwrap(weight))
     dshape = _onp.shape(unwrap(data))
+    if len(dshape) in (3, 5):   # 1-D and 3-D (Note [Convolution in other dimensions])
+        if num_filter is not None and int(num_filter) != wshape[0]:
+            raise ValueError("npx.convolution: num_filter=%d but the weight has %d filters"
+                             % (num_filter, wshape[0]))
+        return _more.convolution_nd("convolution", data, weight, bias, kernel, stride, dilate,
+                                    pad, no_bias)
     if len(dshape) != 4 or len(wshape) != 4:
         raise NotImplementedError("npx.convolution: only 2-D convolution is supported (data "
                                   "%s, weight %s)" % (dshape, wshape))
@@ -236,8 +249,20 @@ def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
         raise NotImplementedError("npx.pooling: only layout='NCHW' is supported")
     if pooling_convention != "valid":
         raise NotImplementedError("npx.pooling: only pooling_convention='valid' is supported")
-    if _onp.ndim(unwrap(data)) != 4:
-        raise NotImplementedError("npx.pooling: only 2-D (NCHW) data is supported")
+    nd = _onp.ndim(unwrap(data))
+    if nd in (3, 5):            # 1-D and 3-D (Note [Convolution in other dimensions])
+        if global_pool:
+            reduce = {"max": F.max, "avg": F.mean, "sum": F.sum}.get(pool_type)
+            if reduce is None:
+                raise ValueError("npx.pooling: unknown pool_type %r (max, avg, sum)"
+                                 % (pool_type,))
+            return reduce(data, axis=tuple(range(2, nd)), keepdims=True)
+        if kernel is None:
+            raise ValueError("npx.pooling: kernel is required unless global_pool=True")
+        return _more.pooling_nd(data, kernel, stride, pad, pool_type, count_include_pad)
+    if nd != 4:
+        raise NotImplementedError("npx.pooling: 1-D, 2-D and 3-D data only (NCW, NCHW, "
+                                  "NCDHW), got %d dimensions" % nd)
     if global_pool:
         if pool_type == "max":
             return F.max(data, axis=(2, 3), keepdims=True)
@@ -490,3 +515,23 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu",
            "is_np_default_dtype", "gpu", "num_gpus", "current_device", "reshape", "slice_like",
            "waitall"]
+__all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
+COMPOSITES += _more.COMPOSITES + ("rnn",)
+
+
+def save(file, arr):
+    """Save an array, a list of arrays or a dict of str to arrays to ``file`` in MXNet's
+    ``.params`` format with NumPy shapes, as MXNet's ``npx.save`` (scalars and empty arrays
+    allowed; see ``fastgrad/_params_format.py``)."""
+    from fastgrad import _params_format
+    _params_format.save(file, arr, numpy_shape=True, what="npx.save")
+
+
+def load(file):
+    """Load a ``.params`` file written by MXNet (``npx.save``, ``nd.save``, Gluon) or
+    fastgrad: a list of arrays, or a dict when the file names them."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.load(file), ndarray)
+
+
+__all__ += ["save", "load"]

@@ -591,3 +591,336 @@ COMPOSITE_SPECS = {
                                   call=lambda a, w: np_.average(a, axis=1, weights=w),
                                   ref=lambda a, w: onp.average(a, axis=1, weights=w)),
 }
+
+
+# ---------------------------------------------------------------- complex parts and FFTs
+# Complex values are made inside the call (to_complex, or an FFT of a real input) and split
+# back into real and imaginary parts by ``post``; test_fft.py differentiates complex inputs
+# along both parts.
+_P_ = REGISTRY
+_parts = (lambda out: (onp.real(out), onp.imag(out)))
+SPECS["to_complex"] = Spec([C((3, 4))], post=_parts, ref=lambda x: x.astype(complex))
+SPECS["times_i"] = Spec([C((3, 4))], post=_parts, ref=lambda x: 1j * x)
+SPECS["imag"] = Spec([C((5,))], call=lambda x: _P_["imag"](
+    _P_["fftn_c2c"](_P_["to_complex"](x), (0,), "backward", False)),
+    ref=lambda x: onp.imag(onp.fft.fft(x)))
+SPECS["fftn_c2c"] = Spec(
+    [C((6,), axes=(0,), norm="backward", inverse=False),
+     C((3, 4), axes=(0, 1), norm="ortho", inverse=True),
+     C((2, 3, 4), axes=(2, 0), norm="forward", inverse=False)],
+    call=lambda x, **p: _P_["fftn_c2c"](_P_["to_complex"](x), **p), post=_parts,
+    ref=lambda x, axes, norm, inverse: (onp.fft.ifftn if inverse else onp.fft.fftn)(
+        x, axes=axes, norm=norm))
+SPECS["rfftn"] = Spec(
+    [C((6,), axes=(0,), norm="backward"), C((3, 5), axes=(0, 1), norm="ortho"),
+     C((4, 3), axes=(1, 0), norm="forward")], post=_parts,
+    ref=lambda x, axes, norm: onp.fft.rfftn(x, axes=axes, norm=norm))
+SPECS["irfftn"] = Spec(
+    [C((4,), axes=(0,), n=6, norm="backward"), C((4,), axes=(0,), n=7, norm="ortho"),
+     C((3, 3), axes=(0, 1), n=5, norm="forward")],
+    call=lambda x, **p: _P_["irfftn"](_P_["to_complex"](x), **p),
+    ref=lambda x, axes, n, norm: onp.fft.irfftn(
+        x, s=[x.shape[a] for a in axes[:-1]] + [n], axes=axes, norm=norm))
+
+
+# ---------------------------------------------------------------- SciPy (fastgrad.scipy)
+import scipy.linalg as _sla  # noqa: E402
+import scipy.signal as _ssig  # noqa: E402
+import scipy.special as _ssp  # noqa: E402
+
+
+def _orders(rng, shape):
+    return rng.integers(0, 3, shape)
+
+
+def _signed_away_from_zero(rng, shape):
+    return rng.uniform(0.2, 2.0, shape) * rng.choice([-1, 1], shape)
+
+
+def _triangular(lower):
+    def make(rng, shape):
+        a = rng.uniform(-1, 1, shape) + 3 * onp.eye(shape[0])
+        return onp.tril(a) if lower else onp.triu(a)
+    return make
+
+
+def _special(names, domain=(0.5, 3.0), cases=None, **kw):
+    for name in names.split():
+        SPECS[name] = Spec(cases or [C((3, 4)), C(())], domain=domain,
+                           ref=getattr(_ssp, name), **kw)
+
+
+_special("gamma gammaln rgamma digamma")
+_special("beta betaln", cases=[C((3, 4), (4,))])
+_special("erfc j0 j1", domain=(-2.0, 2.0))
+_special("erfcinv", domain=(0.1, 1.9))
+_special("ndtr", domain=(-2.0, 2.0))
+_special("log_ndtr", domain=(-3.0, 3.0))
+_special("ndtri logit", domain=(0.1, 0.9))
+_special("y0 y1", domain=(0.5, 3.0))
+_special("i0 i1", domain=(-2.0, 2.0), rtol=1e-5)
+SPECS["i0"].ref = onp.i0
+SPECS["i0e"] = Spec([C((3, 4))], make={0: _signed_away_from_zero}, ref=_ssp.i0e)
+SPECS["i1e"] = Spec([C((3, 4))], make={0: _signed_away_from_zero}, ref=_ssp.i1e)
+SPECS["xlogy"] = Spec([C((3, 4), (4,))], domain=[(-2, 2), (0.5, 2)], ref=_ssp.xlogy)
+SPECS["xlog1py"] = Spec([C((3, 4), (4,))], domain=[(-2, 2), (-0.5, 2)], ref=_ssp.xlog1py)
+SPECS["polygamma"] = Spec([C((3, 4), (3, 4))], make={0: _orders}, domain=(0.5, 3.0),
+                          ref=_ssp.polygamma)
+for _name in ("iv", "jv", "yv"):
+    SPECS[_name] = Spec([C((3, 4), (3, 4)), C((4,), ())], make={0: _orders},
+                        domain=(0.5, 3.0), ref=getattr(_ssp, _name))
+SPECS["ive"] = Spec([C((3, 4), (3, 4))], make={0: _orders, 1: _signed_away_from_zero},
+                    ref=_ssp.ive)
+SPECS["gammainc"] = Spec([C((3, 4), (3, 4)), C((), (5,))], domain=[(0.5, 3), (0.2, 3)],
+                         nondiff={0}, ref=_ssp.gammainc)
+SPECS["gammaincc"] = Spec([C((3, 4), (3, 4))], domain=[(0.5, 3), (0.2, 3)], nondiff={0},
+                          ref=_ssp.gammaincc)
+SPECS["betainc"] = Spec([C((3, 4), (4,), (3, 4))], domain=[(0.5, 3), (0.5, 3), (0.1, 0.9)],
+                        nondiff={0, 1}, ref=_ssp.betainc)
+SPECS["stdtr"] = Spec([C((3, 4), (3, 4))], domain=[(1, 5), (-2, 2)], nondiff={0},
+                      ref=_ssp.stdtr)
+SPECS["convolve_full"] = Spec([C((5,), (3,)), C((3, 4), (2, 3))],
+                              ref=lambda x, y: _ssig.convolve(x, y, mode="full"))
+SPECS["convolve_valid"] = Spec([C((5,), (3,)), C((4, 5), (2, 3)), C((2, 3, 4), (1, 2, 2))],
+                               ref=lambda x, y: _ssig.convolve(x, y, mode="valid"))
+def _solve_triangular_ref(a, b, lower, trans, unit_diagonal):
+    return _sla.solve_triangular(a, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+
+
+SPECS["solve_triangular"] = Spec(
+    [C((3, 3), (3,), lower=True, trans=0, unit_diagonal=False),
+     C((3, 3), (3, 2), lower=True, trans=1, unit_diagonal=False),
+     C((4, 4), (4, 2), lower=True, trans=0, unit_diagonal=True)],
+    make={0: _triangular(True)}, ref=_solve_triangular_ref)
+SPECS["solve_triangular_upper"] = Spec(
+    [C((3, 3), (3, 2), lower=False, trans=1, unit_diagonal=False)],
+    make={0: _triangular(False)}, ref=_solve_triangular_ref,
+    call=lambda a, b, **p: REGISTRY["solve_triangular"](a, b, **p))
+SPECS["expm"] = Spec([C((3, 3)), C((2, 2, 2))], domain=(-1, 1), ref=_sla.expm,
+                     rtol=1e-5, atol=1e-6)
+SPECS["sqrtm"] = Spec([C((3, 3))], make={0: spd}, ref=lambda a: _sla.sqrtm(a).real)
+SPECS["sylvester"] = Spec([C((3, 3), (2, 2), (3, 2))],
+                          make={0: well_conditioned, 1: well_conditioned},
+                          ref=_sla.solve_sylvester)
+
+
+# ---------------------------------------------------------------- more of NumPy
+def _eig_parts(out):
+    w, v = out
+    return onp.real(w), onp.imag(w), onp.real(v) ** 2 + onp.imag(v) ** 2
+
+
+def _complete_ref(u):
+    q = onp.linalg.qr(u, mode="complete")[0]
+    return onp.concatenate([u, q[..., u.shape[-1]:]], axis=-1)
+
+
+def _orthonormal_columns(rng, shape):
+    return onp.linalg.qr(rng.uniform(-1, 1, shape))[0]
+
+
+# Second order waits for the complex convention of matmul, solve and conjugate (issue 12;
+# Note [eig to first order]).
+SPECS["eig"] = Spec([C((3, 3)), C((2, 4, 4))], post=_eig_parts, order2=False,
+                    ref=lambda x: onp.linalg.eig(x), rtol=1e-5, atol=1e-6)
+# Only the given columns are differentiable: the weights of the loss on the completed ones
+# are zero through ``post``.
+SPECS["complete_basis"] = Spec([C((4, 2))], make={0: _orthonormal_columns},
+                               post=lambda out: out[..., :2] * 1.0, ref=_complete_ref)
+COMPOSITE_SPECS.update({
+    "np.gradient": Spec([C((5,)), C((4, 3))], call=np_.gradient, ref=onp.gradient),
+    "np.gradient_edge2_coords": Spec(
+        [C((5, 3))], call=lambda f: np_.gradient(f, onp.array([0., 0.5, 1.5, 1.7, 3.0]), 2.0,
+                                                 edge_order=2),
+        ref=lambda f: onp.gradient(f, onp.array([0., 0.5, 1.5, 1.7, 3.0]), 2.0,
+                                   edge_order=2)),
+    "np.partition": Spec([C((3, 5))], make={0: distinct},
+                         call=lambda a: np_.partition(a, 2, axis=1),
+                         ref=lambda a: onp.partition(a, 2, axis=1)),
+    "np.select": Spec([C((4,), (4,), ())],
+                      call=lambda a, b, d: np_.select([onp.array([1, 0, 0, 1], bool),
+                                                       onp.array([1, 1, 0, 0], bool)], [a, b], d),
+                      ref=lambda a, b, d: onp.select([onp.array([1, 0, 0, 1], bool),
+                                                      onp.array([1, 1, 0, 0], bool)], [a, b], d)),
+    "np.meshgrid": Spec([C((3,), (2,))], call=lambda x, y: tuple(np_.meshgrid(x, y)),
+                        ref=lambda x, y: tuple(onp.meshgrid(x, y))),
+    "np.meshgrid_ij_sparse": Spec([C((3,), (2,), (4,))],
+                                  call=lambda x, y, z: tuple(np_.meshgrid(x, y, z, indexing="ij",
+                                                                          sparse=True)),
+                                  ref=lambda x, y, z: tuple(onp.meshgrid(x, y, z, indexing="ij",
+                                                                         sparse=True))),
+    "np.dsplit": Spec([C((2, 2, 6))], call=lambda a: tuple(np_.dsplit(a, 3)),
+                      ref=lambda a: tuple(onp.dsplit(a, 3))),
+    "np.linalg.eigvals": Spec([C((3, 3))], call=np_.linalg.eigvals,
+                              post=lambda w: (onp.real(w), onp.imag(w)),
+                              ref=onp.linalg.eigvals, order2=False),
+    "np.linalg.lstsq": Spec([C((5, 3), (5, 2))], call=lambda a, b: np_.linalg.lstsq(a, b)[:2],
+                            ref=lambda a, b: onp.linalg.lstsq(a, b)[:2], rtol=1e-5),
+    "np.linalg.svd_full": Spec([C((4, 2)), C((2, 3))],
+                               call=lambda a: _svd_used(np_.linalg.svd(a)),
+                               ref=lambda a: _svd_used(onp.linalg.svd(a))),
+    "np.einsum_interleaved": Spec([C((2, 3), (3, 4))],
+                                  call=lambda a, b: np_.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+                                  ref=lambda a, b: onp.einsum(a, [0, 1], b, [1, 2], [0, 2])),
+    "np.einsum_trace": Spec([C((3, 3))], call=lambda a: np_.einsum("ii->", a),
+                            ref=lambda a: onp.einsum("ii->", a)),
+    "np.einsum_diagonal_repeated": Spec([C((2, 2, 3))], call=lambda a: np_.einsum("iij->j", a),
+                                        ref=lambda a: onp.einsum("iij->j", a)),
+})
+
+
+def _svd_used(usv):
+    """The parts of a full SVD that are unique: singular values, and the products of the
+    leading singular vectors (sign-free)."""
+    u, s, vh = usv
+    k = s.shape[-1]
+    return s, u[..., :k] @ vh[..., :k, :]
+
+
+# ---------------------------------------------------------------- npx: other dimensions
+import itertools as _it  # noqa: E402
+
+
+def _conv_nd_ref(x, w, stride, pad, dilate):
+    """Direct N-d cross-correlation (MXNet's convolution), by loops over output positions."""
+    n = x.ndim - 2
+    xp = onp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    k = w.shape[2:]
+    out_shape = [(xp.shape[2 + i] - dilate[i] * (k[i] - 1) - 1) // stride[i] + 1
+                 for i in range(n)]
+    out = onp.zeros((x.shape[0], w.shape[0]) + tuple(out_shape))
+    for pos in _it.product(*[range(s) for s in out_shape]):
+        window = xp[(slice(None), slice(None)) + tuple(
+            slice(pos[i] * stride[i], pos[i] * stride[i] + dilate[i] * (k[i] - 1) + 1,
+                  dilate[i]) for i in range(n))]
+        axes = list(range(1, n + 2))
+        out[(slice(None), slice(None)) + pos] = onp.tensordot(window, w, (axes, axes))
+    return out
+
+
+def _pool_nd_ref(x, kernel, stride, pad, kind):
+    n = x.ndim - 2
+    fill = -onp.inf if kind == "max" else 0.0
+    xp = onp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad], constant_values=fill)
+    out_shape = [(xp.shape[2 + i] - kernel[i]) // stride[i] + 1 for i in range(n)]
+    out = onp.zeros(x.shape[:2] + tuple(out_shape))
+    axes = tuple(range(2, 2 + n))
+    for pos in _it.product(*[range(s) for s in out_shape]):
+        window = xp[(slice(None), slice(None)) + tuple(
+            slice(pos[i] * stride[i], pos[i] * stride[i] + kernel[i]) for i in range(n))]
+        out[(slice(None), slice(None)) + pos] = (window.max(axis=axes) if kind == "max"
+                                                 else window.mean(axis=axes))
+    return out
+
+
+def _deconv_ref(x, w, stride, pad, dilate, adj):
+    """Transposed convolution by scattering each input element's contribution."""
+    n = x.ndim - 2
+    k = w.shape[2:]
+    full = [(x.shape[2 + i] - 1) * stride[i] + dilate[i] * (k[i] - 1) + 1 + adj[i]
+            for i in range(n)]
+    out = onp.zeros((x.shape[0], w.shape[1]) + tuple(full))
+    for pos in _it.product(*[range(s) for s in x.shape[2:]]):
+        for kp in _it.product(*[range(s) for s in k]):
+            at = tuple(pos[i] * stride[i] + kp[i] * dilate[i] for i in range(n))
+            out[(slice(None), slice(None)) + at] += onp.einsum(
+                "nc,cf->nf", x[(slice(None), slice(None)) + pos],
+                w[(slice(None), slice(None)) + kp])
+    return out[(slice(None), slice(None)) + tuple(slice(p, f - p) for p, f in zip(pad, full))]
+
+
+_GATHER_IDX = onp.array([[1, 0, 2, 1], [2, 1, 0, 2]])
+COMPOSITE_SPECS.update({
+    "npx.convolution_1d": Spec(
+        [C((2, 2, 7), (3, 2, 3), (3,))],
+        call=lambda x, w, b: npx.convolution(x, w, b, kernel=(3,), stride=2, pad=1, dilate=1,
+                                             num_filter=3),
+        ref=lambda x, w, b: _conv_nd_ref(x, w, (2,), (1,), (1,)) + b.reshape(1, -1, 1)),
+    "npx.convolution_3d": Spec(
+        [C((1, 2, 4, 4, 3), (2, 2, 2, 3, 2), (2,))],
+        call=lambda x, w, b: npx.convolution(x, w, b, kernel=(2, 3, 2), stride=(2, 1, 1),
+                                             pad=(1, 1, 0), dilate=(1, 1, 2), num_filter=2),
+        ref=lambda x, w, b: _conv_nd_ref(x, w, (2, 1, 1), (1, 1, 0), (1, 1, 2))
+        + b.reshape(1, -1, 1, 1, 1)),
+    "npx.pooling_1d_max": Spec([C((2, 2, 7))], make={0: distinct},
+                               call=lambda x: npx.pooling(x, kernel=3, stride=2, pad=1),
+                               ref=lambda x: _pool_nd_ref(x, (3,), (2,), (1,), "max")),
+    "npx.pooling_3d_max": Spec([C((1, 2, 4, 4, 3))], make={0: distinct},
+                               call=lambda x: npx.pooling(x, kernel=(2, 2, 2), stride=(2, 1, 1),
+                                                          pad=(1, 0, 1)),
+                               ref=lambda x: _pool_nd_ref(x, (2, 2, 2), (2, 1, 1), (1, 0, 1),
+                                                          "max")),
+    "npx.pooling_3d_avg": Spec([C((1, 2, 4, 3, 3))],
+                               call=lambda x: npx.pooling(x, kernel=(3, 2, 2), stride=1,
+                                                          pad=(1, 1, 0), pool_type="avg"),
+                               ref=lambda x: _pool_nd_ref(x, (3, 2, 2), (1, 1, 1), (1, 1, 0),
+                                                          "avg")),
+    "npx.pooling_1d_sum": Spec([C((2, 3, 6))],
+                               call=lambda x: npx.pooling(x, kernel=2, stride=2,
+                                                          pool_type="sum"),
+                               ref=lambda x: 2 * _pool_nd_ref(x, (2,), (2,), (0,), "avg")),
+    "npx.deconvolution": Spec(
+        [C((1, 2, 3, 3), (2, 3, 2, 3), (3,))],
+        call=lambda x, w, b: npx.deconvolution(x, w, b, kernel=(2, 3), stride=(2, 1),
+                                               pad=(1, 1), adj=(1, 0), num_filter=3),
+        ref=lambda x, w, b: _deconv_ref(x, w, (2, 1), (1, 1), (1, 1), (1, 0))
+        + b.reshape(1, -1, 1, 1)),
+    "npx.deconvolution_1d": Spec(
+        [C((2, 2, 4), (2, 1, 3))],
+        call=lambda x, w: npx.deconvolution(x, w, kernel=3, stride=2, dilate=2),
+        ref=lambda x, w: _deconv_ref(x, w, (2,), (0,), (2,), (0,))),
+    "npx.reshape_like": Spec([C((6, 2), (3, 4))], nondiff={1},
+                             call=lambda a, b: npx.reshape_like(a, b),
+                             ref=lambda a, b: a.reshape(b.shape)),
+    "npx.sequence_mask": Spec([C((4, 3, 2))],
+                              call=lambda x: npx.sequence_mask(x, onp.array([1, 4, 2]), True,
+                                                               value=-1.0),
+                              ref=lambda x: onp.where(
+                                  (onp.arange(4)[:, None] < onp.array([1, 4, 2]))[..., None],
+                                  x, -1.0)),
+    "npx.gather_nd": Spec([C((3, 4, 2))], call=lambda x: npx.gather_nd(x, _GATHER_IDX),
+                          ref=lambda x: x[tuple(_GATHER_IDX)]),
+    "npx.scatter_nd": Spec([C((4, 2))],
+                           call=lambda v: npx.scatter_nd(v, _GATHER_IDX, (3, 4, 2)),
+                           ref=lambda v: _scatter_ref(v, tuple(_GATHER_IDX), (3, 4, 2))),
+})
+COMPOSITE_SPECS.update({
+    # the range and the number are float64/int64, which promote the result as in NumPy
+    "np.r_": Spec([C((3,), (2,))], f32=False, call=lambda a, b: np_.r_[a, 0.5, b * 2, 0:2],
+                  ref=lambda a, b: onp.r_[a, 0.5, b * 2, 0:2]),
+    "np.c_": Spec([C((3,), (3, 2))], call=lambda a, b: np_.c_[a, b],
+                  ref=lambda a, b: onp.c_[a, b]),
+})
+
+
+# ---------------------------------------------------------------- npx.rnn
+def _lstm_bi_ref(x, params, h0, c0, hidden=3):
+    """One bidirectional LSTM layer in NumPy, MXNet's parameter layout."""
+    steps, _, size = x.shape
+    g = 4 * hidden
+    sizes = [g * size, g * hidden] * 2
+    cuts = onp.cumsum(sizes)
+    wx = [params[0:cuts[0]].reshape(g, size), params[cuts[1]:cuts[2]].reshape(g, size)]
+    wh = [params[cuts[0]:cuts[1]].reshape(g, hidden), params[cuts[2]:cuts[3]].reshape(g, hidden)]
+    b = params[cuts[3]:]
+    bx = [b[0:g], b[2 * g:3 * g]]
+    bh = [b[g:2 * g], b[3 * g:4 * g]]
+    outs = []
+    for d in range(2):
+        h, c = h0[d], c0[d]
+        hs = [None] * steps
+        for t in (range(steps) if d == 0 else range(steps - 1, -1, -1)):
+            z = x[t] @ wx[d].T + bx[d] + h @ wh[d].T + bh[d]
+            i, f, gg, o = onp.split(z, 4, axis=-1)
+            c = _sigmoid(f) * c + _sigmoid(i) * onp.tanh(gg)
+            h = _sigmoid(o) * onp.tanh(c)
+            hs[t] = h
+        outs.append(onp.stack(hs))
+    return onp.concatenate(outs, axis=-1)
+
+
+COMPOSITE_SPECS["npx.rnn"] = Spec(
+    [C((3, 2, 2), (2 * (12 * 2 + 12 * 3 + 24),), (2, 2, 3), (2, 2, 3))], domain=(-1, 1),
+    call=lambda x, p, h, c: npx.rnn(x, p, h, c, mode="lstm", state_size=3, num_layers=1,
+                                    bidirectional=True),
+    ref=_lstm_bi_ref)

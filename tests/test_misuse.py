@@ -105,7 +105,7 @@ def _bind(sym_fn, args, **kw):
 
 
 def _with_op(name):
-    doc = json.loads(_two_plus().tojson())
+    doc = json.loads(_two_plus().tojson(layout="fastgrad"))
     doc["nodes"][-1]["op"] = name
     return json.dumps(doc)
 

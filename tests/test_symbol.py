@@ -50,7 +50,9 @@ def test_named_op_output():
 def test_every_registry_op_is_a_symbol_op():
     for name in REGISTRY:
         assert callable(mx.sym.symbol_op(name)), name
-        if name not in ("var",):      # sym.var is MXNet's variable constructor
+        # sym.var is MXNet's variable constructor; sym.split also takes MXNet's num_outputs=;
+        # sym.dot, sym.concat and sym.flatten are MXNet's operators (tests/test_mxnet_symbol.py)
+        if name not in ("var", "split", "dot", "concat", "flatten"):
             assert getattr(mx.sym, name) is mx.sym.symbol_op(name), name
     assert "softmax" in dir(mx.sym.npx) and callable(mx.sym.npx.softmax)
     assert callable(mx.sym.np.sum)
@@ -72,6 +74,8 @@ def test_generic_ops_match_imperative_values_and_gradients():
     """Every simple op of the table, as a bound symbol, equals the imperative op exactly."""
     checked = 0
     for name, prim in _simple_ops():
+        if any(d == -1 for d in prim.diff):
+            continue   # an input without a rule (gammainc's a) cannot bind with grad_req='write'
         xs = [f64((3, 4), seed=i, low=0.2, high=0.8) for i in range(prim.n_in)]
         try:
             expected = prim(*[mx.np.array(x) for x in xs])
@@ -158,7 +162,7 @@ def test_wrong_calls_are_clear_errors():
         mx.sym.add(x)
     with pytest.raises(TypeError, match="cannot be stored"):
         mx.sym.sum(x, axis=object())
-    with pytest.raises(TypeError, match="truth value"):
+    with pytest.raises(TypeError, match="bool.*not implemented for Symbol"):
         bool(x)
 
 
@@ -244,7 +248,7 @@ def test_pickle_round_trip():
 
 
 def _doc():
-    return json.loads(mx.sym.exp(mx.sym.var("x"), name="e").tojson())
+    return json.loads(mx.sym.exp(mx.sym.var("x"), name="e").tojson(layout="fastgrad"))
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -276,7 +280,7 @@ def test_load_json_rejects_bad_values_and_text():
     with pytest.raises(ValueError):
         mx.sym.load_json("[]")
     x = mx.sym.var("x")
-    d = json.loads(mx.sym.reshape(x, (2, 3)).tojson())
+    d = json.loads(mx.sym.reshape(x, (2, 3)).tojson(layout="fastgrad"))
     d["nodes"][1]["params"]["shape"] = {"__pickle__": "gASV"}
     with pytest.raises(ValueError, match="unknown tag"):
         mx.sym.load_json(json.dumps(d))
@@ -288,7 +292,7 @@ def test_load_json_rejects_bad_values_and_text():
     const["value"]["__array__"]["dtype"] = "|O"
     with pytest.raises(ValueError, match="dtype"):
         mx.sym.load_json(json.dumps(d))
-    d = json.loads(mx.sym.reshape(x, (2, 3)).tojson())
+    d = json.loads(mx.sym.reshape(x, (2, 3)).tojson(layout="fastgrad"))
     del d["nodes"][1]["params"]["shape"]
     with pytest.raises(ValueError, match="missing required parameter"):
         mx.sym.load_json(json.dumps(d))

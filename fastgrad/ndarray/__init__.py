@@ -292,3 +292,24 @@ def SoftmaxOutput(data, label=None, grad_scale=1.0, **kwargs):
 
 # MXNet 1.x's names and arguments for the rest (reshape codes, split, concat, slice_axis, ...).
 from fastgrad.ndarray._mxnet_names import *  # noqa: E402,F401,F403
+
+
+def save(fname, data):
+    """Save an array, a list of arrays or a dict of str to arrays to ``fname`` in MXNet 1.x's
+    ``.params`` format (MXNet's ``nd.load`` reads it; see ``fastgrad/_params_format.py``).
+    Scalars and empty arrays need ``npx.save``."""
+    from fastgrad import _params_format
+    _params_format.save(fname, data, numpy_shape=False, what="nd.save")
+
+
+def load(fname):
+    """Load a ``.params`` file written by MXNet or fastgrad: a list of ``NDArray``, or a dict
+    when the file names its arrays."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.load(fname), NDArray)
+
+
+def load_frombuffer(buf):
+    """:func:`load` from the bytes of a file."""
+    from fastgrad import _params_format
+    return _params_format.wrap_all(_params_format.loads(buf), NDArray)

@@ -7,8 +7,11 @@ arrays, and is recorded inside ``autograd.record()`` when an input depends on a 
 from fastgrad._array import ndarray
 from fastgrad import _functions
 from fastgrad._functions import *  # noqa: F401,F403
+from fastgrad import _numpy_more
+from fastgrad._numpy_more import *  # noqa: F401,F403
 from fastgrad.numpy import random  # noqa: F401
 from fastgrad.numpy import linalg  # noqa: F401
+from fastgrad.numpy import fft  # noqa: F401
 
 import numpy as _onp
 
@@ -25,3 +28,8 @@ finfo, iinfo = _onp.finfo, _onp.iinfo
 
 __all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"]
 __all__ += _functions.__all__
+__all__ += ["fft"]
+__all__ += _numpy_more.__all__
+r_ = _numpy_more.INDEX_BUILDERS["r_"]
+c_ = _numpy_more.INDEX_BUILDERS["c_"]
+__all__ += ["r_", "c_"]

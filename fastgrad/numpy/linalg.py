@@ -5,6 +5,7 @@ table op or a composition of table ops, so it is differentiable to any order.
 """
 
 from fastgrad._functions import linalg as _impl
+from fastgrad import _numpy_more as _more
 
 norm = _impl.norm
 vector_norm = _impl.vector_norm
@@ -24,7 +25,11 @@ matrix_power = _impl.matrix_power
 multi_dot = _impl.multi_dot
 matrix_transpose = _impl.matrix_transpose
 LinAlgError = _impl.LinAlgError
+eig = _more.LINALG["eig"]
+eigvals = _more.LINALG["eigvals"]
+lstsq = _more.LINALG["lstsq"]
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "eigh", "eigvalsh", "qr", "svd", "svdvals", "pinv", "matrix_power", "multi_dot",
            "matrix_transpose", "LinAlgError"]
+__all__ += ["eig", "eigvals", "lstsq"]

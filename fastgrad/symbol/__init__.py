@@ -8,7 +8,11 @@ forward and backward again and again.
 Every op of the derivative table is available as ``fastgrad.sym.<op>`` (``sym.exp``,
 ``sym.matmul``, ...), and every public composition of ``fastgrad.np``/``fastgrad.npx`` as
 ``fastgrad.sym.np.<f>``/``fastgrad.sym.npx.<f>`` (also ``fastgrad.sym.<f>`` when the name is
-not an op of the table).
+not an op of the table). MXNet 1.x's layer operators (``sym.FullyConnected``,
+``sym.BatchNorm``, ``sym.SoftmaxOutput``, ...) are there under their MXNet names, with MXNet's
+parameters, automatic weight variables and auxiliary states (Note [MXNet 1.x operators] in
+``_legacy.py``); ``tojson``/``load`` read and write MXNet's JSON (Note [MXNet JSON] in
+``_mxnet_json.py``).
 
 Examples
 --------
@@ -27,9 +31,11 @@ from fastgrad.symbol._api import np_ns as np, npx_ns as npx
 from fastgrad.symbol._json import load_json, fromjson, load
 from fastgrad.symbol._history import from_history as _from_history
 from fastgrad.symbol._optimize import optimize
+from fastgrad.symbol._attribute import AttrScope
+from fastgrad.symbol import name
 
 __all__ = ["Symbol", "var", "Variable", "Group", "const", "load_json", "fromjson", "load",
-           "optimize", "np", "npx"]
+           "optimize", "np", "npx", "AttrScope"]
 
 
 def __getattr__(attr):

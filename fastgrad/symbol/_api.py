@@ -7,8 +7,11 @@ import numpy as np
 
 from fastgrad._registry import REGISTRY
 from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_composite,
-                                    constant)
+                                    constant, _auto_name, _as_entry)
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
+from fastgrad.symbol._values import InputRef
+from fastgrad.symbol import _legacy, _attribute
+from fastgrad.symbol._mxnet_json import HIDDEN_KEYS
 
 
 def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs):
@@ -23,8 +26,10 @@ def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs
         The argument's shape, used by ``infer_shape`` when no shape is passed.
     dtype : dtype, optional
         The argument's dtype (float32 when not declared).
-    init, stype, **kwargs
-        Accepted for MXNet compatibility; ``stype`` must be dense.
+    init : str or initializer, optional
+        Kept as the ``__init__`` attribute, as MXNet does (fastgrad initializes nothing).
+    stype, **kwargs
+        ``stype`` must be dense; other keywords (``lr_mult=``) become ``__key__`` attributes.
 
     Examples
     --------
@@ -37,9 +42,13 @@ def var(name, attr=None, shape=None, dtype=None, init=None, stype=None, **kwargs
         raise TypeError("sym.var: name must be a non-empty string, got %r" % (name,))
     if stype not in (None, "default"):
         raise ValueError("sym.var: fastgrad arrays are dense; stype must be 'default'")
-    attrs = {str(k): str(v) for k, v in dict(attr or {}).items()}
+    attrs = dict(_attribute.current())
+    attrs.update({str(k): str(v) for k, v in dict(attr or {}).items()})
     for k, v in kwargs.items():
         attrs["__%s__" % k] = str(v)
+    if init is not None:
+        # MXNet keeps the initializer as its JSON description (fastgrad does not use it).
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     if shape is not None:
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
@@ -82,7 +91,11 @@ def symbol_op(opname):
     """
     prim = REGISTRY.get(opname)
     if prim is not None:
+        mxnet_twin = _legacy.CATALOGUE.get(opname)
+
         def op(*args, **kwargs):
+            if mxnet_twin is not None and _wants_mxnet(prim, mxnet_twin, args, kwargs):
+                return legacy_op(opname)(*args, **kwargs)
             return apply_primitive(prim, args, kwargs)
         params = ", ".join(prim.param_names)
         op.__doc__ = ("Symbolic ``%s`` (the fastgrad op of the same name)%s. Returns a Symbol."
@@ -140,12 +153,141 @@ def op_names():
     return sorted(names)
 
 
+# Names whose MXNet 1.x meaning differs from NumPy's: ``sym.concat(*data, dim=)``, ``sym.dot``
+# (contracts the last axis of lhs with the first of rhs),
+# ``sym.flatten`` (keeps the batch axis); ``sym.split`` is MXNet's when called with
+# ``num_outputs=`` and no sections (see ``_split``).
+_MXNET_FIRST = frozenset({"concat", "flatten", "dot"})
+
+
 def resolve(attr):
-    """``fastgrad.sym.<attr>``: a registry op, else a composite of ``np``, else of ``npx``."""
+    """``fastgrad.sym.<attr>``: a registry op, else a composite of ``np``, else of ``npx``,
+    else an MXNet 1.x operator (Note [MXNet 1.x operators])."""
+    if attr in _MXNET_FIRST:
+        return legacy_op(attr)
+    if attr == "split":
+        return _split
     if attr in REGISTRY:
         return symbol_op(attr)
     for prefix in ("np.", "npx."):
         fn = composites().get(prefix + attr)
         if fn is not None:
             return symbol_op(fn.name) if is_primitive(fn) else symbol_op(prefix + attr)
+    if attr in _legacy.CATALOGUE:
+        return legacy_op(attr)
+    if attr in ("zeros", "ones"):
+        return legacy_op("_" + attr)
     raise AttributeError("module 'fastgrad.sym' has no attribute %r" % attr)
+
+
+def _split(*args, **kwargs):
+    """``sym.split``: MXNet's ``split(data, num_outputs, axis=1, squeeze_axis=False)`` when
+    called with ``num_outputs=`` only, else NumPy's ``split(ary, indices_or_sections)``."""
+    if len(args) == 1 and "num_outputs" in kwargs and "indices_or_sections" not in kwargs:
+        return legacy_op("SliceChannel")(*args, **kwargs)
+    return symbol_op("split")(*args, **kwargs)
+
+
+_HIDDEN_KEYS = frozenset(HIDDEN_KEYS)
+
+
+@functools.lru_cache(maxsize=None)
+def legacy_op(name):
+    """The ``fastgrad.sym`` function of MXNet 1.x operator ``name`` (or one of its aliases).
+
+    It takes the inputs by position or by MXNet's input names (``data``, ``weight``, ...),
+    MXNet's parameters, ``name=`` and ``attr=``; inputs not given become variables named
+    ``<name>_<input>`` (Note [MXNet 1.x operators] in ``_legacy.py``).
+    """
+    spec = _legacy.CATALOGUE[name]
+
+    def op(*args, **kwargs):
+        kwargs = dict(kwargs)
+        node_name = kwargs.pop("name", None)
+        attr = dict(kwargs.pop("attr", None) or {})
+        # MXNet's "hidden keys" are attributes, not parameters (fc(..., lr_mult=2)).
+        for key in _HIDDEN_KEYS.intersection(kwargs):
+            attr["__%s__" % key] = str(kwargs.pop(key))
+        where = "sym.%s" % name
+        if spec.variadic:
+            inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
+                else list(args)
+            kwargs.setdefault("num_args", len(inputs))
+            given = spec.parse(kwargs, where)
+            if given["num_args"] != len(inputs):
+                raise ValueError("%s: num_args=%d but %d inputs were given"
+                                 % (where, given["num_args"], len(inputs)))
+            names = ["arg%d" % i for i in range(len(inputs))]
+        else:
+            trial = {k: v for k, v in kwargs.items() if k in spec.params}
+            given = spec.parse(trial, where)
+            possible = _defaults_for_doc(spec)
+            possible.update(given)
+            names = spec.input_names(possible)
+            extra = [k for k in kwargs if k not in spec.params and k not in names]
+            if extra:
+                raise TypeError("%s: unknown argument(s) %s (inputs: %s; parameters: %s)"
+                                % (where, extra, names, sorted(spec.params)))
+            if len(args) > len(names):
+                raise TypeError("%s takes at most %d inputs (%d given)"
+                                % (where, len(names), len(args)))
+            inputs = list(args) + [kwargs.get(n) for n in names[len(args):]]
+            for n in names[:len(args)]:
+                if n in kwargs:
+                    raise TypeError("%s got multiple values for input %r" % (where, n))
+        node_name = _auto_name(spec.name.lower(), node_name)
+        full = spec.full(given, where)
+        # MXNet keeps an operator's user attributes as __key__ (its parameters are plain).
+        user = dict(_attribute.current())
+        user.update({(str(k) if str(k).startswith("__") and str(k).endswith("__")
+                      else "__%s__" % k): str(v) for k, v in dict(attr or {}).items()})
+        var_attrs = {k: _legacy.format_attr(v) for k, v in given.items()}
+        var_attrs.update(user)
+        for i, (n, x) in enumerate(zip(names, inputs)):
+            if x is None:
+                # MXNet makes a variable of every input not given, the data too.
+                if not spec.auto:
+                    raise TypeError("%s: input %r is required" % (where, n))
+                a = dict(var_attrs)
+                if n in spec.var_attrs:
+                    a["__init__"] = spec.var_attrs[n]
+                inputs[i] = var("%s_%s" % (node_name, n), attr=a)
+        entries = [_as_entry(x, name, "input %r" % n) for n, x in zip(names, inputs)]
+        node = SymNode("mx." + spec.name, node_name, entries,
+                       (tuple(InputRef(i) for i in range(len(entries))),
+                        dict(sorted(given.items()))),
+                       attrs=user, num_outputs=spec.num_outputs(full))
+        return Symbol.from_node(node)
+
+    op.__name__ = op.__qualname__ = name
+    params = ", ".join("%s=%s" % (k, "<required>" if d is _legacy.REQUIRED else repr(d))
+                       for k, (kind, d) in spec.params.items())
+    op.__doc__ = ("MXNet 1.x operator ``%s`` (a Symbol). Inputs: %s. Parameters: %s."
+                  % (spec.name, "any number" if spec.variadic else
+                     ", ".join(spec.input_names(_defaults_for_doc(spec))), params or "none"))
+    return op
+
+
+def _defaults_for_doc(spec):
+    return {k: (None if d is _legacy.REQUIRED else d) for k, (kind, d) in spec.params.items()}
+
+
+def _wants_mxnet(prim, spec, args, kwargs):
+    """Whether a call of a table op is meant as the MXNet operator of the same name: it uses
+    a parameter only MXNet's has (``sum(..., exclude=True)``, ``softmax(temperature=)``), takes
+    its inputs as separate arguments (``stack(a, b)``) or, for ``reshape``, MXNet's special
+    codes (0, -2, -3, -4) or ``reverse=``."""
+    if prim.n_in < 0 and args and not isinstance(args[0], (list, tuple)):
+        return True     # MXNet's stack(*data, axis=) rather than stack([data...], axis)
+    if prim.n_in >= 0 and any(isinstance(a, Symbol) for a in args[prim.n_in:]):
+        return True     # MXNet's take(a, indices) takes as an input what ours takes as a value
+    own = set(prim.param_names) | {"name", "attr", "num_outputs"}
+    extra = {k for k in kwargs if k not in own}
+    if extra and extra <= set(spec.params):
+        return True
+    if prim.name == "reshape":
+        shape = kwargs.get("shape", args[1] if len(args) > 1 else None)
+        if isinstance(shape, (tuple, list)) and any(
+                isinstance(d, int) and (d == 0 or d < -1) for d in shape):
+            return True
+    return False

@@ -37,15 +37,13 @@ from fastgrad.symbol._ops import VARIABLE, CONSTANT, lookup, composites, is_prim
 from fastgrad.symbol._values import InputRef
 
 _ids = itertools.count()
-_name_counts = {}
 
 
-def _auto_name(hint):
-    """``hint`` followed by a per-hint counter (``exp0``, ``exp1``, ...), like MXNet."""
-    hint = hint.replace(".", "_")
-    n = _name_counts.get(hint, 0)
-    _name_counts[hint] = n + 1
-    return "%s%d" % (hint, n)
+def _auto_name(hint, name=None):
+    """``name``, or ``hint`` followed by a per-hint counter (``exp0``, ``exp1``, ...), from
+    the current name manager (``mx.name.Prefix`` adds its prefix to both), like MXNet."""
+    from fastgrad.symbol import name as naming
+    return naming.current().get(name, hint)
 
 
 def _input_names():
@@ -118,6 +116,29 @@ class SymNode:
 
     def __repr__(self):
         return "<SymNode %s %s #%d>" % (self.op, self.name, self.id)
+
+
+def aux_positions(node):
+    """The input positions of ``node`` that are auxiliary states (MXNet 1.x operators only)."""
+    if not node.op.startswith("mx."):
+        return ()
+    from fastgrad.symbol import _legacy
+    spec = _legacy.CATALOGUE[node.op[3:]]
+    if not spec.aux:
+        return ()
+    names = spec.input_names(spec.full(node.params[1]))
+    return tuple(i for i, n in enumerate(names) if n in spec.aux)
+
+
+def aux_ids(nodes):
+    """Ids of the variables among ``nodes``' inputs that feed an auxiliary position."""
+    out = set()
+    for n in nodes:
+        for i in aux_positions(n):
+            p = n.inputs[i][0]
+            if p.op == VARIABLE:
+                out.add(p.id)
+    return out
 
 
 def topo_nodes(entries):
@@ -236,9 +257,17 @@ def apply_primitive(prim, args, kwargs):
     elif num_outputs is not None and num_outputs != n_out:
         raise ValueError("sym.%s has %d outputs, not num_outputs=%r" % (prim.name, n_out,
                                                                            num_outputs))
-    node = SymNode(prim.name, name or _auto_name(prim.name), entries, params,
-                   attrs=dict(attr or {}), num_outputs=n_out)
+    node = SymNode(prim.name, _auto_name(prim.name, name), entries, params,
+                   attrs=_scoped(attr), num_outputs=n_out)
     return Symbol.from_node(node)
+
+
+def _scoped(attr):
+    """A node's attributes: the current ``AttrScope``'s, then ``attr``'s."""
+    from fastgrad.symbol import _attribute
+    out = dict(_attribute.current())
+    out.update(attr or {})
+    return out
 
 
 def _count_outputs(prim, entries, params, num_outputs):
@@ -284,8 +313,8 @@ def apply_composite(opname, fn, args, kwargs):
     tkwargs = {k: template(v) for k, v in sorted(kwargs.items())}
     _values.encode(targs, "sym.%s arguments" % opname)
     _values.encode(list(tkwargs.values()), "sym.%s arguments" % opname)
-    node = SymNode(opname, name or _auto_name(opname.split(".")[-1]), entries,
-                   (targs, tkwargs), attrs=dict(attr or {}), num_outputs=num_outputs)
+    node = SymNode(opname, _auto_name(opname.split(".")[-1], name), entries,
+                   (targs, tkwargs), attrs=_scoped(attr), num_outputs=num_outputs)
     return Symbol.from_node(node)
 
 
@@ -394,14 +423,16 @@ def infer(entries, shapes, dtypes, partial=False):
         if node.op == VARIABLE:
             shape = shapes.get(node.name, node.attrs.get("shape"))
             dtype = dtypes.get(node.name, node.attrs.get("dtype")) or np.float32
-            if shape is None and not partial:
-                raise _Unknown(node.name)
+            # An unknown shape may still be inferred from its consumer (an MXNet operator's
+            # weight); it is an error only when a node needs it.
             info[(node.id, 0)] = (None if shape is None else tuple(shape), np.dtype(dtype))
             continue
         if node.op == CONSTANT:
             v = np.asarray(node.value)
             info[(node.id, 0)] = (v.shape, v.dtype)
             continue
+        if node.op.startswith("mx."):
+            _infer_parameter_shapes(node, info, dtypes)
         try:
             probes = [_probe_for(info, e) for e in node.inputs]
         except _Unknown:
@@ -417,7 +448,37 @@ def infer(entries, shapes, dtypes, partial=False):
                              % (node.name, node.op, len(outs), node.num_outputs))
         for i, o in enumerate(outs):
             info[(node.id, i)] = (o.shape, o.dtype)
+    if not partial:
+        for node in topo_nodes(entries):
+            if node.op == VARIABLE and info[(node.id, 0)][0] is None:
+                raise _Unknown(node.name)
     return info
+
+
+def _infer_parameter_shapes(node, info, dtypes):
+    """Fill in the unknown shapes of variables feeding an MXNet operator from its data's shape
+    (``fc1_weight`` from ``num_hidden`` and the data), as MXNet's inference does."""
+    from fastgrad.symbol import _legacy
+    spec = _legacy.CATALOGUE[node.op[3:]]
+    if spec.shape_rule is None:
+        return
+    known = [info[(p.id, k)][0] for p, k in node.inputs]
+    if all(s is not None for s in known):
+        return
+    full = spec.full(node.params[1])
+    try:
+        wanted = spec.shape_rule(known, full)
+    except (TypeError, IndexError, ValueError, ZeroDivisionError):
+        return
+    for i, shape in wanted.items():
+        if i >= len(node.inputs):
+            continue
+        p, k = node.inputs[i]
+        if p.op == VARIABLE and info[(p.id, 0)][0] is None and shape is not None:
+            dtype = dtypes.get(p.name, p.attrs.get("dtype"))
+            if dtype is None:
+                dtype = info[(node.inputs[0][0].id, node.inputs[0][1])][1]
+            info[(p.id, 0)] = (tuple(int(d) for d in shape), np.dtype(dtype or np.float32))
 
 
 # ---------------------------------------------------------------- Symbol
@@ -472,28 +533,131 @@ class Symbol:
         return self._entries[0][0].name
 
     def list_arguments(self):
-        """Names of the arguments (variables), in depth-first order."""
-        return [n.name for n in dfs_nodes(self._entries) if n.op == VARIABLE]
+        """Names of the arguments (variables but auxiliary states), in depth-first order."""
+        nodes = dfs_nodes(self._entries)
+        aux = aux_ids(nodes)
+        return [n.name for n in nodes if n.op == VARIABLE and n.id not in aux]
 
     def list_inputs(self):
-        """Names of every input: arguments and auxiliary states (fastgrad ops have none)."""
-        return self.list_arguments() + self.list_auxiliary_states()
+        """Names of every input: arguments and auxiliary states, in depth-first order."""
+        return [n.name for n in dfs_nodes(self._entries) if n.op == VARIABLE]
 
     def list_auxiliary_states(self):
-        """Names of auxiliary states. No fastgrad op keeps any, so this is empty."""
-        return []
+        """Names of the auxiliary states: variables that MXNet 1.x operators update
+        themselves (``BatchNorm``'s ``moving_mean``/``moving_var``), in depth-first order."""
+        nodes = dfs_nodes(self._entries)
+        aux = aux_ids(nodes)
+        return [n.name for n in nodes if n.op == VARIABLE and n.id in aux]
 
     def list_outputs(self):
         """Names of the outputs: ``'<node>_output'`` (``_output<i>`` for several)."""
         return [n.output_name(i) for n, i in self._entries]
 
+    # ------------------------------------------------------------ attributes
+    def _node_attrs(self, node):
+        from fastgrad.symbol import _mxnet_json
+        t = _mxnet_json.translate(node) if node.op != CONSTANT else None
+        if t is not None:
+            attrs = dict(t[1])
+        else:
+            attrs = {k: str(v) for k, v in node.attrs.items() if k not in ("shape", "dtype")}
+        # MXNet also shows user __key__ attributes under their plain key.
+        for k, v in list(attrs.items()):
+            if k.startswith("__") and k.endswith("__") and len(k) > 4 and k not in (
+                    "__shape__", "__dtype__", "__init__", "__storage_type__"):
+                attrs.setdefault(k[2:-2], v)
+        return attrs
+
+    def attr(self, key):
+        """The attribute ``key`` of this single-node symbol as a string (``None`` if absent);
+        ``key`` may be given with or without MXNet's ``__`` decoration."""
+        nodes = {n.id: n for n, _ in self._entries}
+        if len(nodes) != 1:
+            raise ValueError("attr: the symbol is a group of %d nodes" % len(nodes))
+        attrs = self._node_attrs(self._entries[0][0])
+        return attrs.get(key, attrs.get("__%s__" % key))
+
+    def list_attr(self, recursive=False):
+        """The attributes of this symbol's node (strings, as MXNet shows them)."""
+        if recursive:
+            raise ValueError("list_attr: recursive=True is gone in MXNet too; use attr_dict()")
+        nodes = {n.id: n for n, _ in self._entries}
+        if len(nodes) != 1:
+            raise ValueError("list_attr: the symbol is a group of %d nodes" % len(nodes))
+        return self._node_attrs(self._entries[0][0])
+
+    def attr_dict(self):
+        """``{node name: attributes}`` for every node with attributes (as MXNet's)."""
+        out = {}
+        for n in dfs_nodes(self._entries):
+            if n.op == CONSTANT:
+                continue
+            attrs = self._node_attrs(n)
+            if attrs:
+                out[n.name] = attrs
+        return out
+
     def get_internals(self):
         """A group of every output of every node, in depth-first order."""
         return Symbol([(n, i) for n in dfs_nodes(self._entries) for i in range(n.num_outputs)])
 
+    def __call__(self, *args, **kwargs):
+        """A copy of this symbol with arguments replaced by symbols (MXNet's composition).
+
+        Positional symbols replace the arguments in ``list_arguments()`` order, keywords
+        replace them by name; ``name=`` renames the output node of a single-output symbol.
+
+        Examples
+        --------
+        >>> import fastgrad as mx
+        >>> net = mx.sym.FullyConnected(num_hidden=2, name='fc')
+        >>> net.list_arguments()
+        ['fc_data', 'fc_weight', 'fc_bias']
+        >>> net(fc_data=mx.sym.var('x')).list_arguments()
+        ['x', 'fc_weight', 'fc_bias']
+        """
+        kwargs = dict(kwargs)
+        name = kwargs.pop("name", None)
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise TypeError("compose: %d symbols for %d arguments" % (len(args), len(names)))
+        mapping = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in self.list_inputs():
+                raise ValueError("compose: %r is not an argument of the symbol (arguments: %s)"
+                                 % (k, names))
+            mapping[k] = v
+        for k, v in mapping.items():
+            if not isinstance(v, Symbol) or len(v._entries) != 1:
+                raise TypeError("compose: the value for %r must be a single-output Symbol" % k)
+        new = {}
+        for node in topo_nodes(self._entries):
+            if node.op == VARIABLE and node.name in mapping:
+                new[(node.id, 0)] = mapping[node.name]._entries[0]
+                continue
+            inputs = tuple(new[(p.id, k)] for p, k in node.inputs)
+            if inputs == node.inputs:
+                copy = node
+            else:
+                copy = SymNode(node.op, node.name, inputs, node.params, node.value,
+                               dict(node.attrs), node.num_outputs)
+            for i in range(node.num_outputs):
+                new[(node.id, i)] = (copy, i)
+        entries = [new[(n.id, i)] for n, i in self._entries]
+        if name is not None:
+            heads = {n.id for n, _ in entries}
+            if len(heads) != 1:
+                raise ValueError("compose: name= needs a symbol with one output node")
+            head = entries[0][0]
+            renamed = SymNode(head.op, name, head.inputs, head.params, head.value,
+                              dict(head.attrs), head.num_outputs)
+            entries = [(renamed, i) for _, i in entries]
+        return Symbol(entries)
+
     def get_children(self):
         """The inputs of this symbol's node(s) as a group, or ``None`` for a variable."""
-        entries = [e for n, _ in self._entries for e in n.inputs]
+        nodes = list({n.id: n for n, _ in self._entries}.values())
+        entries = [e for n in nodes for e in n.inputs]
         return Symbol(entries) if entries else None
 
     def __len__(self):
@@ -530,7 +694,8 @@ class Symbol:
         return hash(tuple((n.id, i) for n, i in self._entries))
 
     def __bool__(self):
-        raise TypeError("the truth value of a Symbol is undefined; bind it to compute values")
+        from fastgrad.base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     def __copy__(self):
         return self
@@ -540,7 +705,7 @@ class Symbol:
 
     def __reduce__(self):
         from fastgrad.symbol._json import load_json
-        return (load_json, (self.tojson(),))
+        return (load_json, (self.tojson(layout="fastgrad"),))
 
     # ------------------------------------------------------------ arithmetic
     def __neg__(self):
@@ -579,6 +744,7 @@ class Symbol:
     # ------------------------------------------------------------ inference
     def _shape_dict(self, args, kwargs, what):
         names = self.list_arguments()
+        inputs = self.list_inputs()
         given = {}
         if args:
             if len(args) > len(names):
@@ -588,16 +754,23 @@ class Symbol:
                 if v is not None:
                     given[n] = v
         for k, v in kwargs.items():
-            if k not in names:
+            if k not in inputs:
                 raise ValueError("%s: %r is not an argument of this symbol (arguments: %s)"
-                                 % (what, k, names))
+                                 % (what, k, inputs))
             given[k] = v
         return given
 
+    def _split_inputs(self):
+        nodes = dfs_nodes(self._entries)
+        aux = aux_ids(nodes)
+        variables = [n for n in nodes if n.op == VARIABLE]
+        return ([n for n in variables if n.id not in aux], [n for n in variables if n.id in aux])
+
     def _infer(self, shapes, dtypes, partial):
         info = infer(self._entries, shapes, dtypes, partial=partial)
-        args = [n for n in dfs_nodes(self._entries) if n.op == VARIABLE]
-        return ([info[(n.id, 0)] for n in args], [info[(n.id, i)] for n, i in self._entries])
+        args, aux = self._split_inputs()
+        return ([info[(n.id, 0)] for n in args], [info[(n.id, i)] for n, i in self._entries],
+                [info[(n.id, 0)] for n in aux])
 
     def infer_shape(self, *args, **kwargs):
         """Infer the shapes of the arguments and outputs from the given argument shapes.
@@ -618,17 +791,19 @@ class Symbol:
         shapes = {k: tuple(int(s) for s in v)
                   for k, v in self._shape_dict(args, kwargs, "infer_shape").items()}
         try:
-            arg_info, out_info = self._infer(shapes, {}, partial=False)
+            arg_info, out_info, aux_info = self._infer(shapes, {}, partial=False)
         except _Unknown:
             return None, None, None
-        return [s for s, _ in arg_info], [s for s, _ in out_info], []
+        return ([s for s, _ in arg_info], [s for s, _ in out_info],
+                [s for s, _ in aux_info])
 
     def infer_shape_partial(self, *args, **kwargs):
         """Like :meth:`infer_shape`, with ``None`` for shapes that cannot be inferred."""
         shapes = {k: tuple(int(s) for s in v)
                   for k, v in self._shape_dict(args, kwargs, "infer_shape_partial").items()}
-        arg_info, out_info = self._infer(shapes, {}, partial=True)
-        return [s for s, _ in arg_info], [s for s, _ in out_info], []
+        arg_info, out_info, aux_info = self._infer(shapes, {}, partial=True)
+        return ([s for s, _ in arg_info], [s for s, _ in out_info],
+                [s for s, _ in aux_info])
 
     def infer_type(self, *args, **kwargs):
         """Infer the dtypes of the arguments and outputs from the given argument dtypes.
@@ -644,10 +819,11 @@ class Symbol:
         dtypes = {k: np.dtype(v)
                   for k, v in self._shape_dict(args, kwargs, "infer_type").items()}
         try:
-            arg_info, out_info = self._infer({}, dtypes, partial=False)
+            arg_info, out_info, aux_info = self._infer({}, dtypes, partial=False)
         except (_Unknown, ValueError):
-            arg_info, out_info = self._infer_types_only(dtypes)
-        return [d for _, d in arg_info], [d for _, d in out_info], []
+            arg_info, out_info, aux_info = self._infer_types_only(dtypes)
+        return ([d for _, d in arg_info], [d for _, d in out_info],
+                [d for _, d in aux_info])
 
     def _infer_types_only(self, dtypes):
         info = {}
@@ -659,6 +835,13 @@ class Symbol:
             if node.op == CONSTANT:
                 info[(node.id, 0)] = np.asarray(node.value).dtype
                 continue
+            if node.op.startswith("mx.") and node.inputs:
+                # MXNet's operators give their weights (and labels, states) the data's dtype.
+                first = info.get((node.inputs[0][0].id, node.inputs[0][1]))
+                for p, _ in node.inputs[1:]:
+                    if (p.op == VARIABLE and p.name not in dtypes
+                            and p.attrs.get("dtype") is None and first is not None):
+                        info[(p.id, 0)] = first
             ins = [node_.value if node_.op == CONSTANT else np.zeros((), info[(node_.id, i)])
                    for node_, i in node.inputs]
             try:
@@ -670,20 +853,31 @@ class Symbol:
                 kinds = [common] * node.num_outputs
             for i, d in enumerate(kinds):
                 info[(node.id, i)] = d
-        args = [n for n in dfs_nodes(self._entries) if n.op == VARIABLE]
+        args, aux = self._split_inputs()
         return ([(None, info[(n.id, 0)]) for n in args],
-                [(None, info[(n.id, i)]) for n, i in self._entries])
+                [(None, info[(n.id, i)]) for n, i in self._entries],
+                [(None, info[(n.id, 0)]) for n in aux])
 
     # ------------------------------------------------------------ serialization and binding
-    def tojson(self):
-        """The graph as JSON text (see :func:`fastgrad.sym.load_json`)."""
-        from fastgrad.symbol._json import to_json
-        return to_json(self)
+    def tojson(self, remove_amp_cast=True, layout="auto"):
+        """The graph as JSON text (see :func:`fastgrad.sym.load_json`).
 
-    def save(self, fname):
-        """Write :meth:`tojson` to the file ``fname``."""
+        Parameters
+        ----------
+        remove_amp_cast : bool
+            Accepted for MXNet compatibility (fastgrad inserts no casts).
+        layout : {'auto', 'mxnet', 'fastgrad'}
+            ``'auto'`` writes MXNet's format when MXNet can read the graph, else fastgrad's
+            (Note [MXNet JSON] in ``fastgrad/symbol/_mxnet_json.py``); ``'mxnet'`` raises
+            ``ValueError`` naming a node MXNet cannot hold.
+        """
+        from fastgrad.symbol._json import to_json
+        return to_json(self, layout)
+
+    def save(self, fname, remove_amp_cast=True, layout="auto"):
+        """Write :meth:`tojson` to the file ``fname`` (MXNet's ``model-symbol.json``)."""
         with open(fname, "w", encoding="utf-8") as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast, layout))
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None,
              group2ctx=None, shared_exec=None, static_alloc=True):
@@ -708,6 +902,71 @@ class Symbol:
     def _bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None):
         """The same as :meth:`bind` (MXNet 2.x's name)."""
         return self.bind(ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
+                    group2ctx=None, shared_arg_names=None, shared_exec=None,
+                    shared_buffer=None, **kwargs):
+        """Bind with zero-filled arguments, gradients and auxiliary states whose shapes and
+        dtypes are inferred from the shapes given in ``kwargs`` (and ``type_dict``).
+
+        Parameters
+        ----------
+        ctx : Context
+            Accepted for MXNet compatibility (fastgrad runs on the CPU).
+        grad_req : str, list or dict
+            As in :meth:`bind`.
+        type_dict : dict of str to dtype, optional
+            Dtypes of inputs (float32 when neither given nor declared).
+        **kwargs : tuple of int
+            Shapes of inputs by name; the others are inferred (``fc1_weight`` from the data
+            and ``num_hidden``) or declared on the variables.
+
+        Raises
+        ------
+        ValueError
+            If some input's shape cannot be inferred (the error names it).
+        """
+        if stype_dict and any(v != "default" for v in dict(stype_dict).values()):
+            raise ValueError("simple_bind: fastgrad arrays are dense; stype_dict must be "
+                             "'default'")
+        shapes = {k: tuple(int(d) for d in v)
+                  for k, v in self._shape_dict((), kwargs, "simple_bind").items()}
+        dtypes = {k: np.dtype(v)
+                  for k, v in self._shape_dict((), dict(type_dict or {}), "simple_bind").items()}
+        try:
+            arg_info, _, aux_info = self._infer(shapes, dtypes, partial=False)
+        except _Unknown as exc:
+            raise ValueError("simple_bind: cannot infer the shape of input %r; pass it as "
+                             "simple_bind(..., %s=shape)" % (str(exc), str(exc))) from None
+        args, aux = self._split_inputs()
+        from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
+        arg_values = {n.name: _wrap(np.zeros(s, d), NDArray) for n, (s, d) in zip(args, arg_info)}
+        aux_values = {n.name: _wrap(np.zeros(s, d), NDArray) for n, (s, d) in zip(aux, aux_info)}
+        return self.bind(ctx, arg_values, grad_req=grad_req, aux_states=aux_values)
+
+    def _simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
+                     group2ctx=None, shared_arg_names=None, shared_exec=None,
+                     shared_buffer=None, **kwargs):
+        """The same as :meth:`simple_bind` (MXNet 2.x's name)."""
+        return self.simple_bind(ctx, grad_req, type_dict, stype_dict, group2ctx,
+                                shared_arg_names, shared_exec, shared_buffer, **kwargs)
+
+    def eval(self, ctx=None, **kwargs):
+        """Bind ``kwargs`` (input name to array) and run forward: the list of outputs.
+
+        Examples
+        --------
+        >>> import fastgrad as mx
+        >>> x = mx.sym.var('x')
+        >>> (x * 2).eval(x=mx.nd.array([1, 2]))[0].asnumpy()
+        array([2., 4.], dtype=float32)
+        """
+        args, aux = self._split_inputs()
+        aux_names = {n.name for n in aux}
+        arg_values = {k: v for k, v in kwargs.items() if k not in aux_names}
+        aux_values = {k: v for k, v in kwargs.items() if k in aux_names}
+        ex = self.bind(ctx, arg_values, grad_req="null", aux_states=aux_values)
+        return ex.forward()
 
 
 def _binary(opname, reflected):

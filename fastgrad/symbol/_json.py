@@ -1,4 +1,4 @@
-"""Saving and loading symbols as JSON.
+"""Saving and loading symbols as JSON (fastgrad's format; MXNet's is in ``_mxnet_json.py``).
 
 Note [Symbol JSON]
 ~~~~~~~~~~~~~~~~~~
@@ -25,9 +25,10 @@ import json
 
 import numpy as np
 
+from fastgrad.base import MXNetValueError
 from fastgrad._array import REQUIRED
 from fastgrad._registry import REGISTRY
-from fastgrad.symbol import _values
+from fastgrad.symbol import _values, _mxnet_json
 from fastgrad.symbol._graph import Symbol, SymNode, topo_nodes, _count_outputs
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, composites
 
@@ -68,8 +69,20 @@ def _node_json(node, index):
     return d
 
 
-def to_json(symbol):
-    """JSON text for ``symbol`` (Note [Symbol JSON])."""
+def to_json(symbol, layout="auto"):
+    """JSON text for ``symbol``: MXNet's format when MXNet can read the graph (Note [MXNet
+    JSON] in ``_mxnet_json.py``), else fastgrad's (Note [Symbol JSON]); ``layout`` forces
+    one ('mxnet' or 'fastgrad')."""
+    if layout not in ("auto", "mxnet", "fastgrad"):
+        raise ValueError("tojson: layout must be 'auto', 'mxnet' or 'fastgrad', got %r"
+                         % (layout,))
+    if layout == "mxnet":
+        bad = _mxnet_json.first_unrepresentable(symbol)
+        if bad is not None:
+            raise ValueError("tojson(layout='mxnet'): node %r (op %r) has no MXNet equivalent"
+                             % (bad.name, bad.op))
+    if layout != "fastgrad" and _mxnet_json.representable(symbol):
+        return _mxnet_json.to_mxnet_json(symbol)
     nodes = topo_nodes(symbol._entries)
     index = {n.id: i for i, n in enumerate(nodes)}
     doc = {"format": FORMAT, "version": VERSION,
@@ -79,7 +92,8 @@ def to_json(symbol):
 
 
 def _fail(msg, *args):
-    raise ValueError("load_json: " + (msg % args if args else msg))
+    # MXNet raises MXNetError for a graph it cannot load; this is also a ValueError.
+    raise MXNetValueError("load_json: " + (msg % args if args else msg))
 
 
 def _is_int(v):
@@ -125,12 +139,13 @@ def _load_str_attrs(attrs, where):
 
 
 def load_json(json_str):
-    """Load a symbol saved with :meth:`Symbol.tojson`.
+    """Load a symbol saved with :meth:`Symbol.tojson`, or by MXNet 1.x/2.x.
 
     Parameters
     ----------
     json_str : str
-        The JSON text.
+        The JSON text, in fastgrad's format (Note [Symbol JSON]) or MXNet's (Note [MXNet
+        JSON] in ``fastgrad/symbol/_mxnet_json.py``).
 
     Returns
     -------
@@ -141,7 +156,7 @@ def load_json(json_str):
     ValueError
         If the text is not valid JSON or does not describe a valid graph: unknown op, wrong
         parameters or inputs, an input referring to a later node, duplicate argument names,
-        a malformed value. Loading never executes code (Note [Symbol JSON]).
+        a malformed value. An MXNet operator fastgrad does not implement is named. Loading never executes code (Note [Symbol JSON]).
     """
     if isinstance(json_str, (bytes, bytearray)):
         json_str = json_str.decode("utf-8")
@@ -151,6 +166,8 @@ def load_json(json_str):
         doc = json.loads(json_str)
     except (ValueError, RecursionError) as exc:
         raise ValueError("load_json: not valid JSON: %s" % exc) from None
+    if _mxnet_json.is_mxnet_document(doc):
+        return _mxnet_json.load_mxnet(doc)
     _check_keys(doc, {"format", "version", "nodes", "heads"}, set(), "the document")
     if doc["format"] != FORMAT:
         _fail("format is %r, expected %r", doc["format"], FORMAT)
@@ -225,8 +242,9 @@ def _load_node(item, op, name, entries, where, arg_names):
             _fail("%s: a constant must be a number or an array", where)
         return SymNode(CONSTANT, name, value=value)
     n_out = item.get("num_outputs", 1)
-    if not _is_int(n_out) or n_out < 1:
-        _fail("%s: num_outputs must be a positive integer", where)
+    if not _is_int(n_out) or not 1 <= n_out <= _mxnet_json._MAX_OUTPUTS:
+        _fail("%s: num_outputs must be an integer from 1 to %d", where,
+              _mxnet_json._MAX_OUTPUTS)
     prim = REGISTRY.get(op)
     if prim is not None:
         _check_keys(item, {"op", "name", "inputs", "params"}, {"num_outputs", "attrs"}, where)

@@ -11,12 +11,14 @@ a registry name (``'exp'``, ``'matmul'``, ...)
     A primitive of the derivative table. The executor calls its forward kernel and its
     derivative rule directly, in a schedule planned at bind (Notes [Executor plan] and
     [Backward replay] in ``fastgrad/_plan.pyx``).
-``'np.<name>'`` / ``'npx.<name>'``
+``'np.<name>'`` / ``'npx.<name>'`` / ``'mx.<Name>'``
     A public function of ``fastgrad.np``/``fastgrad.npx`` that is a composition of primitives
     (``npx.softmax``, ``np.sum`` with NumPy's signature, ``npx.dropout``). The node keeps the
     call (positional and keyword arguments, with its symbol inputs as placeholders) and the
     executor calls the function on arrays each time, so functions whose result depends on
-    values (a dropout mask, a shift by the maximum) stay correct for every input.
+    values (a dropout mask, a shift by the maximum) stay correct for every input. The
+    ``'mx.'`` ops are MXNet 1.x's layer operators (Note [MXNet 1.x operators] in
+    ``_legacy.py``).
 
 Nothing is written per op: the primitives come from ``REGISTRY`` and the compositions from the
 public names of the two modules, so ops added to the table or to the modules appear here.
@@ -37,6 +39,8 @@ _NOT_OPS = frozenset({
     "shape", "ndim", "size", "result_type", "array_equal", "array_equiv", "allclose",
     "seed", "set_np", "reset_np", "is_np_array", "cpu", "gpu", "get_state", "set_state",
     "dtype", "finfo", "iinfo", "ndarray", "set_printoptions", "get_printoptions",
+    "save", "load", "load_frombuffer", "waitall", "num_gpus", "current_device",
+    "is_np_default_dtype",
 })
 
 _lock = threading.Lock()
@@ -70,6 +74,8 @@ def composites():
                 out = {}
                 _walk("np.", fastgrad.np, out)
                 _walk("npx.", fastgrad.npx, out)
+                from fastgrad.symbol import _legacy
+                out.update(_legacy.functions())
                 _composites = out
     return _composites
 

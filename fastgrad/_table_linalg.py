@@ -1,0 +1,87 @@
+"""The linear-algebra section of the derivative table that goes beyond ``_derivatives.py``
+(Note [Table sections] there): the general eigendecomposition and the completion of an
+orthonormal basis that ``svd(full_matrices=True)`` needs for non-square input.
+
+Note [eig to first order]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+``eig_backward`` is written with differentiable functions, but its own derivative goes
+through the rules of ``matmul``, ``solve`` and ``conjugate`` on complex arrays, which must
+follow PyTorch's convention for the result to be right. Until they do, the rule refuses to run
+while recording (``create_graph=True``) and the op declares order 1: an error, never a wrong
+second derivative. Removing the check is all that is left once those rules are in the
+convention; ``tests/test_ops.py`` then checks the second order like any op's.
+"""
+
+import numpy as np
+
+from fastgrad._state import is_recording
+
+
+def eig(x):
+    """Eigenvalues and unit eigenvectors, always complex (as PyTorch and JAX return them;
+    NumPy returns real arrays when every eigenvalue happens to be real)."""
+    w, v = np.linalg.eig(x)
+    kind = np.result_type(np.asarray(x).dtype, np.complex64)
+    return w.astype(kind), v.astype(kind)
+
+
+def complete_basis(u):
+    """``u`` (orthonormal columns, ``m x k``) followed by ``m - k`` orthonormal columns
+    spanning the rest of the space."""
+    u = np.asarray(u)
+    m, k = u.shape[-2:]
+    q = np.linalg.qr(u, mode="complete")[0]
+    return np.concatenate([u, q[..., k:]], axis=-1)
+
+
+# ---------------------------------------------------------------- rule helpers
+def eig_backward(g, result, x):
+    """Gradient of ``eig`` (distinct eigenvalues, unit eigenvectors), in PyTorch's
+    convention: ``V^-H (diag(gw) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(w_j - w_i))
+    V^H``, the real part for a real input. The loss must not depend on the phase of the
+    eigenvectors (the imaginary part of ``diag(V^H gV)`` is then zero)."""
+    if is_recording():
+        # Note [eig to first order]
+        raise NotImplementedError(
+            "fastgrad.linalg.eig: derivatives of order 2 and higher are not available yet "
+            "(create_graph=True through eig)")
+    gw, gv = g
+    w, v = result
+    vh = np.conj(np.swapaxes(v, -1, -2))
+    vhgv = np.matmul(vh, gv)
+    diag = np.diagonal(vhgv, 0, -2, -1)
+    phase = np.abs(np.imag(np.asarray(diag)))
+    if phase.size and phase.max() > 1e-6 * max(1.0, float(np.abs(np.asarray(vhgv)).max())):
+        raise ValueError("fastgrad.linalg.eig: the loss depends on the phase of the "
+                         "eigenvectors, which eig does not define; its gradient is undefined")
+    n = np.shape(w)[-1]
+    eye = np.eye(n, dtype=bool)
+    inner = vhgv - np.matmul(vh, v * np.expand_dims(np.real(diag), -2))
+    cw = np.conj(w)
+    gaps = np.expand_dims(cw, -2) - np.expand_dims(cw, -1)
+    inner = np.where(eye, np.expand_dims(gw, -2), inner / np.where(eye, 1, gaps))
+    ga = np.linalg.solve(vh, np.matmul(inner, vh))
+    return ga if np.iscomplexobj(x) else np.real(ga)
+
+
+def extra_columns_unused(g, k):
+    """The gradient of ``u`` from that of ``complete_basis(u)``, when the completed columns
+    (not unique) have no gradient; an error otherwise."""
+    extra = np.asarray(g)[..., k:]
+    if extra.size and np.any(extra != 0):
+        raise ValueError("fastgrad.linalg.svd: the loss depends on the extra singular vectors "
+                         "of full_matrices=True for non-square input, which are not unique; "
+                         "use full_matrices=False")
+    return g[..., :k]
+
+
+HELPERS = {"eig_backward": eig_backward, "extra_columns_unused": extra_columns_unused}
+
+
+def entries(Op, NONDIFF):
+    return [
+        # Note [eig to first order]: until the complex rules of matmul, solve and conjugate
+        # follow PyTorch's convention, eig's rule refuses to be recorded (order 1).
+        Op("eig", eig, "x", n_out=2, order=1, x="eig_backward(g, result, x)"),
+        Op("complete_basis", complete_basis, "u", u="extra_columns_unused(g, u.shape[-1])"),
+    ]
