@@ -43,6 +43,10 @@ cdef class Primitive:
     cdef readonly bint differentiable  # False: outputs are never recorded
     cdef readonly int order          # how many times the rule can be differentiated (-1: any)
     cdef readonly bint views         # outputs may be views of input 0 (Note [Versions])
+    cdef readonly bint zero          # its derivative is zero almost everywhere (floor, sign...):
+                                     #   recorded for reach only (Note [Zero gradients])
+    cdef readonly tuple differentiable_outputs  # per output: carries a gradient (None: all
+                                     #   float/complex outputs do)
 
     cdef object apply(self, tuple args, tuple params)
     cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out)

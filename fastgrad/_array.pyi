@@ -199,11 +199,15 @@ class Primitive:
     diff: tuple[int, ...]
     differentiable: bool
     order: int
+    views: bool
+    zero: bool
+    differentiable_outputs: tuple[bool, ...] | None
     def __init__(self, name: str, forward: Callable[..., Any], backward: Callable[..., Any] | None,
                  n_in: int, n_out: int, param_names: tuple[str, ...],
                  param_defaults: tuple[Any, ...], save_inputs: tuple[int, ...],
                  save_shapes: tuple[int, ...], save_result: bool, diff: tuple[int, ...],
-                 differentiable: bool, order: int = ...) -> None: ...
+                 differentiable: bool, order: int = ..., views: bool = ..., zero: bool = ...,
+                 differentiable_outputs: tuple[bool, ...] | None = ...) -> None: ...
     @property
     def saves(self) -> tuple[tuple[int, ...], tuple[int, ...], bool]: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

@@ -39,6 +39,7 @@ import weakref
 import numpy as _np
 
 from fastgrad._filled import Filled as _Filled
+from fastgrad._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT, ZeroResult as _ZeroResult
 from fastgrad.base import MXNetError, MXNetIndexError, MXNetValueError  # Note [MXNet errors]
 from fastgrad.context import check_device as _check_device
 
@@ -212,7 +213,7 @@ cdef class Primitive:
     def __init__(self, str name, forward, backward, Py_ssize_t n_in, Py_ssize_t n_out,
                  tuple param_names, tuple param_defaults, tuple save_inputs, tuple save_shapes,
                  bint save_result, tuple diff, bint differentiable, int order=-1,
-                 bint views=False):
+                 bint views=False, bint zero=False, tuple differentiable_outputs=None):
         self.name = name
         self.forward = forward
         self.backward = backward
@@ -230,6 +231,8 @@ cdef class Primitive:
         self.differentiable = differentiable
         self.order = order
         self.views = views
+        self.zero = zero
+        self.differentiable_outputs = differentiable_outputs
         self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
                       and forward.nout == 1 and forward.nin == n_in and not param_names)
 
@@ -314,7 +317,17 @@ cdef class Primitive:
                     cls = type(a)
                 if (<ndarray>a)._node is not None:
                     track = True
-            elif type(a) is list or type(a) is tuple or type(a) is FILLED:
+            elif type(a) is list or type(a) is tuple:
+                r = _sequence_argument(a, self, i)
+                if isinstance(r, ndarray):          # Note [History through construction]
+                    a = r
+                    args = args[:i] + (a,) + args[i + 1:]
+                    r = (<ndarray>a)._data
+                    if cls is None:
+                        cls = type(a)
+                    if (<ndarray>a)._node is not None:
+                        track = True
+            elif type(a) is FILLED:
                 r = _asarray(a)
             else:
                 r = a
@@ -336,22 +349,24 @@ cdef class Primitive:
         if self.n_out == 1:
             if type(out) is not NP_NDARRAY:
                 out = _asarray(out)
-            if track and self.differentiable and is_recording_c():
+            if track and is_recording_c():
                 node = self._record(args, raws, params, out, 1)
             w = wrap(out, node, 0, cls)
             if self.views:
                 _share_views(<object>PyTuple_GET_ITEM(args, 0), (w,))
-            if node is not None and self.save_result:
+            if node is not None and self.save_result and not node.zero:
                 node.out_cell = cell_of(w)
                 node.out_v0 = node.out_cell.value
             return w
         out = tuple([o if type(o) is NP_NDARRAY else _asarray(o) for o in out])
-        if track and self.differentiable and is_recording_c():
+        if track and is_recording_c():
             node = self._record(args, raws, params, out, len(out))
         ws = tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
+        if node is not None and not node.zero:
+            _zero_outputs(self, node, out, ws)
         if self.views:
             _share_views(<object>PyTuple_GET_ITEM(args, 0), ws)
-        if node is not None and self.save_result:
+        if node is not None and self.save_result and not node.zero:
             # One cell watches every output the rule reads.
             cell = VersionCell.__new__(VersionCell)
             for obj in ws:
@@ -368,11 +383,15 @@ cdef class Primitive:
         cdef bint linked = False
         cdef object a, p
         cdef unsigned long vsum = 0
+        # A node that carries no gradient still records what it depends on (Note [Zero
+        # gradients]): every input with history is a parent, nothing is saved.
+        cdef bint zero = (self.zero or not self.differentiable
+                          or not _carries(out, n_out, args, raws))
         for i in range(n):
             a = <object>PyTuple_GET_ITEM(args, i)
             p = None
             if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
-                d = self.diff_all if self.n_in < 0 else self.diff[i]
+                d = 1 if zero else (self.diff_all if self.n_in < 0 else self.diff[i])
                 if d == 1:
                     p = (<ndarray>a)._node
                     linked = True
@@ -401,7 +420,10 @@ cdef class Primitive:
         cdef Py_ssize_t ns = PyTuple_GET_SIZE(self.save_inputs)
         cdef Py_ssize_t nsh = PyTuple_GET_SIZE(self.save_shapes)
         cdef tuple saved
-        if ns or nsh:
+        if zero:
+            node.zero = True
+            node.saved = ()
+        elif ns or nsh:
             saved = PyTuple_New(ns + nsh)
             for i in range(nsh):
                 j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_shapes, i)
@@ -422,7 +444,7 @@ cdef class Primitive:
             node.vsum = vsum
         else:
             node.saved = ()
-        if self.save_result:
+        if self.save_result and not zero:
             node.result = out
         node.params = params
         node.n_out = n_out
@@ -435,6 +457,89 @@ cdef class Primitive:
         if is_anomaly_c():
             node.trace = _capture_trace()
         return node
+
+
+cdef object _sequence_argument(object seq, Primitive op, Py_ssize_t i):
+    """A list or tuple passed for an array argument: a recorded array if it holds fastgrad
+    arrays (Note [History through construction] in _construction.py), else its NumPy array.
+    Ragged or non-numeric sequences raise ``TypeError`` naming the op and the argument."""
+    what = "fastgrad.%s: argument %d" % (op.name, i)
+    if _ops._holds_array(seq):
+        return _ops._from_sequence(seq, None, what)
+    try:
+        r = _asarray(seq)
+    except ValueError as exc:
+        raise TypeError("%s is a ragged sequence (%s)" % (what, exc)) from None
+    _ops._check_numeric(r.dtype, what)
+    return r
+
+
+cdef void _zero_outputs(Primitive op, Node node, tuple out, tuple ws) except *:
+    """Give each output of a multi-output node that carries no gradient (declared so in the
+    table, or of an integer or bool dtype) a zero node of its own between it and ``node``:
+    it still reaches what ``node`` depends on, and ``node`` sees a symbolic zero for it
+    (Note [Zero gradients])."""
+    cdef Py_ssize_t k
+    cdef Node z
+    cdef tuple flags = op.differentiable_outputs
+    for k in range(len(out)):
+        if (flags is None or flags[k]) and (cnp.PyArray_ISFLOAT(<cnp.ndarray>out[k])
+                                            or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out[k])):
+            continue
+        z = new_node(_NO_GRADIENT_OUTPUT)
+        z.zero = True
+        z.parents = (node,)
+        z.parent_oidx = (k,) if k else None
+        z.saved = ()
+        z.params = ()
+        z.out_shape = out[k].shape
+        z.out_dtype = out[k].dtype
+        (<ndarray>ws[k])._node = z
+        (<ndarray>ws[k])._oidx = 0
+
+
+cdef bint _foreign(object a):
+    """Whether ``a`` is another library's type that overrides NumPy's ufuncs (or opts out of
+    them with ``__array_ufunc__ = None``, which asks operators to return NotImplemented)."""
+    if isinstance(a, (ndarray, NP_NDARRAY, FILLED, int, float, complex, _np.generic, list,
+                      tuple)) or a is None:
+        return False
+    return hasattr(type(a), "__array_ufunc__")
+
+
+cdef inline bint _defer(object other):
+    """Whether a binary operator should return ``NotImplemented`` so that ``other``'s own
+    reflected operator runs (another library's array wrapping fastgrad arrays)."""
+    if type(other) is float or type(other) is int or isinstance(other, ndarray) \
+            or type(other) is NP_NDARRAY:
+        return False
+    return _foreign(other)
+
+
+cdef inline bint _carries(object out, Py_ssize_t n_out, tuple args, tuple raws) except -1:
+    """Whether an op's output can carry a gradient: a floating or complex dtype (for several
+    outputs, any of them), or an integer result computed from integer variables alone (MXNet's
+    integer variables). Bool results, and integer results of float inputs (casts, rounding
+    to integers), never do: their derivative is zero (Note [Zero gradients])."""
+    if n_out == 1:
+        if cnp.PyArray_ISFLOAT(<cnp.ndarray>out) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out):
+            return True
+        return cnp.PyArray_ISINTEGER(<cnp.ndarray>out) and _integer_history(args, raws)
+    for o in out:
+        if cnp.PyArray_ISFLOAT(<cnp.ndarray>o) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>o):
+            return True
+    return False
+
+
+cdef bint _integer_history(tuple args, tuple raws) except -1:
+    """Whether every input with history is an integer array."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            if not cnp.PyArray_ISINTEGER(<cnp.ndarray>(<ndarray>a)._data):
+                return False
+    return True
 
 
 cdef void _annotate(object exc, Primitive op, tuple raws, tuple params):
@@ -497,6 +602,32 @@ def record_custom(op, tuple inputs, tuple outputs):
         node.trace = _capture_trace()
     return tuple([wrap((<ndarray>outputs[i])._data, node, i, type(outputs[i]))
                   for i in range(node.n_out)])
+
+
+def record_zero(str name, tuple inputs, ndarray out):
+    """Record ``out``, an integer or bool result of ``inputs`` that no table op computes
+    (``argmax``, ``nonzero``...), as a zero node (Note [Zero gradients]); returns ``out``."""
+    if not is_recording_c():
+        return out
+    cdef list parents = []
+    cdef list oidx = []
+    for a in inputs:
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            parents.append((<ndarray>a)._node)
+            oidx.append((<ndarray>a)._oidx)
+    if not parents:
+        return out
+    cdef Node node = new_node(_ZeroResult(name, out._data))
+    node.zero = True
+    node.parents = tuple(parents)
+    node.parent_oidx = tuple(oidx) if any(oidx) else None
+    node.saved = ()
+    node.params = ()
+    node.out_shape = out._data.shape
+    node.out_dtype = out._data.dtype
+    out._node = node
+    out._oidx = 0
+    return out
 
 
 def wrap_output(data, Node node, Py_ssize_t index):
@@ -608,7 +739,17 @@ cdef class ndarray:
         return _np.array(self._data, dtype=dtype, copy=True if copy else None)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # An operand of another library that overrides ufuncs (a wrapper holding fastgrad
+        # arrays, such as an xarray DataArray): defer to it, as NumPy's protocol asks; it
+        # calls the ufunc again on the fastgrad arrays it holds, which records it.
+        for a in inputs:
+            if _foreign(a):
+                return NotImplemented
         out = kwargs.pop("out", None)
+        if out is not None:
+            for a in (out if isinstance(out, tuple) else (out,)):
+                if _foreign(a):
+                    return NotImplemented
         if method == "__call__":
             fn = _UFUNCS.get(ufunc)
             if fn is None:
@@ -638,6 +779,9 @@ cdef class ndarray:
         return result
 
     def __array_function__(self, func, types, args, kwargs):
+        for t in types:
+            if not issubclass(t, (ndarray, NP_NDARRAY, FILLED)):
+                return NotImplemented       # another library's array: let it decide
         fn = _FUNCS.get(func)
         if fn is None:
             raise TypeError("fastgrad does not support numpy.%s on fastgrad arrays; call "
@@ -1017,55 +1161,87 @@ cdef class ndarray:
 
     # ----------------------------------------------------------- operators
     def __add__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_ADD.apply((self, other), ())
 
     def __radd__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_ADD.apply((other, self), ())
 
     def __sub__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_SUB.apply((self, other), ())
 
     def __rsub__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_SUB.apply((other, self), ())
 
     def __mul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MUL.apply((self, other), ())
 
     def __rmul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MUL.apply((other, self), ())
 
     def __truediv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_DIV.apply((self, other), ())
 
     def __rtruediv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_DIV.apply((other, self), ())
 
     def __pow__(self, other, mod):
         if mod is not None:
+            return NotImplemented
+        if _defer(other):
             return NotImplemented
         return P_POW.apply((self, other), ())
 
     def __rpow__(self, other, mod):
         if mod is not None:
             return NotImplemented
+        if _defer(other):
+            return NotImplemented
         return P_POW.apply((other, self), ())
 
     def __mod__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MOD.apply((self, other), ())
 
     def __rmod__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MOD.apply((other, self), ())
 
     def __floordiv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return _ops.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
+        if _defer(other):
+            return NotImplemented
         return _ops.floor_divide(other, self)
 
     def __matmul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MATMUL.apply((self, other), ())
 
     def __rmatmul__(self, other):
+        if _defer(other):
+            return NotImplemented
         return P_MATMUL.apply((other, self), ())
 
     def __neg__(self):

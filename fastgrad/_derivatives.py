@@ -32,10 +32,10 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order", "views")
+                 "order", "views", "zero", "differentiable_outputs")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
-                 order=-1, views=False, **rules):
+                 order=-1, views=False, zero=False, differentiable_outputs=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -46,11 +46,22 @@ class Op:
             forward if isinstance(forward, np.ufunc) else None)
         self.order = order
         self.views = views   # the output may be a view of input 0 (Note [Versions])
+        self.zero = zero     # the derivative is zero almost everywhere (Note [Zero gradients])
+        # Per output, whether it carries a gradient (PyTorch's output_differentiability);
+        # None: every output with a float or complex dtype does (Note [Zero gradients]).
+        self.differentiable_outputs = differentiable_outputs
 
 
 def nondiff(name, forward, signature):
-    """An operation whose output is never recorded (comparisons, rounding, argmax, ...)."""
+    """An operation with integer or bool results (comparisons, tests, bitwise ops): recorded
+    only for what it depends on, it never carries a gradient (Note [Zero gradients])."""
     return Op(name, forward, signature, differentiable=False)
+
+
+def zero(name, forward, signature):
+    """A piecewise-constant operation (rounding, ``sign``): its derivative is zero wherever it
+    exists, so it is recorded with a symbolic zero rule (Note [Zero gradients])."""
+    return Op(name, forward, signature, zero=True)
 
 
 TABLE = [
@@ -256,7 +267,8 @@ TABLE = [
        x="convolve_backward_x(g, x.shape, y)", y="convolve_backward_y(g, x, y.shape)"),
     Op("inv", K.inv, "x", x="inv_backward(g, result)"),
     Op("det", K.det, "x", x="det_backward(g, x, result)"),
-    Op("slogdet", K.slogdet, "x", n_out=2, x="slogdet_backward(g, x)"),
+    Op("slogdet", K.slogdet, "x", n_out=2, differentiable_outputs=(False, True),
+       x="slogdet_backward(g, x)"),
     Op("solve", K.solve, "a, b",
        a="solve_backward_a(g, a, b.ndim, result)", b="solve_backward_b(g, a, b.ndim)"),
     Op("cholesky", K.cholesky, "x", x="cholesky_backward(g, result)"),
@@ -292,15 +304,18 @@ TABLE = [
     Op("astype", K.astype, "x; dtype", x="g"),
     Op("copy", K.copy, "x", x="g"),
 
-    # ------------------------------------------------------------ not differentiable
-    nondiff("sign", np.sign, "x"),
-    nondiff("floor", np.floor, "x"),
-    nondiff("ceil", np.ceil, "x"),
-    nondiff("trunc", np.trunc, "x"),
-    nondiff("rint", np.rint, "x"),
+    # ------------------------------------------------------------ derivative zero
+    zero("sign", np.sign, "x"),
+    zero("floor", np.floor, "x"),
+    zero("ceil", np.ceil, "x"),
+    zero("trunc", np.trunc, "x"),
+    zero("rint", np.rint, "x"),
+    zero("round", np.round, "x; decimals=0"),
+    zero("heaviside", np.heaviside, "x, y"),
+    zero("floor_divide", np.floor_divide, "x, y"),
+
+    # ------------------------------------------------------------ integer and bool results
     nondiff("signbit", np.signbit, "x"),
-    nondiff("heaviside", np.heaviside, "x, y"),
-    nondiff("floor_divide", np.floor_divide, "x, y"),
     nondiff("equal", np.equal, "x, y"),
     nondiff("not_equal", np.not_equal, "x, y"),
     nondiff("less", np.less, "x, y"),

@@ -87,7 +87,7 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
                                PyThread_get_thread_ident, WAIT_LOCK, NOWAIT_LOCK)
 cimport numpy as cnp
-from fastgrad._node cimport Node, _bump_cell, last_seq
+from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
@@ -96,6 +96,7 @@ from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
+from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
 from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 
 cnp.import_array()
@@ -330,9 +331,9 @@ cdef object _complete(Node n, object g, bint create):
     for k in range(n.n_out):
         gk = g[k] if g is not None else None
         if gk is None:
-            gk = _np.zeros(n.out_shape[k], dtype=n.out_dtype[k])
-            if create:
-                gk = wrap(gk, None, 0)
+            # A symbolic zero (Note [Zero gradients] in _zeros.py): no memory, and a rule's
+            # product with it is zero even where the other factor is infinite.
+            gk = FILLED(_np.zeros((), dtype=n.out_dtype[k]), n.out_shape[k])
         out.append(gk)
     return tuple(out)
 
@@ -352,8 +353,8 @@ cdef void _write_var(object ref, object g, bint owned) except *:
             return
         # Its buffer was never made: this gradient becomes it (Note [Lazy grad buffers]).
         if g is None:
-            g = _np.zeros_like(a._data)
-        elif not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
+            return      # a zero stays symbolic: reading .grad makes the zeros (Note [Zero gradients])
+        if not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
                   and g.dtype == a._data.dtype):
             g = _np.array(g, dtype=a._data.dtype, copy=True)
         a._grad = wrap(g, None, 0, type(a))
@@ -768,11 +769,15 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
+            # Every recorded op keeps a head connected to what it depends on, zero-derivative
+            # and integer ops included (Note [Zero gradients] in _zeros.py): no history means
+            # the head depends on no variable at all.
             raise MXNetError(
-                "backward: head %d has no recorded history. Compute it inside "
-                "autograd.record() from an array that had attach_grad() called%s."
-                % (i, "" if not prune else
-                   ", or pass allow_unused=True to grad() to get zeros for a constant head"))
+                "backward: head %d does not depend on any variable: it has no recorded history "
+                "(it was computed outside autograd.record(), only from arrays without "
+                "attach_grad(), or from data that left the graph through numpy.asarray() or "
+                "detach())%s" % (i, "" if not prune else
+                                 "; pass allow_unused=True to grad() to get zeros for it"))
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
         if ps.slot_of(h._node) < 0:
@@ -814,8 +819,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             if slot < 0:
                 if not allow_unused:
                     raise MXNetValueError(
-                        "grad: variable %d (shape %s) is not reached from the heads, so its "
-                        "gradient is undefined; pass allow_unused=True to get zeros"
+                        "grad: variable %d (shape %s) is not reached from the heads: no "
+                        "recorded path leads from them to it (a path through an op whose "
+                        "derivative is zero, such as floor or a cast to an integer type, would "
+                        "count and give zeros); pass allow_unused=True to get zeros for it"
                         % (i, h.shape))
                 targets.append(None)
                 continue
@@ -864,9 +871,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         mask = 0
         for i in range(nparents):
             obj = <object>PyTuple_GET_ITEM(parents, i)
-            if obj is not None and (not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
+            if obj is not None and not (<Node>obj).zero and (
+                    not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
                 mask |= (1 << i) if i < 30 else (1 << 30)
-        if mask and g is not None:
+        if mask and g is not None and not n.zero:
             grads = _call_rule(n, g, mask, create)
             if PyTuple_GET_SIZE(grads) != nparents:
                 raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
@@ -880,7 +888,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                     continue
                 p = <Node>obj
                 pslot = ps.slot_of(p)
-                if prune and not ps.slots[pslot].flags & NEEDED:
+                if (prune and not ps.slots[pslot].flags & NEEDED) or p.zero:
                     continue
                 gi = <object>PyTuple_GET_ITEM(grads, i)
                 if gi is not None:
@@ -895,7 +903,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                     fitted = None
             grads = None          # release the rule's results as soon as they are delivered
         g = None
-        if not retain:
+        if not retain and not n.zero:     # a zero node holds nothing a rule needs
             n.saved = None
             n.result = None
             n.consts = None
@@ -916,11 +924,51 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
 
     if not prune:
         return None
-    return _collect(variables, targets, captured, create, start_seq)
+    return _collect(ps, variables, targets, captured, create, start_seq)
 
 
-cdef list _collect(list variables, list targets, dict captured, bint create,
+cdef ndarray _link_reach(ndarray g, list leaves, object target):
+    """Tie a gradient returned under ``create_graph`` to the variables the pass reached, so
+    that differentiating it again gives zeros for the ones it is constant in (Note [Zero
+    gradients] in _zeros.py). A constant gets a zero node; a recorded gradient a node that
+    passes its gradient on to its own history."""
+    cdef list parents = list(leaves)
+    if target is not None and (<Node>target).op is not None:
+        parents.append(target)
+    if not parents:
+        return g
+    cdef Node node
+    if g._node is None:
+        node = new_node(ConstantDerivative(g._data))
+        node.zero = True
+        node.parents = tuple(parents)
+    else:
+        node = new_node(GRADIENT_OF)
+        node.parents = (g._node,) + tuple(parents)
+        if g._oidx:
+            node.parent_oidx = (g._oidx,) + (0,) * len(parents)
+    node.saved = ()
+    node.params = ()
+    node.out_shape = g._data.shape
+    node.out_dtype = g._data.dtype
+    cdef ndarray out = wrap(g._data, node, 0, type(g))
+    out._vcell = cell_of(g)
+    return out
+
+
+cdef list _leaves(_Pass ps):
+    """The variables (nodes without an op) the pass visited, in slot order."""
+    cdef Py_ssize_t k
+    cdef list leaves = []
+    for k in range(ps.n):
+        if (<Node>ps.slots[k].node).op is None:
+            leaves.append(<Node>ps.slots[k].node)
+    return leaves
+
+
+cdef list _collect(_Pass ps, list variables, list targets, dict captured, bint create,
                    long long start_seq):
+    cdef list leaves = None
     cdef list out = []
     cdef ndarray v
     cdef Node n
@@ -951,7 +999,9 @@ cdef list _collect(list variables, list targets, dict captured, bint create,
                 # a head gradient passed through), or already returned for a variable listed
                 # twice: the caller gets an array of its own, still recorded.
                 g = P_COPY.apply((g,), ())
-            out.append(g)
+            if leaves is None:
+                leaves = _leaves(ps)
+            out.append(_link_reach(<ndarray>g, leaves, obj))
             continue
         if isinstance(g, ndarray):
             g = (<ndarray>g)._data

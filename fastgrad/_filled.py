@@ -31,7 +31,7 @@ MIN_SIZE = 1 << 12
 class Filled:
     """``value`` (a 0-d array) everywhere on ``shape``."""
 
-    __slots__ = ("value", "shape", "unit")
+    __slots__ = ("value", "shape", "unit", "zero")
 
     def __init__(self, value, shape):
         self.value = np.asarray(value).reshape(())
@@ -39,6 +39,9 @@ class Filled:
         v = self.value.item()
         #: 1 or -1 when the value is exactly that (multiplying by it is free), else 0.
         self.unit = 1 if v == 1 else (-1 if v == -1 else 0)
+        #: a symbolic zero: multiplying by it gives zero whatever the other operand holds
+        #: (``0 * inf`` is 0 here, as JAX's symbolic zeros), Note [Zero gradients].
+        self.zero = v == 0
 
     # ------------------------------------------------------------ what it looks like
     @property
@@ -92,6 +95,9 @@ class Filled:
         shape = np.broadcast_shapes(*[a.shape if type(a) is Filled else np.shape(a)
                                       for a in inputs])
         values = [a.value if type(a) is Filled else a for a in inputs]
+        if ufunc is np.multiply and len(inputs) == 2 and any(
+                type(a) is Filled and a.zero for a in inputs):
+            return Filled(np.zeros((), np.result_type(*values)), shape)
         if all(type(a) is Filled or not np.shape(a) for a in inputs):
             result = ufunc(*values)
             if ufunc.nout != 1:
@@ -201,6 +207,9 @@ def _times(f, other):
     """
     if f.unit and other.shape == f.shape and other.dtype == f.value.dtype:
         return other if f.unit == 1 else -other
+    if f.zero:        # a symbolic zero stays one (Note [Zero gradients])
+        return Filled(np.zeros((), np.result_type(f.value, other.dtype)),
+                      np.broadcast_shapes(f.shape, other.shape))
     return other * f.view()
 
 

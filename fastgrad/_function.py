@@ -85,6 +85,7 @@ class _FunctionOp:
                     "backward pass; pass retain_graph=True to differentiate it again"
                     % self.name)
             stored = fn.saved_tensors
+            _check_saved_versions(fn, stored)
             fn.saved_tensors = tuple(
                 wrap_output(s.data, node, s.index) if isinstance(s, _OutputRef) else s
                 for s in stored)
@@ -127,6 +128,26 @@ class _FunctionOp:
             # Not running: empty the saved tensors now (else the running call does).
             fn.saved_tensors = ()
             self.busy.release()
+
+
+def _versions(saved):
+    """The in-place write counts of the fastgrad arrays among ``saved`` (None for others)."""
+    return tuple(s.version if isinstance(s, ndarray) else None for s in saved)
+
+
+def _check_saved_versions(fn, saved):
+    """Raise if an array ``fn`` saved was written in place since ``forward`` (Note [Versions]
+    in _array.pyx): its ``backward`` would read the new values and be silently wrong."""
+    recorded = getattr(fn, "_saved_versions", None)
+    if recorded is None:
+        return
+    for k, (s, v) in enumerate(zip(saved, recorded)):
+        if v is not None and isinstance(s, ndarray) and s.version != v:
+            raise RuntimeError(
+                "%s: saved tensor %d (shape %s) was modified in place after forward() saved "
+                "it, so backward() would read the new values and its gradient would be wrong. "
+                "Write the update out of place, or save a copy() in forward()."
+                % (type(fn).__name__, k, s.shape))
 
 
 class Function:
@@ -193,6 +214,7 @@ class Function:
             self.saved_tensors = tuple(
                 next((_OutputRef(k, unwrap(o)) for k, o in enumerate(outs) if s is o), s)
                 for s in self.saved_tensors)
+            self._saved_versions = _versions(self.saved_tensors)
         return recorded[0] if single else recorded
 
     def forward(self, *inputs):

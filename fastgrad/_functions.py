@@ -12,9 +12,12 @@ import types as _types
 import numpy as _np
 
 from fastgrad import _array
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
+from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
 from fastgrad._kernels import normalize_axis
+from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
+                                    check_numeric as _check_numeric)
 from fastgrad._registry import REGISTRY, UFUNC_OPS
 
 _P = REGISTRY
@@ -1157,7 +1160,11 @@ def _float_default(obj, dtype):
         return _np.dtype(dtype)
     if isinstance(obj, (ndarray, _np.ndarray, _np.generic)):
         return obj.dtype          # NumPy arrays and scalars keep their dtype
-    probe = _np.asarray(obj)
+    try:
+        probe = _np.asarray(obj)
+    except ValueError as exc:          # NumPy's "inhomogeneous shape"
+        raise TypeError("fastgrad.array: argument 'object' is ragged or not numeric (%s)"
+                        % exc) from None
     if probe.dtype.kind in "fiu":
         return _np.dtype(_DEFAULT_FLOAT)
     return probe.dtype
@@ -1167,6 +1174,10 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
     """Create an array. Python numbers and lists give float32 (MXNet's default); a NumPy
     array keeps its dtype unless ``dtype`` is given.
 
+    A recorded array, or a list or tuple holding recorded arrays, gives a recorded result
+    with NumPy's result dtype (Note [History through construction]). Values that are not
+    numbers, and ragged sequences, raise ``TypeError``.
+
     Examples
     --------
     >>> import fastgrad as mx
@@ -1175,9 +1186,31 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
            [3., 4.]])
     """
     _check_device(ctx or device)
-    dt = _float_default(object, dtype)
+    if isinstance(object, ndarray) and object.node is not None:
+        if dtype is not None and _np.dtype(dtype) != object.dtype:
+            return astype(object, dtype)
+        return _P["copy"](object) if copy else object
+    if (type(object) is list or type(object) is tuple) and _holds_array(object):
+        return _as_recorded(_from_sequence(object, dtype))
     data = unwrap(object)
-    return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
+    if isinstance(data, _np.ndarray) and data.dtype.kind == "O" and dtype is None:
+        try:
+            data = _np.array(data.tolist())
+        except ValueError as exc:
+            raise TypeError("fastgrad.array: argument 'object' is a ragged object array (%s)"
+                            % exc) from None
+        _check_numeric(data.dtype, "fastgrad.array: argument 'object'")
+    dt = _float_default(data if isinstance(data, _np.ndarray) else object, dtype)
+    _check_numeric(dt, "fastgrad.array: argument 'object'")
+    try:
+        return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
+    except (ValueError, TypeError) as exc:
+        raise TypeError("fastgrad.array: argument 'object' cannot be converted to %s (%s)"
+                        % (dt, exc)) from None
+
+
+def _as_recorded(out):
+    return out if isinstance(out, ndarray) else _wrap(out)
 
 
 def asarray(a, dtype=None, ctx=None, device=None):
@@ -1251,27 +1284,33 @@ def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
 
 
 # ---------------------------------------------------------------- not differentiable
+def _no_gradient(name, value, *inputs):
+    """An integer or bool result of ``inputs``: no gradient, but recorded for what it
+    depends on (Note [Zero gradients])."""
+    return _record_zero(name, inputs, _wrap(_np.asarray(value)))
+
+
 def argmax(a, axis=None, out=None, keepdims=False):
     """Indices of the maximum values (not differentiable)."""
     _check_out("argmax", out)
-    return _wrap(_np.asarray(_np.argmax(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("argmax", _np.argmax(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def argmin(a, axis=None, out=None, keepdims=False):
     """Indices of the minimum values (not differentiable)."""
     _check_out("argmin", out)
-    return _wrap(_np.asarray(_np.argmin(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("argmin", _np.argmin(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def argsort(a, axis=-1, kind=None, order=None, stable=None):
     """Indices that would sort an array (not differentiable)."""
-    return _wrap(_np.argsort(unwrap(a), axis=axis, kind=kind))
+    return _no_gradient("argsort", _np.argsort(unwrap(a), axis=axis, kind=kind), a)
 
 
 def around(a, decimals=0, out=None):
-    """Round to the given number of decimals (not differentiable)."""
+    """Round to the given number of decimals; the derivative is zero (Note [Zero gradients])."""
     _check_out("round", out)
-    return _wrap(_np.asarray(_np.round(unwrap(a), decimals)))
+    return _P["round"](a, int(decimals))
 
 
 round = round_ = around
@@ -1279,49 +1318,74 @@ round = round_ = around
 
 def nonzero(a):
     """Indices of the non-zero elements, one array per dimension (not differentiable)."""
-    return tuple(_wrap(i) for i in _np.nonzero(unwrap(a)))
+    return tuple(_no_gradient("nonzero", i, a) for i in _np.nonzero(unwrap(a)))
 
 
 def flatnonzero(a):
     """Indices of the non-zero elements of the flattened array (not differentiable)."""
-    return _wrap(_np.flatnonzero(unwrap(a)))
+    return _no_gradient("flatnonzero", _np.flatnonzero(unwrap(a)), a)
 
 
 def argwhere(a):
     """Indices of the non-zero elements, grouped by element (not differentiable)."""
-    return _wrap(_np.argwhere(unwrap(a)))
+    return _no_gradient("argwhere", _np.argwhere(unwrap(a)), a)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
     """The number of non-zero elements (not differentiable)."""
-    return _wrap(_np.asarray(_np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("count_nonzero",
+                        _np.count_nonzero(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def searchsorted(a, v, side="left", sorter=None):
     """Where to insert ``v`` to keep ``a`` sorted (not differentiable)."""
-    return _wrap(_np.asarray(_np.searchsorted(unwrap(a), unwrap(v), side=side,
-                                              sorter=unwrap(sorter))))
+    return _no_gradient("searchsorted", _np.searchsorted(unwrap(a), unwrap(v), side=side,
+                                                         sorter=unwrap(sorter)), a, v)
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            equal_nan=True):
-    """The sorted unique elements (not differentiable)."""
-    res = _np.unique(unwrap(ar), return_index=return_index, return_inverse=return_inverse,
+    """The sorted unique elements. The values are a recorded selection of ``ar`` (their
+    gradient reaches the first occurrence of each); indices and counts carry none."""
+    res = _np.unique(unwrap(ar), return_index=True, return_inverse=return_inverse,
                      return_counts=return_counts, axis=axis)
-    if isinstance(res, tuple):
-        return tuple(_wrap(r) for r in res)
-    return _wrap(res)
+    first = res[1]
+    if axis is None:
+        values = _P["getitem"](reshape(ar, (-1,)), (first,))
+    else:
+        values = take(ar, first, axis=axis)
+    extra = [_no_gradient("unique", r, ar) for r in res[2:]]
+    if return_index:
+        extra.insert(0, _no_gradient("unique", first, ar))
+    return tuple([values] + extra) if extra else values
 
 
 def bincount(x, weights=None, minlength=0):
-    """Counts of each non-negative integer (not differentiable)."""
-    return _wrap(_np.bincount(unwrap(x), unwrap(weights), minlength))
+    """Counts of each non-negative integer; with ``weights``, the sums of the weights in each
+    bin, differentiable with respect to the weights."""
+    xv = _np.asarray(unwrap(x))
+    if weights is None:
+        return _no_gradient("bincount", _np.bincount(xv, None, minlength), x)
+    n = _max(int(xv.max()) + 1 if xv.size else 0, int(minlength))
+    w = weights if isinstance(weights, ndarray) else _np.asarray(weights)
+    if _np.asarray(unwrap(w)).dtype.kind not in "fc":
+        w = astype(w, _np.float64)          # NumPy's bincount sums weights in float64
+    return _P["scatter_add"](w, (xv,), (n,))
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    """A histogram of the data (not differentiable)."""
+    """A histogram of the data. Counts carry no gradient; float results that depend on a
+    recorded array (edges found from its range, densities, weighted counts) raise rather
+    than silently having none: call it on ``a.detach()``."""
     hist, edges = _np.histogram(unwrap(a), bins, range, density, unwrap(weights))
-    return _wrap(hist), _wrap(edges)
+    recorded = [v for v in (a, weights) if isinstance(v, ndarray) and v.node is not None]
+    if recorded and _is_recording() and (
+            range is None or hist.dtype.kind == "f" or weights is not None):
+        raise NotImplementedError(
+            "fastgrad.histogram has no derivative for its edges, densities or weighted "
+            "counts, which depend on a recorded array; call it on a.detach() (and pass "
+            "range=) if you only need the values")
+    return _no_gradient("histogram", hist, a), _wrap(edges)
 
 
 def array_equal(a1, a2, equal_nan=False):
@@ -1337,16 +1401,16 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return _wrap(_np.asarray(_np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
-                                         equal_nan=equal_nan)))
+    return _no_gradient("isclose", _np.isclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol,
+                                               equal_nan=equal_nan), a, b)
 
 
 def all(a, axis=None, keepdims=False):
-    return _wrap(_np.asarray(_np.all(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("all", _np.all(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def any(a, axis=None, keepdims=False):
-    return _wrap(_np.asarray(_np.any(unwrap(a), axis=axis, keepdims=keepdims)))
+    return _no_gradient("any", _np.any(unwrap(a), axis=axis, keepdims=keepdims), a)
 
 
 def shape(a):

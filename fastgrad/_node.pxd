@@ -26,6 +26,8 @@ cdef class Node:
     cdef bint released               # saved values were freed by a backward pass
     cdef object var_refs             # weakref(s) to the array(s) whose .grad this node fills
     cdef object trace                # where the forward was recorded (anomaly detection only)
+    cdef bint zero                   # carries no gradient: an integer/bool output or a zero
+                                     #   derivative; kept for reach (Note [Zero gradients])
     # --- which running backward pass holds this node's state (Note [Pass state]) ---
     cdef unsigned long long epoch    # that pass's epoch; 0 when no running pass claimed it
     cdef Py_ssize_t slot             # the node's index in that pass's state arrays

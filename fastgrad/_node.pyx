@@ -105,6 +105,12 @@ cdef class Node:
         return self.trace
 
     @property
+    def carries_gradient(self):
+        """False for a node recorded only for what it depends on: an integer or bool output,
+        or an op whose derivative is zero (Note [Zero gradients] in _zeros.py)."""
+        return not self.zero
+
+    @property
     def is_released(self):
         """Whether a backward pass freed what this node saved."""
         return bool(self.released)

@@ -205,7 +205,8 @@ def build(table):
         n_in = -1 if variadic else len(names)
         prim = Primitive(op.name, op.forward, fn, n_in, op.n_out, pnames, pdefaults,
                          save_inputs, save_shapes, save_result, diff,
-                         op.differentiable and fn is not None, op.order, op.views)
+                         op.differentiable and fn is not None, op.order, op.views, op.zero,
+                         op.differentiable_outputs)
         registry[op.name] = prim
         if fn is not None:
             split_codes[op.name] = (_SPLIT_CODE[op.name], _SOURCES[op.name][1])
@@ -268,10 +269,15 @@ def list_ops():
 
     ``order`` is ``'any'`` for ops whose derivative rules are themselves built from
     differentiable ops (all of fastgrad's), an int for a limited order, and ``0`` for ops that
-    are not differentiable.
+    are not differentiable (integer and bool results). A piecewise-constant op (``floor``,
+    ``sign``) is differentiable to any order: its derivative is zero (Note [Zero gradients]).
     """
     out = {}
     for name, prim in sorted(REGISTRY.items()):
+        if prim.zero:
+            out[name] = {"differentiable": True, "order": "any", "inputs": prim.n_in,
+                         "params": prim.param_names}
+            continue
         if not prim.differentiable:
             order = 0
         else:

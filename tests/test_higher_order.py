@@ -78,14 +78,16 @@ def test_mxnet_docstring_create_graph_example():
     onp.testing.assert_allclose(x.grad.asnumpy(), [math.e], rtol=1e-6)
 
 
-def test_second_derivative_of_linear_function_is_zero_with_opt_in():
+def test_second_derivative_of_linear_function_is_zero():
+    # A derivative constant in x is still a function of x: zeros, no opt-in (Note [Zero
+    # gradients]).
     x = var([1.0, 2.0])
     with autograd.record():
         y = 3 * x + 1
         (g,) = autograd.grad(y, [x], create_graph=True)
     onp.testing.assert_array_equal(g.asnumpy(), [3.0, 3.0])
-    with pytest.raises(RuntimeError, match="allow_unused"):
-        autograd.grad(g, [x])
+    (h,) = autograd.grad(g, [x])
+    onp.testing.assert_array_equal(h.asnumpy(), [0.0, 0.0])
     (h,) = autograd.grad(g, [x], allow_unused=True)
     onp.testing.assert_array_equal(h.asnumpy(), [0.0, 0.0])
 

@@ -17,6 +17,7 @@ constants, as the tape saw them.
 """
 
 from fastgrad._array import Primitive, ndarray, history
+from fastgrad._zeros import ConstantDerivative, GradientOf, NoGradientOutput, ZeroResult
 from fastgrad.symbol._graph import Symbol, SymNode, constant
 from fastgrad.symbol._ops import VARIABLE
 
@@ -29,7 +30,12 @@ def _collect(heads):
         if n.seq in seen:
             continue
         seen[n.seq] = n
-        stack.extend(p for p in n.parents_list() if p is not None)
+        parents = n.parents_list()
+        if isinstance(n.op, (GradientOf, NoGradientOutput)):
+            parents = parents[:1]       # only input 0 is part of the program (_zeros.py)
+        elif isinstance(n.op, (ConstantDerivative, ZeroResult)):
+            parents = []
+        stack.extend(p for p in parents if p is not None)
     return [seen[k] for k in sorted(seen)]
 
 
@@ -73,6 +79,7 @@ def from_history(x, names=None):
                                                                           len(variables)))
         by_node = {n.seq: nm for n, nm in zip(variables, names)}
     made = {}
+    alias = {}          # a gradient_of node is its input 0 (Note [Zero gradients])
     counter = 0
     for n in tape:
         if n.op is None:
@@ -82,6 +89,13 @@ def from_history(x, names=None):
             dtype, = n.output_dtypes
             made[n.seq] = SymNode(VARIABLE, name, attrs={"shape": tuple(shape),
                                                          "dtype": dtype})
+            continue
+        if isinstance(n.op, (GradientOf, NoGradientOutput)):
+            p, k = n.parents_list()[0], n.output_indices[0]
+            alias[n.seq] = alias.get(p.seq, (made.get(p.seq), k))
+            continue
+        if isinstance(n.op, (ConstantDerivative, ZeroResult)):
+            alias[n.seq] = (constant(n.op.value), 0)
             continue
         if type(n.op) is not Primitive:
             raise NotImplementedError(
@@ -95,9 +109,9 @@ def from_history(x, names=None):
         consts = n.constants
         for i, (p, k) in enumerate(zip(n.parents_list(), n.output_indices)):
             if p is not None:
-                entries.append((made[p.seq], k))
+                entries.append(alias[p.seq] if p.seq in alias else (made[p.seq], k))
             else:
                 entries.append((constant(consts[i]), 0))
         made[n.seq] = SymNode(n.op.name, "%s%d" % (n.op.name, n.seq), entries,
                               tuple(n.op_params), num_outputs=n.num_outputs)
-    return Symbol([(made[n.seq], k) for n, k in heads])
+    return Symbol([alias[n.seq] if n.seq in alias else (made[n.seq], k) for n, k in heads])
