@@ -32,6 +32,10 @@ from fastgrad._registry import list_ops  # noqa: E402
 from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402
+from fastgrad import optimizer  # noqa: E402
+from fastgrad.optimizer import lr_scheduler  # noqa: E402
+from fastgrad import kvstore  # noqa: E402
+kv = kvstore
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import functional  # noqa: E402
 from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
@@ -43,7 +47,10 @@ _sys.modules[__name__ + ".npx"] = npx
 _sys.modules[__name__ + ".nd"] = nd
 _sys.modules[__name__ + ".sym"] = sym
 _sys.modules[__name__ + ".viz"] = viz
+_sys.modules[__name__ + ".kv"] = kvstore
+_sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
 __all__ += ["functional"]
+__all__ += ["optimizer", "lr_scheduler", "kvstore", "kv"]

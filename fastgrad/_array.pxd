@@ -47,6 +47,9 @@ cdef class Primitive:
                                      #   recorded for reach only (Note [Zero gradients])
     cdef readonly tuple differentiable_outputs  # per output: carries a gradient (None: all
                                      #   float/complex outputs do)
+    cdef readonly int complex_mode   # 0 no complex rule, 1 same rule, 2 complex_variant
+                                     #   (Note [Complex gradients] in _complex.py)
+    cdef readonly Primitive complex_variant  # the op with its rule for complex values
 
     cdef object apply(self, tuple args, tuple params)
     cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out)

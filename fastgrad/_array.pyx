@@ -170,6 +170,8 @@ def _raw_key(key):
     if type(key) is tuple:
         return tuple([_integral_index(raw(k)) for k in key])
     if type(key) is list:
+        if not key:
+            return _np.empty(0, dtype=_np.intp)    # x[[]]: no elements, as in NumPy
         return _integral_index(_asarray([raw(k) for k in key]))
     if type(key) is NP_NDARRAY:
         return _integral_index(key)
@@ -241,6 +243,14 @@ cdef class Primitive:
         if self.backward_graph is not None:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.backward_graph = fn
+
+    def _set_complex(self, int mode, Primitive variant=None):
+        """How the op differentiates complex values (once, at import; Note [Complex
+        gradients] in _complex.py)."""
+        if self.complex_mode:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.complex_mode = mode
+        self.complex_variant = variant
 
     def _set_split_rule(self, fn):
         """Set the rule used on large arrays (once, at import; Note [Parallel kernels])."""
@@ -412,7 +422,16 @@ cdef class Primitive:
             PyTuple_SET_ITEM(parents, i, p)
         if not linked:
             return None
-        cdef Node node = new_node(self)
+        cdef Primitive rule_op = self
+        # A zero node runs no rule, so it needs no complex one (comparisons of complex values).
+        if not zero and self.complex_mode != 1 and _any_complex(raws, out, n_out):
+            if self.complex_mode == 0:
+                raise NotImplementedError(
+                    "fastgrad.%s has no derivative checked for complex values; compute it on "
+                    "the real and imaginary parts (numpy.real, numpy.imag) or detach() the "
+                    "input" % self.name)
+            rule_op = self.complex_variant
+        cdef Node node = new_node(rule_op)
         node.parents = parents
         if consts is not None:
             node.consts = tuple(consts)
@@ -540,6 +559,23 @@ cdef bint _integer_history(tuple args, tuple raws) except -1:
             if not cnp.PyArray_ISINTEGER(<cnp.ndarray>(<ndarray>a)._data):
                 return False
     return True
+
+
+cdef bint _any_complex(tuple raws, object out, Py_ssize_t n_out) except -1:
+    """Whether an input or output of a recorded op holds complex values."""
+    cdef object r
+    for r in raws:
+        if type(r) is NP_NDARRAY:
+            if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
+                return True
+        elif type(r) is complex:
+            return True
+    if n_out == 1:
+        return cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out)
+    for r in out:
+        if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
+            return True
+    return False
 
 
 cdef void _annotate(object exc, Primitive op, tuple raws, tuple params):
@@ -820,6 +856,22 @@ cdef class ndarray:
     @property
     def T(self):
         return _ops.transpose(self)
+
+    @property
+    def real(self):
+        """The real part (differentiable; Note [Complex gradients] in _complex.py)."""
+        return _ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (differentiable)."""
+        return _ops.imag(self)
+
+    def conj(self):
+        """The complex conjugate (differentiable)."""
+        return _ops.conj(self)
+
+    conjugate = conj
 
     @property
     def grad(self):

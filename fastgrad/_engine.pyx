@@ -115,15 +115,17 @@ cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
 cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
+cdef Primitive P_REAL = None
 cdef object _anomaly_report = None
 
 
 def install(sum_to, prims, anomaly_report):
     """Connect the engine to the kernels and ops it uses (called once at import)."""
-    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, _anomaly_report
+    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, _anomaly_report
     _sum_to = sum_to
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
+    P_REAL = prims["real"]
     _anomaly_report = anomaly_report
 
 
@@ -241,13 +243,16 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
             _check_fit(gshape, shape, consumer, i)
             g = P_SUM_TO.apply((g,), (shape,))
         if (<ndarray>g)._data.dtype != dtype:
-            g = P_CAST.apply((g,), (dtype,))
+            if (<ndarray>g)._data.dtype.kind == "c" and dtype.kind != "c":
+                g = P_REAL.apply((g,), ())      # Note [Complex gradients] in _complex.py
+            if (<ndarray>g)._data.dtype != dtype:
+                g = P_CAST.apply((g,), (dtype,))
         return g
     if type(g) is not NP_NDARRAY:
         if type(g) is FILLED:
             # Passed on as it is when it already fits (Note [Filled gradients]).
             if g.shape == shape:
-                return g if g.dtype == dtype else g.astype(dtype)
+                return g if g.dtype == dtype else _cast(g, dtype)
             g = g.view()
         elif isinstance(g, ndarray):
             g = (<ndarray>g)._data
@@ -258,8 +263,18 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
         g = _sum_to_raw(g, gshape, shape, consumer, i)
     gdtype = g.dtype
     if gdtype is not dtype and gdtype != dtype:
-        g = g.astype(dtype)
+        g = _cast(g, dtype)
     return g
+
+
+cdef object _cast(object g, object dtype):
+    """``g`` as ``dtype``; a complex gradient of a real value keeps its real part (Note
+    [Complex gradients] in _complex.py), without NumPy's warning about the discarded part."""
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        if type(g) is FILLED:
+            return FILLED(g.value.real.astype(dtype), g.shape)
+        g = g.real
+    return g.astype(dtype)
 
 
 cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_ssize_t i):

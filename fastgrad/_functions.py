@@ -439,6 +439,13 @@ def split(ary, indices_or_sections, axis=0):
         indices = tuple(range(n // sections, n, n // sections))
     else:
         indices = tuple(int(i) for i in indices_or_sections)
+    return _split(ary, indices, axis)
+
+
+def _split(ary, indices, axis):
+    if not indices:
+        # One section: the array itself (as a view), by a single-output op.
+        return [_P["getitem"](ary, (Ellipsis,))]
     return list(_P["split"](ary, indices, int(axis)))
 
 
@@ -554,7 +561,7 @@ def array_split(ary, indices_or_sections, axis=0):
         indices = tuple(int(i) for i in _np.cumsum(sizes)[:-1])
     else:
         indices = tuple(int(i) for i in indices_or_sections)
-    return list(_P["split"](ary, indices, int(axis)))
+    return _split(ary, indices, axis)
 
 
 def hsplit(ary, indices_or_sections):
@@ -1046,17 +1053,27 @@ def _cholesky(a, upper=False):
     return swapaxes(low, -1, -2) if upper else low
 
 
+def _triangle(name, a, UPLO):
+    """The symmetric matrix that NumPy's ``eigh`` reads from one triangle of ``a``."""
+    _square(name, a)
+    if UPLO not in ("L", "U", "l", "u"):
+        raise ValueError("fastgrad.linalg.%s: UPLO must be 'L' or 'U', got %r" % (name, UPLO))
+    if UPLO in ("L", "l"):
+        return tril(a) + swapaxes(tril(a, -1), -1, -2)
+    return triu(a) + swapaxes(triu(a, 1), -1, -2)
+
+
 def _eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of the symmetric part of ``a``
-    (``numpy.linalg.eigh``); differentiable where the eigenvalues are distinct."""
-    _square("eigh", a)
-    return _P["eigh"](a)
+    """Eigenvalues (ascending) and eigenvectors of the symmetric matrix held in the lower
+    (``UPLO='L'``) or upper triangle of ``a`` (``numpy.linalg.eigh``); differentiable where
+    the eigenvalues are distinct, and at repeated eigenvalues for a function of the
+    eigenvalues alone."""
+    return _P["eigh"](_triangle("eigh", a, UPLO))
 
 
 def _eigvalsh(a, UPLO="L"):
-    """Eigenvalues of the symmetric part of ``a`` (``numpy.linalg.eigvalsh``)."""
-    _square("eigvalsh", a)
-    return _P["eigvalsh"](a)
+    """Eigenvalues of the symmetric matrix in one triangle of ``a`` (``numpy.linalg.eigvalsh``)."""
+    return _P["eigvalsh"](_triangle("eigvalsh", a, UPLO))
 
 
 def _qr(a, mode="reduced"):
@@ -1097,10 +1114,15 @@ def _svdvals(a):
     return _P["svd"](a)[1]
 
 
-def _pinv(a, rcond=None, hermitian=False):
-    """The pseudo-inverse ``V diag(1/s) U^T`` of a full-rank matrix (``numpy.linalg.pinv``)."""
-    u, s, vt = _P["svd"](a)
-    return matmul(swapaxes(vt, -1, -2) / expand_dims(s, -2), swapaxes(u, -1, -2))
+def _pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse (``numpy.linalg.pinv``): singular values at or below
+    ``rtol`` (or ``rcond``) times the largest are treated as zero; the default is
+    ``max(M, N) * eps``, NumPy's. Differentiable wherever the rank is locally constant, so at
+    rank-deficient matrices too (the derivative of the pseudo-inverse of that rank)."""
+    if rcond is not None and rtol is not None:
+        raise ValueError("fastgrad.linalg.pinv: pass rcond or rtol, not both")
+    cut = rtol if rtol is not None else rcond
+    return _P["pinv"](a, None if cut is None else float(cut))
 
 
 def _matrix_power(a, n):
@@ -1268,13 +1290,44 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
-    """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given)."""
+    """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given).
+
+    With fastgrad arrays as ``start`` or ``stop`` the result is differentiable in them and has
+    their dtype (``numpy.linspace``'s rules); the last value is exactly ``stop`` when
+    ``endpoint`` is true.
+    """
+    if isinstance(start, ndarray) or isinstance(stop, ndarray):
+        return _linspace_recorded(start, stop, int(num), endpoint, retstep, dtype, axis)
     _check_device(ctx)
     res = _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
                        dtype=_DEFAULT_FLOAT if dtype is None else dtype, axis=axis)
     if retstep:
         return _wrap(res[0]), res[1]
     return _wrap(res)
+
+
+def _linspace_recorded(start, stop, num, endpoint, retstep, dtype, axis):
+    if num < 0:
+        raise ValueError("fastgrad.linspace: num must be non-negative, got %d" % num)
+    start = start if isinstance(start, ndarray) else _wrap(_np.asarray(start))
+    stop = stop if isinstance(stop, ndarray) else _wrap(_np.asarray(stop))
+    kind = _np.result_type(unwrap(start), unwrap(stop), 1.0)
+    start, stop = start.astype(kind), stop.astype(kind)
+    shape = _np.broadcast_shapes(start.shape, stop.shape)
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    frac = _np.arange(num, dtype=kind).reshape((num,) + (1,) * len(shape))
+    step = delta / div if div > 0 else delta * _np.nan
+    y = start + delta * (frac / div if div > 0 else frac * 0)
+    if endpoint and num > 1:
+        last = broadcast_to(stop, shape)[None]
+        y = concatenate([y[:-1], last], axis=0)
+    y = broadcast_to(y, (num,) + shape)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = y.astype(dtype)
+    return (y, step) if retstep else y
 
 
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):

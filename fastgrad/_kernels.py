@@ -321,18 +321,24 @@ def rcbrt(x):
 
 
 def softmax(x, axis):
+    if x.size == 0:
+        return np.empty_like(x, dtype=np.result_type(x, 0.5))    # as PyTorch: no values
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     e /= np.sum(e, axis=axis, keepdims=True)
     return e
 
 
 def log_softmax(x, axis):
+    if x.size == 0:
+        return np.empty_like(x, dtype=np.result_type(x, 0.5))
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 def logsumexp(x, axis, keepdims):
-    m = np.max(x, axis=axis, keepdims=True)
+    # the log of an empty sum is -inf (the maximum of nothing is taken as -inf)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf) if x.size == 0 else \
+        np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else np.squeeze(out, axis=axis)
@@ -513,8 +519,12 @@ def svd(x):
     return u, s, vt
 
 
-def pinv(x):
-    return np.linalg.pinv(x)
+def pinv(x, rtol):
+    """The pseudo-inverse, singular values below ``rtol`` times the largest cut off (NumPy's
+    default ``rtol``: ``max(M, N) * eps`` of the dtype)."""
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * np.finfo(np.result_type(x, np.float32)).eps
+    return np.linalg.pinv(x, rcond=rtol)
 
 
 # ---------------------------------------------------------------- convolution and pooling

@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from fastgrad import _derivatives, _kernels, _memo, _parallel, _rules
+from fastgrad import _complex, _derivatives, _kernels, _memo, _parallel, _rules
 from fastgrad._array import REQUIRED, Primitive, ndarray
 from fastgrad._derivatives import NONDIFF
 
@@ -67,13 +67,15 @@ class _Uses(ast.NodeTransformer):
         return node
 
 
-def _compile(op, names, variadic, pnames, namespace):
-    """The backward function of ``op`` and what it needs saved."""
+def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
+    """The backward function of ``op`` (with ``rules`` instead of its own if given; ``kind``
+    names the variant in tracebacks) and what it needs saved."""
+    rules = op.rules if rules is None else rules
     uses = _Uses(names)
     exprs = {}
     diff = []
     for name in names:
-        formula = op.rules.get(name)
+        formula = rules.get(name)
         if formula is NONDIFF:
             diff.append(0)
         elif formula is None:
@@ -82,7 +84,7 @@ def _compile(op, names, variadic, pnames, namespace):
             diff.append(1)
             tree = uses.visit(ast.parse(formula, mode="eval"))
             exprs[name] = ast.unparse(ast.fix_missing_locations(tree))
-    unknown = set(op.rules) - set(names)
+    unknown = set(rules) - set(names)
     if unknown:
         raise ValueError("%s: formulas for unknown inputs %s" % (op.name, sorted(unknown)))
     if not exprs:
@@ -95,7 +97,7 @@ def _compile(op, names, variadic, pnames, namespace):
     args = ["g", "needs"] + saved + [n + "_shape" for n in shapes]
     args += ["result"] if uses.result else []
     args += list(pnames)
-    fname = "%s_backward" % op.name
+    fname = "%s_%sbackward" % (op.name, kind)
     if variadic:
         body = "    return tuple(%s)\n" % exprs[names[0]]
     elif len(names) == 1:
@@ -107,12 +109,12 @@ def _compile(op, names, variadic, pnames, namespace):
                          if name in exprs else "None")
         body = "    return (%s,)\n" % ", ".join(items)
     source = "def %s(%s):\n%s" % (fname, ", ".join(args), body)
-    filename = "<fastgrad derivative of %s>" % op.name
+    filename = "<fastgrad %sderivative of %s>" % (kind, op.name)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
     fn = _define(code, fname, namespace)
-    _SOURCES[op.name] = (code, fname)
-    _SPLIT_CODE[op.name] = compile(
+    _SOURCES[op.name + kind] = (code, fname)
+    _SPLIT_CODE[op.name + kind] = compile(
         ast.fix_missing_locations(_SplitOps().visit(ast.parse(source))), filename, "exec")
     save_inputs = tuple(names.index(n) for n in saved)
     save_shapes = tuple(names.index(n) for n in shapes)
@@ -200,8 +202,16 @@ def build(table):
         if op.name in registry:
             raise ValueError("op %r is defined twice in the derivative table" % op.name)
         names, variadic, pnames, pdefaults = _parse_signature(op)
+        # Note [Complex gradients]: the formulas as written serve complex values; without
+        # their conj(...) they serve real ones.
+        real_rules, has_conj = {}, False
+        for key, formula in op.rules.items():
+            if formula is not NONDIFF:
+                formula, found = _complex.real_formula(formula)
+                has_conj = has_conj or found
+            real_rules[key] = formula
         fn, save_inputs, save_shapes, save_result, diff = _compile(
-            op, names, variadic, pnames, namespace)
+            op, names, variadic, pnames, namespace, real_rules)
         n_in = -1 if variadic else len(names)
         prim = Primitive(op.name, op.forward, fn, n_in, op.n_out, pnames, pdefaults,
                          save_inputs, save_shapes, save_result, diff,
@@ -210,6 +220,22 @@ def build(table):
         registry[op.name] = prim
         if fn is not None:
             split_codes[op.name] = (_SPLIT_CODE[op.name], _SOURCES[op.name][1])
+        overrides = _complex.COMPLEX_RULES.get(op.name) if fn is not None else None
+        if overrides is not None and not (has_conj or overrides):
+            prim._set_complex(1)
+        elif overrides is not None:
+            cfn, *csaves = _compile(op, names, variadic, pnames, namespace,
+                                    dict(op.rules, **overrides), "complex_")
+            if tuple(csaves) != (save_inputs, save_shapes, save_result, diff):
+                raise ValueError("%s: its complex rule must read the same inputs as its real "
+                                 "rule" % op.name)
+            variant = Primitive(op.name, op.forward, cfn, n_in, op.n_out, pnames, pdefaults,
+                                save_inputs, save_shapes, save_result, diff, True, op.order,
+                                op.views)
+            variant._set_complex(1)
+            prim._set_complex(2, variant)
+            key = op.name + "complex_"
+            split_codes[key] = (_SPLIT_CODE[key], _SOURCES[key][1])
         if op.ufunc is not None:
             ufuncs[op.ufunc] = prim
         if not hasattr(np, op.name):
@@ -219,8 +245,16 @@ def build(table):
         if not hasattr(np, name):
             split_ns[name] = namespace[name]
     for name, (code, fname) in split_codes.items():
-        registry[name]._set_split_rule(_define(code, fname, split_ns))
+        _rule_owner(registry, name)._set_split_rule(_define(code, fname, split_ns))
     return registry, ufuncs
+
+
+def _rule_owner(registry, key):
+    """The primitive a compiled rule belongs to: ``key`` is an op's name, or its name followed
+    by ``complex_`` for its complex variant (Note [Complex gradients])."""
+    if key.endswith("complex_") and key not in registry:
+        return registry[key[:-len("complex_")]].complex_variant
+    return registry[key]
 
 
 _SOURCES = {}   # op name -> (compiled rule, function name), for the graph namespace
@@ -261,7 +295,7 @@ def install_graph_rules(functions):
         if ufunc.nin == 1 and ufunc.nout == 1 and namespace.get(ufunc.__name__) is not None:
             namespace[ufunc.__name__] = _memo.memoized(prim)
     for name, (code, fname) in _SOURCES.items():
-        _registry[name]._set_graph_rule(_define(code, fname, namespace))
+        _rule_owner(_registry, name)._set_graph_rule(_define(code, fname, namespace))
 
 
 def list_ops():

@@ -54,6 +54,28 @@ LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
 
+def cj(a):
+    """The complex conjugate of ``a``; ``a`` itself when it is real (Note [Complex gradients]
+    in _complex.py: helpers serve real and complex values with one text)."""
+    if getattr(a, "dtype", None) is not None and a.dtype.kind == "c":
+        return np.conjugate(a)
+    return a
+
+
+def complex_sign(x, magnitude):
+    """``x / |x|`` (0 where ``x`` is 0): the gradient of ``|x|``, written with differentiable
+    ops so that it has derivatives of its own for complex ``x``."""
+    zero = magnitude == 0
+    return np.where(zero, 0, x / np.where(zero, 1, magnitude))
+
+
+def sign_of(x):
+    """``sign(x)`` for real ``x``; ``x / |x|`` for complex ``x`` (differentiable)."""
+    if x.dtype.kind == "c":
+        return complex_sign(x, np.abs(x))
+    return np.sign(x)
+
+
 def unreduce(g, shape, axis, keepdims):
     """Broadcast the gradient of a reduction back to the reduced array's ``shape``."""
     if type(g) is Filled:
@@ -98,6 +120,7 @@ def transpose_backward(g, axes):
 def matmul_backward_x(g, x_shape, y):
     # Methods (y.ndim, y.swapaxes) rather than np.ndim/np.swapaxes: the same on NumPy and
     # fastgrad arrays, without NumPy's dispatch cost on the hot first-order path.
+    y = cj(y)
     if y.ndim == 1:
         return g[..., None] * y
     if len(x_shape) == 1:
@@ -106,6 +129,7 @@ def matmul_backward_x(g, x_shape, y):
 
 
 def matmul_backward_y(g, x, y_shape):
+    x = cj(x)
     if x.ndim == 1:
         if len(y_shape) == 1:
             return g * x
@@ -128,8 +152,15 @@ def stack_backward(g, axis):
     return tuple(np.squeeze(p, axis) for p in np.split(g, n, axis=axis))
 
 
+def nonzero_or_one(x):
+    """``x`` with its zeros replaced by 1 (a denominator whose numerator is 0 there)."""
+    return np.where(x == 0, 1, x)
+
+
 def safe_log(x):
     """``log(x)`` where ``x > 0``, zero elsewhere (the derivative of ``a**b`` in ``b``)."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
+        return np.log(np.where(x == 0, 1, x))
     return np.log(np.where(x > 0, x, 1))
 
 
@@ -208,14 +239,14 @@ def prod_backward(g, x, result, axis, keepdims):
     shape = np.shape(x)
     gu = unreduce(g, shape, axis, keepdims)
     if not np.any(x == 0):
-        return gu * unreduce(result, shape, axis, keepdims) / x
+        return gu * cj(unreduce(result, shape, axis, keepdims) / x)
     axes = normalize_axis(axis, len(shape))
     k = len(axes)
     last = tuple(range(len(shape) - k, len(shape)))
     moved = np.moveaxis(x, axes, last)
     flat = np.reshape(moved, np.shape(moved)[:len(shape) - k] + (-1,))
     others = exclusive_cumprod(flat) * np.flip(exclusive_cumprod(np.flip(flat, -1)), -1)
-    return gu * np.moveaxis(np.reshape(others, np.shape(moved)), last, axes)
+    return gu * cj(np.moveaxis(np.reshape(others, np.shape(moved)), last, axes))
 
 
 def var_backward(g, x, axis, keepdims, ddof):
@@ -227,7 +258,11 @@ def var_backward(g, x, axis, keepdims, ddof):
 
 
 def std_backward(g, x, result, axis, keepdims, ddof):
-    return var_backward(g / (2 * result), x, axis, keepdims, ddof)
+    """Gradient of ``std``: ``var``'s over ``2 std``, and 0 where the deviation is 0 (a
+    constant or a single element; PyTorch's choice, the subgradient of smallest norm)."""
+    zero = result == 0
+    return var_backward(np.where(zero, 0, g / (2 * np.where(zero, 1, result))), x, axis,
+                        keepdims, ddof)
 
 
 def nanmean_backward(g, x, axis, keepdims):
@@ -242,16 +277,30 @@ def cumsum_backward(g, axis):
 
 
 def cumprod_backward(g, x, result, axis):
-    """Gradient of ``cumprod`` (exact with zeros, see Note [prod with zeros])."""
+    """Gradient of ``cumprod``, exact with zeros in O(n) memory (Note [prod with zeros]).
+
+    Before the first zero of a line, ``x_i`` divides out of the later products; at the first
+    zero the gradient is the reversed cumulative sum of ``g`` times the products with that
+    zero left out; after it every product still holds the first zero, so the gradient is 0
+    (as a value; under ``create_graph`` it is that zero times the gradient of the products
+    without it, recursively, so that it has the right derivatives).
+    """
     if not np.any(x == 0):
-        return cumsum_backward(g * result, axis) / x
-    n = np.shape(x)[axis]
-    xm = np.expand_dims(np.moveaxis(x, axis, -1), -2)           # ... 1 k
-    skip = np.eye(n, dtype=bool)                                 # i k: leave x_i out
-    partial = np.cumprod(np.where(skip, 1, xm), axis=-1)         # ... i j
-    later = np.triu(np.ones((n, n), dtype=bool))                 # j >= i
-    gm = np.expand_dims(np.moveaxis(g, axis, -1), -2)            # ... 1 j
-    return np.moveaxis(np.sum(np.where(later, partial * gm, 0), axis=-1), -1, axis)
+        return cumsum_backward(g * cj(result), axis) / cj(x)
+    zero = x == 0
+    seen = np.cumsum(zero, axis=axis)             # zeros up to and including each element
+    first = zero & (seen == 1)
+    before = cumsum_backward(g * cj(result), axis) / cj(np.where(zero, 1, x))
+    x1 = np.where(first, 1, x)
+    without_first = np.cumprod(x1, axis=axis)
+    at_first = cumsum_backward(g * cj(without_first), axis)
+    after = 0
+    if isinstance(x, ndarray):
+        # create_graph: after the first zero the gradient is that zero times the gradient of
+        # the products that leave it out, whose derivative in the zero the next order needs.
+        pivot = np.sum(np.where(first, x, 0), axis=axis, keepdims=True)
+        after = cj(pivot) * cumprod_backward(g, x1, without_first, axis)
+    return np.where(seen == 0, before, np.where(first, at_first, after))
 
 
 def average_backward_a(g, w, axis, keepdims):
@@ -283,17 +332,17 @@ def norm_backward(g, x, result, ord, axis, keepdims):
         best = np.max(sums, axis=other, keepdims=True) if ord > 0 else \
             np.min(sums, axis=other, keepdims=True)
         hit = sums == best
-        return gu * np.sign(x) * hit / np.sum(hit, axis=other, keepdims=True)
+        return gu * sign_of(x) * hit / np.sum(hit, axis=other, keepdims=True)
     if ord is None or ord == 2 or ord == "fro":
-        return gu * x / ru
+        return gu * x / nonzero_or_one(ru)       # 0 at the zero vector, as PyTorch
     if ord == np.inf or ord == -np.inf:
         hit = np.abs(x) == ru
-        return gu * np.sign(x) * hit / np.sum(hit, axis=axes, keepdims=True)
+        return gu * sign_of(x) * hit / np.sum(hit, axis=axes, keepdims=True)
     if ord == 1:
-        return gu * np.sign(x)
+        return gu * sign_of(x)
     if ord == 0:
         return gu * 0
-    return gu * np.sign(x) * (np.abs(x) / ru) ** (ord - 1)
+    return gu * sign_of(x) * (np.abs(x) / ru) ** (ord - 1)
 
 
 # ---------------------------------------------------------------- shape and indexing
@@ -409,6 +458,7 @@ def diff_backward(g, n, axis):
 def tensordot_backward_x(g, y, x_ndim, axes):
     """Gradient of ``tensordot`` in its first argument (``axes`` a pair of int tuples)."""
     ax, ay = axes
+    y = cj(y)
     fx = [d for d in range(x_ndim) if d not in ax]
     fy = [d for d in range(np.ndim(y)) if d not in ay]
     r = np.tensordot(g, y, axes=(list(range(len(fx), len(fx) + len(fy))), fy))
@@ -418,6 +468,7 @@ def tensordot_backward_x(g, y, x_ndim, axes):
 
 def tensordot_backward_y(g, x, y_ndim, axes):
     ax, ay = axes
+    x = cj(x)
     fx = [d for d in range(np.ndim(x)) if d not in ax]
     fy = [d for d in range(y_ndim) if d not in ay]
     r = np.tensordot(x, g, axes=(fx, list(range(len(fx)))))
@@ -453,7 +504,7 @@ def einsum_backward(g, operands, subscripts, i):
     seen = set(output).union(*others)
     kept = "".join(c for c in sub if c in seen)
     spec = ",".join([output] + others) + "->" + kept
-    r = np.einsum(spec, g, *[o for j, o in enumerate(operands) if j != i])
+    r = np.einsum(spec, g, *[cj(o) for j, o in enumerate(operands) if j != i])
     if kept != sub:
         shape = np.shape(operands[i])
         r = np.reshape(r, tuple(shape[k] if c in seen else 1 for k, c in enumerate(sub)))
@@ -462,11 +513,11 @@ def einsum_backward(g, operands, subscripts, i):
 
 
 def outer_backward_x(g, x_shape, y):
-    return np.reshape(np.matmul(g, np.reshape(y, (-1,))), x_shape)
+    return np.reshape(np.matmul(g, np.reshape(cj(y), (-1,))), x_shape)
 
 
 def outer_backward_y(g, x, y_shape):
-    return np.reshape(np.matmul(np.reshape(x, (-1,)), g), y_shape)
+    return np.reshape(np.matmul(np.reshape(cj(x), (-1,)), g), y_shape)
 
 
 def _kron_layout(x_shape, y_shape):
@@ -480,26 +531,26 @@ def kron_backward_x(g, x_shape, y):
     """Gradient of ``kron`` in ``x``: ``g`` seen as blocks, each contracted with ``y``."""
     nd, xs, ys = _kron_layout(x_shape, np.shape(y))
     blocks = np.reshape(g, tuple(n for pair in zip(xs, ys) for n in pair))
-    yb = np.reshape(y, tuple(n for m in ys for n in (1, m)))
+    yb = np.reshape(cj(y), tuple(n for m in ys for n in (1, m)))
     return np.reshape(np.sum(blocks * yb, axis=tuple(range(1, 2 * nd, 2))), x_shape)
 
 
 def kron_backward_y(g, x, y_shape):
     nd, xs, ys = _kron_layout(np.shape(x), y_shape)
     blocks = np.reshape(g, tuple(n for pair in zip(xs, ys) for n in pair))
-    xb = np.reshape(x, tuple(n for m in xs for n in (m, 1)))
+    xb = np.reshape(cj(x), tuple(n for m in xs for n in (m, 1)))
     return np.reshape(np.sum(blocks * xb, axis=tuple(range(0, 2 * nd, 2))), y_shape)
 
 
 def convolve_backward_x(g, x_shape, y):
     """Gradient of the full convolution in ``x``: correlate ``g`` with ``y``."""
     m = np.shape(y)[0]
-    return np.convolve(g, np.flip(y, 0))[m - 1:m - 1 + x_shape[0]]
+    return np.convolve(g, np.flip(cj(y), 0))[m - 1:m - 1 + x_shape[0]]
 
 
 def convolve_backward_y(g, x, y_shape):
     n = np.shape(x)[0]
-    return np.convolve(g, np.flip(x, 0))[n - 1:n - 1 + y_shape[0]]
+    return np.convolve(g, np.flip(cj(x), 0))[n - 1:n - 1 + y_shape[0]]
 
 
 def mT(a):
@@ -507,12 +558,53 @@ def mT(a):
     return np.swapaxes(a, -1, -2)
 
 
+def mH(a):
+    """The conjugate transpose of a stack of matrices (the transpose of real ones)."""
+    return np.swapaxes(cj(a), -1, -2)
+
+
 def inv_backward(g, result):
-    return -np.matmul(mT(result), np.matmul(g, mT(result)))
+    return -np.matmul(mH(result), np.matmul(g, mH(result)))
 
 
 def det_backward(g, x, result):
-    return np.expand_dims(g * result, (-1, -2)) * mT(np.linalg.inv(x))
+    """Gradient of ``det``: ``g * conj(cofactor matrix)``; ``det(x) inv(x)^T`` when ``x`` is
+    invertible, the cofactors from the SVD when it is singular (Note [det at singular
+    matrices])."""
+    try:
+        return np.expand_dims(g * cj(result), (-1, -2)) * mH(np.linalg.inv(x))
+    except np.linalg.LinAlgError:
+        return np.expand_dims(g, (-1, -2)) * cj(cofactors(x))
+
+
+def cofactors(x):
+    """The cofactor matrix ``adj(x)^T`` of a (stack of) square matrices, singular or not.
+
+    Note [det at singular matrices]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    ``det(x) inv(x)^T`` is ``0 * inf`` at a singular matrix, whose cofactors are finite (the
+    gradient of ``det`` exists everywhere). With ``x = U diag(s) V^H``,
+    ``adj(x) = det(U) det(V^H) V diag(p) U^H`` where ``p_i`` is the product of the other
+    singular values (exclusive products, no division by a zero ``s_i``).
+    """
+    u, s, vh = np.linalg.svd(x)
+    before = exclusive_cumprod(s)
+    after = np.flip(exclusive_cumprod(np.flip(s, -1)), -1)
+    phase = np.linalg.det(u) * np.linalg.det(vh)
+    adj = np.matmul(mH(vh) * np.expand_dims(before * after, -2), mH(u))
+    return mT(adj * np.expand_dims(phase, (-1, -2)))
+
+
+def pinv_backward(g, x, result):
+    """Gradient of the pseudo-inverse ``P`` of ``A`` (Golub and Pereyra; exact where the rank
+    is locally constant, which includes rank-deficient ``A`` along perturbations that keep
+    its rank): ``-P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)``."""
+    ph, gh = mH(result), mH(g)
+    m, n = np.shape(x)[-2], np.shape(x)[-1]
+    left = np.eye(m) - np.matmul(x, result)
+    right = np.eye(n) - np.matmul(result, x)
+    return (-np.matmul(ph, np.matmul(g, ph)) + np.matmul(left, np.matmul(gh, np.matmul(result, ph)))
+            + np.matmul(np.matmul(ph, result), np.matmul(gh, right)))
 
 
 def slogdet_backward(g, x):
@@ -521,15 +613,15 @@ def slogdet_backward(g, x):
 
 def solve_backward_b(g, a, b_ndim):
     if b_ndim == 1:
-        return np.linalg.solve(mT(a), np.expand_dims(g, -1))[..., 0]
-    return np.linalg.solve(mT(a), g)
+        return np.linalg.solve(mH(a), np.expand_dims(g, -1))[..., 0]
+    return np.linalg.solve(mH(a), g)
 
 
 def solve_backward_a(g, a, b_ndim, result):
     gb = solve_backward_b(g, a, b_ndim)
     if b_ndim == 1:
-        return -np.expand_dims(gb, -1) * np.expand_dims(result, -2)
-    return -np.matmul(gb, mT(result))
+        return -np.expand_dims(gb, -1) * np.expand_dims(cj(result), -2)
+    return -np.matmul(gb, mH(result))
 
 
 def symmetrize(a):
@@ -546,16 +638,36 @@ def cholesky_backward(g, result):
     return symmetrize(np.matmul(mT(linv), np.matmul(phi, linv)))
 
 
+def absent(g):
+    """Whether ``g`` is the gradient of an output nothing used: ``None``, or zeros with no
+    history. Rules leave out its terms, which matters where they are ``0 * inf`` (the
+    eigenvector term of ``eigh`` at repeated eigenvalues)."""
+    if g is None:
+        return True
+    if isinstance(g, ndarray):
+        return g.node is None and not np.any(g.asnumpy())
+    if type(g) is Filled:
+        return g.unit == 0 and not np.any(g.value)
+    return not np.any(g)
+
+
 def eigh_backward(g, result):
     """Gradient of ``eigh`` of the symmetric part of the input (distinct eigenvalues):
-    ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized."""
+    ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized.
+    Without an eigenvector gradient the ``F`` term is left out, so a function of the
+    eigenvalues alone is differentiable at repeated eigenvalues too."""
     gw, gv = g
     w, v = result
     n = np.shape(w)[-1]
-    eye = np.eye(n, dtype=bool)
-    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
-    inner = np.expand_dims(gw, -1) * np.eye(n) + f * np.matmul(mT(v), gv)
+    inner = np.expand_dims(gw, -1) * np.eye(n) if not absent(gw) else None
+    if not absent(gv):
+        eye = np.eye(n, dtype=bool)
+        gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+        f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
+        term = f * np.matmul(mT(v), gv)
+        inner = term if inner is None else inner + term
+    if inner is None:
+        return np.zeros_like(v)
     return symmetrize(np.matmul(v, np.matmul(inner, mT(v))))
 
 
@@ -580,6 +692,10 @@ def svd_backward(g, result):
     """Gradient of the reduced SVD ``A = U diag(s) Vt`` (distinct non-zero singular values)."""
     gu, gs, gvt = g
     u, s, vt = result
+    if absent(gu) and absent(gvt):
+        # Only the singular values are used: no 1/(s_j^2 - s_i^2), no 1/s, so repeated and
+        # zero singular values are fine (norm 'nuc' and 2 of any matrix).
+        return np.matmul(u * np.expand_dims(gs, -2), vt)
     v, gv = mT(vt), mT(gvt)
     m, n = np.shape(u)[-2], np.shape(v)[-2]
     k = np.shape(s)[-1]

@@ -12,6 +12,10 @@ from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
 from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                  signsgd_update, signum_update, lamb_update_phase1,
+                                  lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
 from fastgrad import _npx_more as _more
@@ -517,6 +521,9 @@ __all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu"
            "waitall"]
 __all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
 COMPOSITES += _more.COMPOSITES + ("rnn",)
+__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
+            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
+            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
 
 
 def save(file, arr):

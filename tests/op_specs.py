@@ -303,7 +303,7 @@ _binary("mod fmod", domain=[(0.2, 4), (1.05, 1.45)])
 _binary("copysign", nondiff={1})
 SPECS["ldexp"] = Spec(BINARY, make={1: small_ints}, nondiff={1})
 _unary("negative positive exp expm1 exp2 square sin cos arctan sinh cosh tanh arcsinh "
-       "deg2rad rad2deg radians degrees abs fabs conjugate real nan_to_num sinc")
+       "deg2rad rad2deg radians degrees abs fabs conjugate real imag nan_to_num sinc")
 _unary("log log2 log10 sqrt cbrt reciprocal", domain=POS)
 _unary("log1p", domain=(-0.5, 2))
 _unary("tan", domain=(-1.2, 1.2))
@@ -455,6 +455,10 @@ SPECS["eigvalsh"] = Spec([C((3, 3)), C((2, 4, 4))],
                          ref=lambda x: onp.linalg.eigvalsh((x + onp.swapaxes(x, -1, -2)) / 2))
 SPECS["qr"] = Spec([C((4, 3)), C((3, 3))], make={0: well_conditioned},
                    ref=lambda x: tuple(onp.linalg.qr(x)))
+SPECS["pinv"] = Spec([C((4, 3)), C((3, 4)), C((2, 3, 3)), C((3, 3), rtol=1e-3)],
+                    make={0: well_conditioned},
+                    ref=lambda x, rtol=None: onp.linalg.pinv(x) if rtol is None
+                    else onp.linalg.pinv(x, rtol=rtol))
 SPECS["svd"] = Spec([C((4, 3)), C((3, 4)), C((3, 3))], post=_svd_post,
                     ref=lambda x: tuple(onp.linalg.svd(x, full_matrices=False)))
 
@@ -497,7 +501,7 @@ SPECS["copy"] = Spec(UNARY, ref=onp.copy)
 
 
 def _scatter_ref(v, key, shape):
-    out = onp.zeros(shape)
+    out = onp.zeros(shape, dtype=onp.result_type(v, onp.float64))
     onp.add.at(out, key, v)
     return out
 

@@ -10,6 +10,10 @@ from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as _npx
 from fastgrad.ndarray import random  # noqa: F401
+from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                  signsgd_update, signum_update, lamb_update_phase1,
+                                  lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import check_device
 

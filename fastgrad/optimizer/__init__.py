@@ -1,0 +1,25 @@
+"""MXNet's optimizers (``fastgrad.optimizer``, also ``mx.optimizer``).
+
+Examples
+--------
+>>> import fastgrad as mx
+>>> opt = mx.optimizer.create("adam", learning_rate=0.1)
+>>> type(opt).__name__
+'Adam'
+>>> w = mx.np.array([1.0, -1.0]); g = mx.np.array([0.5, -2.0])
+>>> updater = mx.optimizer.get_updater(opt)
+>>> updater(0, g, w)          # Adam's first step moves each weight by about the learning rate
+>>> w.asnumpy().round(4)
+array([ 0.9, -0.9], dtype=float32)
+"""
+
+from fastgrad.optimizer import lr_scheduler
+from fastgrad.optimizer.optimizer import Optimizer, register, create
+from fastgrad.optimizer.sgd import SGD, NAG, Signum
+from fastgrad.optimizer.adam import Adam, AdamW, LAMB
+from fastgrad.optimizer.adaptive import RMSProp, AdaGrad, AdaDelta, Ftrl, FTRL
+from fastgrad.optimizer.updater import Updater, get_updater
+
+__all__ = ["Optimizer", "register", "create", "SGD", "NAG", "Signum", "Adam", "AdamW", "LAMB",
+           "RMSProp", "AdaGrad", "AdaDelta", "Ftrl", "FTRL", "Updater", "get_updater",
+           "lr_scheduler"]
