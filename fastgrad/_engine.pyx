@@ -3,11 +3,12 @@
 Note [Scheduling]
 ~~~~~~~~~~~~~~~~~
 A pass first walks the graph from the heads with an explicit stack (never recursion, so
-graphs of millions of nodes work), stamping each node with the pass's ``epoch`` and counting,
-for every node, how many of its consumers the pass will run (``deps``). It then runs nodes
-from a max-heap keyed on ``seq``: a node is pushed once all its consumers have run, and the
-ready node recorded last runs first. That order is deterministic and mirrors the forward pass
-in reverse, which frees saved arrays in the order a hand-written backward would. ``grad()``
+graphs of millions of nodes work), giving each node a slot in the pass (Note [Pass state])
+and counting, for every node, how many of its consumers the pass will run (``deps``). It
+then runs nodes from a max-heap keyed on ``seq``: a node is pushed once all its consumers
+have run, and the ready node recorded last runs first. That order is deterministic and
+mirrors the forward pass in reverse, which frees saved arrays in the order a hand-written
+backward would. ``grad()``
 first marks the nodes that lie on a path to one of its variables (in ascending ``seq`` order,
 parents before consumers) and counts and runs only those.
 
@@ -40,22 +41,60 @@ reference from its node to the array (``var_refs``), inside ``record()`` or afte
 earlier pass freed that history, the node *acts as a leaf*: the pass writes its ``.grad`` and
 stops there instead of raising, which is what the array became for the user when they
 attached a gradient to it after its graph was gone.
+
+Note [Pass state]
+~~~~~~~~~~~~~~~~~
+Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: a C array with one
+*slot* per node it visited (the node, its dependency count, flags for needed, target and
+owned, and the gradient accumulated so far, all references owned by the pass), its ready heap
+and, under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the
+slots by ``seq`` with ``qsort``. There is no process-wide lock and no global pass state
+besides the counter that numbers passes, so passes on different graphs run in different
+threads at once, and a ``Function``'s backward may start a pass in its own
+thread or in another one and wait for it. Nothing is locked while user code runs.
+
+A node records only which pass claimed it: ``epoch`` (that pass's number, 0 when none) and
+``slot``. A pass visiting an unclaimed node claims it (test and set with no Python code
+between them, so under the GIL two passes cannot both claim it) and hands it back at its end.
+A pass that meets a node another *running* pass claimed (the outer pass, for a pass started
+inside a ``Function``'s backward that differentiates through the outer graph; or a pass in
+another thread over a shared variable or the same graph) keeps the node's slot in a side
+dict. So the common case costs one comparison per lookup, and nested or concurrent passes
+never see each other's counts or pending gradients: an inner pass through the outer graph
+gives the right values, and the outer pass's gradients survive it.
+
+What passes do share is the graph itself. Two passes over one graph at once both give right
+gradients as long as neither frees it: with ``retain_graph=True`` they are independent.
+Without it, a pass frees each node's saved values once the node has run, exactly as when the
+passes run one after the other: a pass that reaches a node another pass already freed raises
+the usual "already freed ... retain_graph=True" error (checked again when the rule is about to
+run, not only during the walk, since the other pass may free it in between). An inner pass
+without ``retain_graph`` that runs outer-graph nodes frees them too, and the outer pass then
+raises the same error for them. Writes into a variable's ``.grad`` are each serialised by a
+short lock of their own (no user code runs under it), so passes in two threads that write the
+same variable add (``grad_req='add'``) or overwrite (``'write'``) as they would in sequence;
+an inner ``backward()`` writes its variables' ``.grad`` when it finishes, and the outer pass
+writes them again when it reaches them. A ``Function`` node's user ``backward`` runs for one
+pass at a time (Note [Function backward in concurrent passes] in ``_function.py``).
 """
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport Py_INCREF, Py_REFCNT
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF, Py_REFCNT
+from libc.stdlib cimport qsort
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
+                               PyThread_acquire_lock, PyThread_release_lock,
+                               PyThread_get_thread_ident, WAIT_LOCK, NOWAIT_LOCK)
 cimport numpy as cnp
 from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
-from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c
+from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
 from fastgrad._parallel cimport is_large, call as split_call, min_size as split_min_size
 from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_MIN
 
-import threading
 import numpy as _np
-from fastgrad import _memo
 from fastgrad._filled import Filled as FILLED
 from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
 from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
@@ -68,8 +107,7 @@ cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
 cdef object _add_reduce = _np.add.reduce
 cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
-cdef unsigned long long _epoch = 0
-cdef object _lock = threading.RLock()
+cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
 # Installed once by fastgrad._registry at import.
 cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
@@ -130,37 +168,6 @@ cdef inline Node _heap_pop(list heap):
 
 
 # ------------------------------------------------------------------ helpers
-
-cdef int _depth = 0                  # passes running: more than one only when a Function's
-cdef list _running = []              #   backward runs one; their epochs, outermost first
-
-
-cdef void _check_nested(Node n) except *:
-    """A pass inside another must not reuse the outer pass's nodes: their dependency counts
-    and pending gradients are the outer pass's, and resetting them would lose its gradients."""
-    cdef Py_ssize_t k
-    for k in range(len(_running) - 1):
-        if n.epoch == <unsigned long long>_running[k]:
-            what = "fastgrad.%s" % n.op.name if n.op is not None else "a variable"
-            raise MXNetError(
-                "backward: a backward pass started inside another (a Function's backward "
-                "calling backward() or grad()) reached %s (node #%d) of the outer pass; "
-                "differentiate detached copies inside backward (x.detach(), then "
-                "attach_grad())" % (what, n.seq))
-
-
-cdef inline void _visit(Node n, unsigned long long epoch, list nodes, list stack) except *:
-    if _depth > 1:
-        _check_nested(n)
-    n.epoch = epoch
-    n.deps = 0
-    n.needed = True
-    n.is_target = False
-    n.acc = None
-    n.acc_owned = False
-    nodes.append(n)
-    stack.append(n)
-
 
 cdef inline bint _acts_as_leaf(Node n) noexcept:
     """Whether the pass stops at ``n``: a variable, or an intermediate with ``attach_grad``
@@ -332,46 +339,6 @@ cdef inline bint _exclusive(object g, Py_ssize_t refs):
             and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
 
 
-cdef inline void _accumulate(Node p, Py_ssize_t oidx, object g, bint create,
-                             bint exclusive) except *:
-    cdef object acc, r
-    if p.n_out == 1:
-        acc = p.acc
-        if acc is None:
-            p.acc = g
-            p.acc_owned = exclusive
-        elif create:
-            p.acc = P_ADD.apply((acc, g), ())
-        elif p.acc_owned:
-            # a buffer only this pass holds: add in place (split when large,
-            # Note [Parallel kernels])
-            if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
-                acc += g
-        elif exclusive and g.shape == acc.shape:
-            # the new contribution is ours: add the old into it
-            if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
-                g += acc
-            p.acc = g
-            p.acc_owned = True
-        else:
-            r = split_call(_npadd, (acc, g)) if is_large(acc) else None
-            acc = acc + g if r is None else r
-            if type(acc) is not NP_NDARRAY:
-                acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
-            p.acc = acc
-            p.acc_owned = True
-        return
-    if p.acc is None:
-        p.acc = [None] * p.n_out
-    acc = p.acc[oidx]
-    if acc is None:
-        p.acc[oidx] = g
-    elif create:
-        p.acc[oidx] = P_ADD.apply((acc, g), ())
-    else:
-        p.acc[oidx] = acc + g
-
-
 cdef object _complete(Node n, object g, bint create):
     """The per-output gradients of a multi-output node, with zeros for outputs none reached."""
     cdef Py_ssize_t k
@@ -426,21 +393,55 @@ cdef void _write_var(object ref, object g, bint owned) except *:
     _bump_cell(cell_of(buf))
 
 
+# Writing a variable's .grad is a read-modify-write (the buffer may be made on first use;
+# grad_req 'add' adds into it, and NumPy releases the GIL while it adds), and passes in two
+# threads may write the same variable. These writes alone are serialised, by a lock that is
+# never held while user code runs (Note [Pass state]); it is re-entrant for its thread in case
+# a finalizer run by an allocation under it starts a pass.
+cdef PyThread_type_lock _grad_lock = PyThread_allocate_lock()
+cdef unsigned long _grad_owner = 0
+cdef int _grad_depth = 0
+
+
+cdef void _lock_grads() noexcept:
+    global _grad_owner, _grad_depth
+    cdef unsigned long me = PyThread_get_thread_ident()
+    if _grad_depth and _grad_owner == me:
+        _grad_depth += 1
+        return
+    if not PyThread_acquire_lock(_grad_lock, NOWAIT_LOCK):
+        with nogil:
+            PyThread_acquire_lock(_grad_lock, WAIT_LOCK)
+    _grad_owner = me
+    _grad_depth = 1
+
+
+cdef void _unlock_grads() noexcept:
+    global _grad_depth
+    _grad_depth -= 1
+    if _grad_depth == 0:
+        PyThread_release_lock(_grad_lock)
+
+
 cdef void _write_vars(Node n, object g, bint owned) except *:
     cdef Py_ssize_t k
-    if n.n_out == 1:
-        _write_var(n.var_refs, g, owned)
-        return
-    for k in range(n.n_out):
-        ref = n.var_refs[k]
-        if ref is not None:
-            _write_var(ref, g[k] if g is not None else None, False)
+    _lock_grads()
+    try:
+        if n.n_out == 1:
+            _write_var(n.var_refs, g, owned)
+            return
+        for k in range(n.n_out):
+            ref = n.var_refs[k]
+            if ref is not None:
+                _write_var(ref, g[k] if g is not None else None, False)
+    finally:
+        _unlock_grads()
 
 
-cdef void _check_versions(Node n) except *:
+cdef void _check_versions(Node n, tuple saved) except *:
     cdef unsigned long vsum = 0
     cdef Primitive op = <Primitive>n.op
-    for s in n.saved:
+    for s in saved:
         if isinstance(s, ndarray):
             vsum += version_of(<ndarray>s)
     if vsum != n.vsum or (n.out_cell is not None and n.out_cell.value != n.out_v0):
@@ -458,10 +459,16 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     if type(n.op) is not Primitive:
         return tuple(n.op.node_backward(n, g, mask, create))
     op = <Primitive>n.op
-    _check_versions(n)
+    # Read once: another pass over the same graph may release the node meanwhile
+    # (Note [Pass state]); these references keep what this call uses alive.
+    cdef tuple saved = n.saved
+    cdef object result = n.result
+    if n.released or saved is None:
+        raise MXNetError(_released_message(n))
+    _check_versions(n, saved)
     if n.n_out > 1:
         g = _complete(n, g, create)
-    ns = PyTuple_GET_SIZE(n.saved)
+    ns = PyTuple_GET_SIZE(saved)
     nprm = PyTuple_GET_SIZE(n.params)
     cdef bint with_result = op.save_result
     args = PyTuple_New(2 + ns + with_result + nprm)
@@ -472,7 +479,7 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     PyTuple_SET_ITEM(args, 1, s)
     j = 2
     for k in range(ns):
-        s = <object>PyTuple_GET_ITEM(n.saved, k)
+        s = <object>PyTuple_GET_ITEM(saved, k)
         if not create and isinstance(s, ndarray):
             s = (<ndarray>s)._data
         Py_INCREF(s)
@@ -481,11 +488,11 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     if with_result:
         if create:
             if n.n_out == 1:
-                s = wrap(n.result, n, 0)
+                s = wrap(result, n, 0)
             else:
-                s = tuple([wrap(n.result[k], n, k) for k in range(n.n_out)])
+                s = tuple([wrap(result[k], n, k) for k in range(n.n_out)])
         else:
-            s = n.result
+            s = result
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
@@ -504,6 +511,217 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
 
 # ------------------------------------------------------------------ the pass
 
+cdef enum:
+    NEEDED = 1          # lies on a path to a requested variable (grad()); always for backward()
+    TARGET = 2          # its gradient is returned by grad()
+    OWNED = 4           # its accumulated gradient is a buffer this pass allocated
+
+
+cdef struct Slot:
+    PyObject *node          # the node (a reference the pass owns)
+    PyObject *acc           # the gradient accumulated so far (owned), or NULL
+    long long seq           # node.seq, for sorting in C
+    Py_ssize_t deps         # consumers not yet run in this pass
+    unsigned char flags     # NEEDED | TARGET | OWNED
+
+
+cdef int _by_seq(const void *a, const void *b) noexcept nogil:
+    cdef long long sa = (<const Slot *>a).seq, sb = (<const Slot *>b).seq
+    return (sa > sb) - (sa < sb)
+
+
+@cython.final
+cdef class _Pass:
+    """The state of one backward pass (Note [Pass state]): per visited node a slot with the
+    node, its dependency count, flags and accumulated gradient; the ready heap; the memo."""
+
+    cdef unsigned long long epoch
+    cdef bint create
+    cdef bint prune
+    cdef Slot *slots                # the visited nodes' state, by slot
+    cdef Py_ssize_t n               # slots in use
+    cdef Py_ssize_t cap             # slots allocated
+    cdef dict shadow                # Node -> slot, for nodes another running pass claimed
+    cdef list heap                  # ready nodes, max seq first
+    cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
+    cdef object __weakref__
+
+    def __cinit__(self):
+        self.slots = NULL
+        self.n = 0
+        self.cap = 0
+
+    def __dealloc__(self):
+        cdef Py_ssize_t k
+        cdef Slot *slots = self.slots
+        self.slots = NULL
+        for k in range(self.n):
+            Py_XDECREF(slots[k].acc)
+            Py_XDECREF(slots[k].node)
+        PyMem_Free(slots)
+
+    cdef inline Py_ssize_t slot_of(self, Node n) except -2:
+        """``n``'s slot in this pass, or -1 if the pass has not visited it."""
+        if n.epoch == self.epoch:
+            return n.slot
+        return self.shadow_slot(n)
+
+    cdef Py_ssize_t shadow_slot(self, Node n) except -2:
+        """The slot of a node this pass did not claim (Note [Pass state]), or -1."""
+        if self.shadow is None:
+            return -1
+        found = self.shadow.get(n)
+        return -1 if found is None else <Py_ssize_t>found
+
+    cdef int grow(self) except -1:
+        cdef Py_ssize_t newcap = 64 if self.cap == 0 else 2 * self.cap
+        cdef void *mem = PyMem_Realloc(self.slots, newcap * sizeof(Slot))
+        if mem == NULL:
+            raise MemoryError()
+        self.slots = <Slot *>mem
+        self.cap = newcap
+        return 0
+
+    cdef inline Py_ssize_t visit(self, Node n, list stack) except -1:
+        """Give ``n`` a slot, claiming the node if no running pass holds it."""
+        cdef Py_ssize_t k = self.n
+        if k == self.cap:
+            self.grow()
+        Py_INCREF(n)
+        self.slots[k].node = <PyObject *>n
+        self.slots[k].acc = NULL
+        self.slots[k].seq = n.seq
+        self.slots[k].deps = 0
+        self.slots[k].flags = NEEDED
+        self.n = k + 1
+        if n.epoch == 0:
+            n.epoch = self.epoch       # no Python code between the test and the claim
+            n.slot = k
+        else:
+            if self.shadow is None:
+                self.shadow = {}
+            self.shadow[n] = k
+        stack.append(n)
+        return k
+
+    cdef void finish(self) noexcept:
+        """Hand the nodes this pass claimed back and drop its references (the pass is over)."""
+        cdef Py_ssize_t k, count = self.n
+        cdef Node n
+        cdef Slot *slots = self.slots
+        self.n = 0
+        for k in range(count):
+            n = <Node>slots[k].node
+            if n.epoch == self.epoch:
+                n.epoch = 0
+            Py_XDECREF(slots[k].acc)
+            slots[k].node = NULL
+            Py_DECREF(n)                # n still holds its own reference until it goes
+
+    cdef inline object take_acc(self, Py_ssize_t k):
+        """The gradient accumulated for slot ``k``, which the slot no longer holds."""
+        cdef PyObject *p = self.slots[k].acc
+        if p == NULL:
+            return None
+        self.slots[k].acc = NULL
+        g = <object>p
+        Py_DECREF(g)                   # the slot's reference is now g's
+        return g
+
+    cdef inline void set_acc(self, Py_ssize_t k, object g) noexcept:
+        cdef PyObject *old = self.slots[k].acc
+        Py_INCREF(g)
+        self.slots[k].acc = <PyObject *>g
+        Py_XDECREF(old)
+
+    cdef void accumulate(self, Node p, Py_ssize_t slot, Py_ssize_t oidx, object g,
+                         bint exclusive) except *:
+        cdef object acc, r
+        cdef bint create = self.create
+        cdef PyObject *held = self.slots[slot].acc
+        if p.n_out == 1:
+            if held == NULL:
+                self.set_acc(slot, g)
+                if exclusive:
+                    self.slots[slot].flags |= OWNED
+                else:
+                    self.slots[slot].flags &= ~OWNED
+                return
+            acc = <object>held
+            if create:
+                self.set_acc(slot, P_ADD.apply((acc, g), ()))
+            elif self.slots[slot].flags & OWNED:
+                # a buffer only this pass holds: add in place (split when large,
+                # Note [Parallel kernels])
+                if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
+                    acc += g
+            elif exclusive and g.shape == acc.shape:
+                # the new contribution is ours: add the old into it
+                if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
+                    g += acc
+                self.set_acc(slot, g)
+                self.slots[slot].flags |= OWNED
+            else:
+                r = split_call(_npadd, (acc, g)) if is_large(acc) else None
+                acc = acc + g if r is None else r
+                if type(acc) is not NP_NDARRAY:
+                    acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
+                self.set_acc(slot, acc)
+                self.slots[slot].flags |= OWNED
+            return
+        if held == NULL:
+            accs = [None] * p.n_out
+            self.set_acc(slot, accs)
+        else:
+            accs = <object>held
+        acc = accs[oidx]
+        if acc is None:
+            accs[oidx] = g
+        elif create:
+            accs[oidx] = P_ADD.apply((acc, g), ())
+        else:
+            accs[oidx] = acc + g
+
+    cdef void order_by_seq(self) except *:
+        """Sort the slots by ``seq`` (parents first) and renumber them."""
+        cdef Node n
+        cdef Py_ssize_t k
+        qsort(self.slots, self.n, sizeof(Slot), _by_seq)
+        for k in range(self.n):
+            n = <Node>self.slots[k].node
+            if n.epoch == self.epoch:
+                n.slot = k
+            else:
+                self.shadow[n] = k
+            self.slots[k].deps = 0
+            self.slots[k].flags = 0
+
+    cdef void prune_to_targets(self) except *:
+        """Keep only the nodes on a path from the heads to a target (Note [Scheduling]);
+        the slots are in ``seq`` order, so a node's parents are decided before it."""
+        cdef Node n
+        cdef Py_ssize_t k, j
+        cdef bint needed
+        for k in range(self.n):
+            n = <Node>self.slots[k].node
+            needed = (self.slots[k].flags & TARGET) != 0
+            if not needed and not _acts_as_leaf(n):
+                for par in n.parents:
+                    if par is not None and self.slots[self.slot_of(<Node>par)].flags & NEEDED:
+                        needed = True
+                        break
+            if needed:
+                self.slots[k].flags |= NEEDED
+        for k in range(self.n):
+            n = <Node>self.slots[k].node
+            if self.slots[k].flags & NEEDED and not _acts_as_leaf(n):
+                for par in n.parents:
+                    if par is not None:
+                        j = self.slot_of(<Node>par)
+                        if self.slots[j].flags & NEEDED:
+                            self.slots[j].deps += 1
+
+
 def run_backward(list heads, list head_grads, list variables, bint retain_graph,
                  bint create_graph, bint train_mode, bint allow_unused=False):
     """Run one backward pass (internal; see ``fastgrad.autograd.backward`` and ``grad``).
@@ -511,48 +729,49 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     With ``variables=None`` the gradients are written into the variables' ``.grad`` buffers;
     otherwise they are returned, one per variable, and no ``.grad`` is touched.
     """
-    global _depth
+    global _epoch
     if head_grads is not None and len(head_grads) != len(heads):
         raise ValueError("backward: got %d heads but %d head gradients"
                          % (len(heads), len(head_grads)))
-    with _lock:
-        prev_rec = set_recording_c(create_graph)
-        prev_train = set_training_c(train_mode)
-        outer_memo = _memo.start() if create_graph else None   # Note [Shared subexpressions]
-        _depth += 1
-        _running.append(_epoch + 1)                 # the epoch _run is about to take
-        try:
-            return _run(heads, head_grads, variables, retain_graph, create_graph, allow_unused)
-        finally:
-            _running.pop()
-            _depth -= 1
-            if create_graph:
-                _memo.stop(outer_memo)
-            set_recording_c(prev_rec)
-            set_training_c(prev_train)
+    cdef _Pass ps = _Pass.__new__(_Pass)
+    _epoch += 1                     # under the GIL: no two passes get the same epoch
+    ps.epoch = _epoch
+    ps.create = create_graph
+    ps.prune = variables is not None
+    ps.heap = []
+    if create_graph:
+        ps.memo = {}                # Note [Shared subexpressions]
+    prev_rec = set_recording_c(create_graph)
+    prev_train = set_training_c(train_mode)
+    outer = swap_pass_c(ps)
+    try:
+        return _run(ps, heads, head_grads, variables, retain_graph, allow_unused)
+    finally:
+        swap_pass_c(outer)
+        ps.finish()
+        set_recording_c(prev_rec)
+        set_training_c(prev_train)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef object _run(list heads, list head_grads, list variables, bint retain, bint create,
+cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint retain,
                  bint allow_unused):
-    global _epoch
-    _epoch += 1
-    cdef unsigned long long epoch = _epoch
+    cdef bint create = ps.create
     cdef long long start_seq = last_seq()       # nodes after it are made by this pass
-    cdef list nodes = []
     cdef list stack = []
     cdef list seeds = []
     cdef list freed = []
     cdef Node n, p
     cdef ndarray h
-    cdef Py_ssize_t i, k, nparents
+    cdef Py_ssize_t i, k, nparents, slot, pslot
     cdef object obj, g, gi, grads
-    cdef bint prune = variables is not None
+    cdef bint prune = ps.prune
     cdef tuple parents, poidx
     cdef int mask
-    cdef bint excl
+    cdef bint excl, owned
     cdef object fitted
+    cdef list heap = ps.heap
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -576,8 +795,8 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                                  "; pass allow_unused=True to grad() to get zeros for it"))
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
-        if h._node.epoch != epoch:
-            _visit(h._node, epoch, nodes, stack)
+        if ps.slot_of(h._node) < 0:
+            ps.visit(h._node, stack)
 
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
     while stack:
@@ -592,12 +811,14 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
             if obj is None:
                 continue
             p = <Node>obj
-            if p.epoch != epoch:
-                _visit(p, epoch, nodes, stack)
-            p.deps += 1
+            pslot = ps.slot_of(p)
+            if pslot < 0:
+                pslot = ps.visit(p, stack)
+            ps.slots[pslot].deps += 1
 
     cdef list targets = None
     if prune:
+        ps.order_by_seq()
         targets = []
         for i in range(len(variables)):
             obj = variables[i]
@@ -609,7 +830,8 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                 raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
                                       "call attach_grad() on it before recording"
                                       % (i, h.shape))
-            if h._node.epoch != epoch:
+            slot = ps.slot_of(h._node)
+            if slot < 0:
                 if not allow_unused:
                     raise MXNetValueError(
                         "grad: variable %d (shape %s) is not reached from the heads: no "
@@ -619,131 +841,105 @@ cdef object _run(list heads, list head_grads, list variables, bint retain, bint 
                         % (i, h.shape))
                 targets.append(None)
                 continue
-            h._node.is_target = True
+            ps.slots[slot].flags |= TARGET
             targets.append(h._node)
-        _prune(nodes)
+        ps.prune_to_targets()
         # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
         # producer was released captures y's gradient and stops there.
         for obj in freed:
             n = <Node>obj
-            if n.needed:
+            if ps.slots[ps.slot_of(n)].flags & NEEDED:
                 for par in n.parents:
-                    if par is not None and (<Node>par).needed:
+                    if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
                         raise MXNetError(_released_message(n))
 
     cdef dict captured = {} if prune else None
-    cdef list heap = []
-    try:
-        for obj in seeds:
-            n = <Node>obj[0]
-            if n.needed:
-                _accumulate(n, obj[1], obj[2], create, False)
-        for obj in seeds:
-            n = <Node>obj[0]
-            if n.needed and n.deps == 0:
-                n.deps = -1
-                _heap_push(heap, n)
+    for obj in seeds:
+        n = <Node>obj[0]
+        slot = ps.slot_of(n)
+        if ps.slots[slot].flags & NEEDED:
+            ps.accumulate(n, slot, obj[1], obj[2], False)
+    for obj in seeds:
+        n = <Node>obj[0]
+        slot = ps.slot_of(n)
+        if ps.slots[slot].flags & NEEDED and ps.slots[slot].deps == 0:
+            ps.slots[slot].deps = -1
+            _heap_push(heap, n)
+    seeds = None
 
-        while heap:
-            n = _heap_pop(heap)
-            g = n.acc
-            owned = n.acc_owned
-            n.acc = None
-            if prune:
-                if n.is_target:
-                    captured[n] = (g, owned)
-            elif n.var_refs is not None:
-                # A gradient that only this loop still holds can be moved into .grad even if
-                # it was shared when it arrived (add hands one array to both its inputs).
-                _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
-            if _acts_as_leaf(n):
-                continue
-            parents = n.parents
-            nparents = PyTuple_GET_SIZE(parents)
-            mask = 0
-            for i in range(nparents):
-                obj = <object>PyTuple_GET_ITEM(parents, i)
-                if obj is not None and not (<Node>obj).zero and (not prune or (<Node>obj).needed):
-                    mask |= (1 << i) if i < 30 else (1 << 30)
-            if mask and g is not None and not n.zero:
-                grads = _call_rule(n, g, mask, create)
-                if PyTuple_GET_SIZE(grads) != nparents:
-                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                       "for %d inputs" % (n.op.name, len(grads), nparents))
-                if is_anomaly_c():
-                    _anomaly_report(n, grads)
-                poidx = n.parent_oidx
-                for i in range(nparents):
-                    obj = <object>PyTuple_GET_ITEM(parents, i)
-                    if obj is None:
-                        continue
-                    p = <Node>obj
-                    if (prune and not p.needed) or p.zero:
-                        continue
-                    gi = <object>PyTuple_GET_ITEM(grads, i)
-                    if gi is not None:
-                        k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-                        fitted = _fit(gi, p, k, n, i, create)
-                        # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone
-                        # (plus `gi` when it was converted from a non-array).
-                        excl = not create and _exclusive(
-                            fitted, 3 if fitted is gi else 1)
-                        gi = None
-                        _accumulate(p, k, fitted, create, excl)
-                        fitted = None
-                grads = None          # release the rule's results as soon as they are delivered
-            if not retain and not n.zero:     # a zero node holds nothing a rule needs
-                n.saved = None
-                n.result = None
-                n.consts = None
-                n.released = True
-                if type(n.op) is not Primitive:
-                    n.op.release()
+    while heap:
+        n = _heap_pop(heap)
+        slot = ps.slot_of(n)
+        owned = (ps.slots[slot].flags & OWNED) != 0
+        g = ps.take_acc(slot)
+        if prune:
+            if ps.slots[slot].flags & TARGET:
+                captured[n] = (g, owned)
+        elif n.var_refs is not None:
+            # A gradient that only this loop still holds can be moved into .grad even if
+            # it was shared when it arrived (add hands one array to both its inputs).
+            _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
+        if _acts_as_leaf(n):
+            continue
+        parents = n.parents
+        nparents = PyTuple_GET_SIZE(parents)
+        mask = 0
+        for i in range(nparents):
+            obj = <object>PyTuple_GET_ITEM(parents, i)
+            if obj is not None and not (<Node>obj).zero and (
+                    not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
+                mask |= (1 << i) if i < 30 else (1 << 30)
+        if mask and g is not None and not n.zero:
+            grads = _call_rule(n, g, mask, create)
+            if PyTuple_GET_SIZE(grads) != nparents:
+                raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
+                                   "for %d inputs" % (n.op.name, len(grads), nparents))
+            if is_anomaly_c():
+                _anomaly_report(n, grads)
+            poidx = n.parent_oidx
             for i in range(nparents):
                 obj = <object>PyTuple_GET_ITEM(parents, i)
                 if obj is None:
                     continue
                 p = <Node>obj
-                if prune and not p.needed:
+                pslot = ps.slot_of(p)
+                if (prune and not ps.slots[pslot].flags & NEEDED) or p.zero:
                     continue
-                p.deps -= 1
-                if p.deps == 0:
-                    _heap_push(heap, p)
-    except BaseException:
-        for obj in nodes:
-            (<Node>obj).acc = None
-        raise
+                gi = <object>PyTuple_GET_ITEM(grads, i)
+                if gi is not None:
+                    k = 0 if poidx is None else <Py_ssize_t>poidx[i]
+                    fitted = _fit(gi, p, k, n, i, create)
+                    # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone
+                    # (plus `gi` when it was converted from a non-array).
+                    excl = not create and _exclusive(
+                        fitted, 3 if fitted is gi else 1)
+                    gi = None
+                    ps.accumulate(p, pslot, k, fitted, excl)
+                    fitted = None
+            grads = None          # release the rule's results as soon as they are delivered
+        g = None
+        if not retain and not n.zero:     # a zero node holds nothing a rule needs
+            n.saved = None
+            n.result = None
+            n.consts = None
+            n.released = True
+            if type(n.op) is not Primitive:
+                n.op.release()
+        for i in range(nparents):
+            obj = <object>PyTuple_GET_ITEM(parents, i)
+            if obj is None:
+                continue
+            p = <Node>obj
+            pslot = ps.slot_of(p)
+            if prune and not ps.slots[pslot].flags & NEEDED:
+                continue
+            ps.slots[pslot].deps -= 1
+            if ps.slots[pslot].deps == 0:
+                _heap_push(heap, p)
 
     if not prune:
         return None
-    return _collect(variables, targets, captured, create, start_seq, nodes)
-
-
-cdef void _prune(list nodes) except *:
-    """Keep only the nodes on a path from the heads to a target (Note [Scheduling])."""
-    cdef Node n, p
-    cdef object obj
-    nodes.sort(key=_seq_of)
-    for obj in nodes:
-        n = <Node>obj
-        n.deps = 0
-        needed = n.is_target
-        if not needed and not _acts_as_leaf(n):
-            for par in n.parents:
-                if par is not None and (<Node>par).needed:
-                    needed = True
-                    break
-        n.needed = needed
-    for obj in nodes:
-        n = <Node>obj
-        if n.needed and not _acts_as_leaf(n):
-            for par in n.parents:
-                if par is not None and (<Node>par).needed:
-                    (<Node>par).deps += 1
-
-
-def _seq_of(Node n):
-    return n.seq
+    return _collect(ps, variables, targets, captured, create, start_seq)
 
 
 cdef ndarray _link_reach(ndarray g, list leaves, object target):
@@ -775,13 +971,23 @@ cdef ndarray _link_reach(ndarray g, list leaves, object target):
     return out
 
 
-cdef list _collect(list variables, list targets, dict captured, bint create,
-                   long long start_seq, list nodes):
+cdef list _leaves(_Pass ps):
+    """The variables (nodes without an op) the pass visited, in slot order."""
+    cdef Py_ssize_t k
+    cdef list leaves = []
+    for k in range(ps.n):
+        if (<Node>ps.slots[k].node).op is None:
+            leaves.append(<Node>ps.slots[k].node)
+    return leaves
+
+
+cdef list _collect(_Pass ps, list variables, list targets, dict captured, bint create,
+                   long long start_seq):
+    cdef list leaves = None
     cdef list out = []
     cdef ndarray v
     cdef Node n
     cdef Py_ssize_t i
-    cdef list leaves = None
     for i in range(len(variables)):
         v = <ndarray>variables[i]
         obj = targets[i]
@@ -809,7 +1015,7 @@ cdef list _collect(list variables, list targets, dict captured, bint create,
                 # twice: the caller gets an array of its own, still recorded.
                 g = P_COPY.apply((g,), ())
             if leaves is None:
-                leaves = [n for n in nodes if (<Node>n).op is None]
+                leaves = _leaves(ps)
             out.append(_link_reach(<ndarray>g, leaves, obj))
             continue
         if isinstance(g, ndarray):

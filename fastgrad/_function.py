@@ -1,5 +1,20 @@
-"""User-defined differentiable functions (``autograd.Function``)."""
+"""User-defined differentiable functions (``autograd.Function``).
 
+Note [Function backward in concurrent passes]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Backward passes have no common lock (Note [Pass state] in ``_engine.pyx``), so two passes
+over one graph, in two threads, or one pass inside another's ``Function.backward``, may reach
+the same ``Function`` node. Its user ``backward`` reads ``self.saved_tensors``, one attribute of
+one object, which the op swaps for the duration of the call (saved outputs come back with their
+history) and which the release after a pass without ``retain_graph`` empties. So one call of
+a ``Function``'s ``backward`` runs at a time: the op holds ``busy`` (taken without waiting, so
+nothing ever waits on it while user code runs) from before it reads the saved tensors until
+after it restores them, and a second pass that reaches the node meanwhile raises a
+``RuntimeError`` naming the function. A release that finds the op busy leaves the saved tensors
+to the running call, which empties them when it returns.
+"""
+
+import threading
 import weakref
 
 import numpy as _np
@@ -33,10 +48,11 @@ class _FunctionOp:
     """The op of a recorded ``Function`` call: runs the user's ``backward`` for the engine."""
 
     __slots__ = ("fn", "name", "in_shapes", "in_dtypes", "out_shapes", "out_dtypes",
-                 "__weakref__")
+                 "busy", "__weakref__")
 
     def __init__(self, fn, inputs, outputs):
         self.fn = fn
+        self.busy = threading.Lock()      # Note [Function backward in concurrent passes]
         self.name = type(fn).__name__
         self.in_shapes = [_np.shape(_np.asarray(x)) for x in inputs]
         self.in_dtypes = [_np.asarray(x).dtype for x in inputs]
@@ -44,7 +60,8 @@ class _FunctionOp:
         self.out_dtypes = [o.dtype for o in outputs]
 
     def node_backward(self, node, g, needs, create_graph):
-        if self.fn is None:
+        fn = self.fn
+        if fn is None:
             raise RuntimeError(
                 "%s: the saved tensors of this Function were already freed by an earlier "
                 "backward pass; pass retain_graph=True to differentiate it again" % self.name)
@@ -55,17 +72,32 @@ class _FunctionOp:
                 gs[k] = _np.zeros(self.out_shapes[k], dtype=self.out_dtypes[k])
             if not isinstance(gs[k], ndarray):
                 gs[k] = _wrap(gs[k])
-        stored = self.fn.saved_tensors
-        _check_saved_versions(self.fn, stored)
-        self.fn.saved_tensors = tuple(
-            wrap_output(s.data, node, s.index) if isinstance(s, _OutputRef) else s
-            for s in stored)
-        prev = set_recording(create_graph)
+        if not self.busy.acquire(blocking=False):
+            raise RuntimeError(
+                "%s: the backward of this Function call is already running in another backward "
+                "pass (another thread, or a pass that this backward started and that reached "
+                "its own node); one call of a Function's backward runs at a time. Run the "
+                "passes one after the other (with retain_graph=True)" % self.name)
         try:
-            rets = self.fn.backward(*gs)
+            if self.fn is None:
+                raise RuntimeError(
+                    "%s: the saved tensors of this Function were already freed by an earlier "
+                    "backward pass; pass retain_graph=True to differentiate it again"
+                    % self.name)
+            stored = fn.saved_tensors
+            _check_saved_versions(fn, stored)
+            fn.saved_tensors = tuple(
+                wrap_output(s.data, node, s.index) if isinstance(s, _OutputRef) else s
+                for s in stored)
+            prev = set_recording(create_graph)
+            try:
+                rets = fn.backward(*gs)
+            finally:
+                set_recording(prev)
+                # Emptied if a pass released the node while this call ran.
+                fn.saved_tensors = stored if self.fn is not None else ()
         finally:
-            set_recording(prev)
-            self.fn.saved_tensors = stored
+            self.busy.release()
         if isinstance(rets, ndarray) or not isinstance(rets, (list, tuple)):
             rets = (rets,)
         n_in = len(self.in_shapes)
@@ -88,9 +120,14 @@ class _FunctionOp:
         return tuple(out)
 
     def release(self):
-        if self.fn is not None:
-            self.fn.saved_tensors = ()
-            self.fn = None
+        fn = self.fn
+        if fn is None:
+            return
+        self.fn = None
+        if self.busy.acquire(blocking=False):
+            # Not running: empty the saved tensors now (else the running call does).
+            fn.saved_tensors = ()
+            self.busy.release()
 
 
 def _versions(saved):

@@ -11,35 +11,31 @@ second rule asking for the same op of the same array gets the same recorded arra
 recorded graph has one node where it had several, and the next order has one fewer node to
 differentiate per reuse. Keys are the input arrays themselves (compared by identity, and kept
 alive by the memo so that an identity cannot be reused); a ``create_graph`` pass writes no
-array in place, so a remembered result stays right for the whole pass. The memo starts empty
-with each pass and is dropped at its end; the engine's lock runs one pass at a time, and a
-pass started inside another (a ``Function``'s backward calling ``grad``) gets its own.
+array in place, so a remembered result stays right for the whole pass. The memo belongs to
+the pass object (Note [Pass state] in ``_engine.pyx``): it starts empty with each pass, is
+found through the thread's current pass, and dies with the pass. A pass started inside
+another (a ``Function``'s backward calling ``grad``), or in another thread, has its own.
 First-order passes, bound to NumPy, never see it.
 """
 
-_current = None          # the running create_graph pass's memo, else None
+from fastgrad._state import current_pass
 
 
-def start():
-    """Give the pass that starts now an empty memo; returns the one to restore after it."""
-    global _current
-    outer = _current
-    _current = {}
-    return outer
-
-
-def stop(outer):
-    """Drop the finished pass's memo, back to ``outer``'s."""
-    global _current
-    _current = outer
+def current():
+    """The memo of the ``create_graph`` pass this thread is running, else None."""
+    running = current_pass()
+    return running.memo if running is not None else None
 
 
 def memoized(op):
     """``op`` (a unary fastgrad op) remembering its result per input within a pass."""
 
     def call(*args):
-        memo = _current
-        if memo is None or len(args) != 1:
+        running = current_pass()
+        if running is None or len(args) != 1:
+            return op(*args)
+        memo = running.memo
+        if memo is None:
             return op(*args)
         x = args[0]
         key = (op, id(x))
@@ -52,4 +48,3 @@ def memoized(op):
 
     call.__name__ = call.__qualname__ = op.name
     return call
-

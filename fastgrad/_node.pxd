@@ -28,13 +28,9 @@ cdef class Node:
     cdef object trace                # where the forward was recorded (anomaly detection only)
     cdef bint zero                   # carries no gradient: an integer/bool output or a zero
                                      #   derivative; kept for reach (Note [Zero gradients])
-    # --- scratch of the running backward pass ---
-    cdef unsigned long long epoch    # the pass that last visited this node
-    cdef Py_ssize_t deps             # consumers not yet run in this pass
-    cdef bint needed                 # lies on a path to a requested variable (grad())
-    cdef bint is_target              # its gradient is returned by grad()
-    cdef object acc                  # gradient accumulated so far (list if n_out > 1)
-    cdef bint acc_owned              # acc is a buffer this pass allocated (safe to add into)
+    # --- which running backward pass holds this node's state (Note [Pass state]) ---
+    cdef unsigned long long epoch    # that pass's epoch; 0 when no running pass claimed it
+    cdef Py_ssize_t slot             # the node's index in that pass's state arrays
     cdef object __weakref__          # so tests and tools can watch a node die
 
 

@@ -7,6 +7,7 @@ cdef extern from "_tls.h":
     int fg_recording
     int fg_training
     int fg_anomaly
+    void *fg_pass
 
 
 cdef int is_recording_c() noexcept nogil:
@@ -79,3 +80,17 @@ def set_anomaly_enabled(bint enabled):
     cdef int prev = fg_anomaly
     fg_anomaly = enabled
     return bool(prev)
+
+
+cdef object swap_pass_c(object running):
+    """Make ``running`` (a backward pass, or None) this thread's current pass; return the
+    previous one. The pointer is borrowed: the engine keeps the pass alive while it is set."""
+    global fg_pass
+    prev = <object>fg_pass if fg_pass != NULL else None
+    fg_pass = <void *>running if running is not None else NULL
+    return prev
+
+
+def current_pass():
+    """The backward pass this thread is running (innermost), or None (internal)."""
+    return <object>fg_pass if fg_pass != NULL else None

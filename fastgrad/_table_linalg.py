@@ -2,19 +2,17 @@
 (Note [Table sections] there): the general eigendecomposition and the completion of an
 orthonormal basis that ``svd(full_matrices=True)`` needs for non-square input.
 
-Note [eig to first order]
-~~~~~~~~~~~~~~~~~~~~~~~~~
-``eig_backward`` is written with differentiable functions, but its own derivative goes
-through the rules of ``matmul``, ``solve`` and ``conjugate`` on complex arrays, which must
-follow PyTorch's convention for the result to be right. Until they do, the rule refuses to run
-while recording (``create_graph=True``) and the op declares order 1: an error, never a wrong
-second derivative. Removing the check is all that is left once those rules are in the
-convention; ``tests/test_ops.py`` then checks the second order like any op's.
+Note [eig to any order]
+~~~~~~~~~~~~~~~~~~~~~~~
+``eig_backward`` is written with differentiable functions, so ``create_graph=True`` records
+it like any rule; its own derivative goes through the complex rules of ``matmul``, ``solve``
+and ``conjugate``, which follow PyTorch's convention (Note [Complex gradients] in
+``_complex.py``). The registry-driven tests check its second order against finite differences
+on real and complex input.
 """
 
 import numpy as np
 
-from fastgrad._state import is_recording
 
 
 def eig(x):
@@ -40,11 +38,6 @@ def eig_backward(g, result, x):
     convention: ``V^-H (diag(gw) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(w_j - w_i))
     V^H``, the real part for a real input. The loss must not depend on the phase of the
     eigenvectors (the imaginary part of ``diag(V^H gV)`` is then zero)."""
-    if is_recording():
-        # Note [eig to first order]
-        raise NotImplementedError(
-            "fastgrad.linalg.eig: derivatives of order 2 and higher are not available yet "
-            "(create_graph=True through eig)")
     gw, gv = g
     w, v = result
     vh = np.conj(np.swapaxes(v, -1, -2))
@@ -61,7 +54,7 @@ def eig_backward(g, result, x):
     gaps = np.expand_dims(cw, -2) - np.expand_dims(cw, -1)
     inner = np.where(eye, np.expand_dims(gw, -2), inner / np.where(eye, 1, gaps))
     ga = np.linalg.solve(vh, np.matmul(inner, vh))
-    return ga if np.iscomplexobj(x) else np.real(ga)
+    return ga if x.dtype.kind == "c" else np.real(ga)
 
 
 def extra_columns_unused(g, k):
@@ -80,8 +73,7 @@ HELPERS = {"eig_backward": eig_backward, "extra_columns_unused": extra_columns_u
 
 def entries(Op, NONDIFF):
     return [
-        # Note [eig to first order]: until the complex rules of matmul, solve and conjugate
-        # follow PyTorch's convention, eig's rule refuses to be recorded (order 1).
-        Op("eig", eig, "x", n_out=2, order=1, x="eig_backward(g, result, x)"),
+        # Note [eig to any order]
+        Op("eig", eig, "x", n_out=2, x="eig_backward(g, result, x)"),
         Op("complete_basis", complete_basis, "u", u="extra_columns_unused(g, u.shape[-1])"),
     ]

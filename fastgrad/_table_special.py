@@ -43,10 +43,14 @@ def _special(fname):
 
 
 def _same_float(out, *inputs):
-    """SciPy's result in the floating dtype of the inputs (float32 stays float32)."""
+    """SciPy's result in the floating dtype of the inputs (float32 stays float32); a complex
+    result (of complex inputs) stays complex, never cast to real."""
+    out = np.asarray(out)
+    if out.dtype.kind == "c":
+        return out
     floats = [np.asarray(a).dtype for a in inputs if np.asarray(a).dtype.kind == "f"]
     dtype = np.result_type(*floats) if floats else np.float64
-    return np.asarray(out).astype(dtype, copy=False)
+    return out.astype(dtype, copy=False)
 
 
 def _special_float(fname):

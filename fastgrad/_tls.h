@@ -21,5 +21,8 @@
 static FG_THREAD_LOCAL int fg_recording = 0;
 static FG_THREAD_LOCAL int fg_training = 0;
 static FG_THREAD_LOCAL int fg_anomaly = 0;
+/* The backward pass this thread is running, innermost first (borrowed: the engine sets it
+ * for the duration of the pass and restores the outer one after; Note [Pass state]). */
+static FG_THREAD_LOCAL void *fg_pass = 0;
 
 #endif

@@ -472,9 +472,10 @@ class _Checkpointed(Function):
     Note [Checkpoint to any order]
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     Backward recomputes ``fun`` on detached copies of the inputs and differentiates it with
-    a pass of its own: a pass inside another may not reach the outer graph's nodes
-    (``_check_nested`` in _engine.pyx). When the gradient must keep its history
-    (``create_graph``), backward instead returns the checkpointed call of that
+    a pass of its own, over that recomputed graph only (a pass inside another may reach the
+    outer graph, Note [Pass state] in _engine.pyx, but would free its nodes without
+    ``retain_graph``, and the recomputation does not need them). When the gradient must keep
+    its history (``create_graph``), backward instead returns the checkpointed call of that
     recompute-and-differentiate function on the real inputs and output gradients, so the
     next order is again a checkpoint, and so on to any order.
     """

@@ -723,9 +723,7 @@ def _orthonormal_columns(rng, shape):
     return onp.linalg.qr(rng.uniform(-1, 1, shape))[0]
 
 
-# Second order waits for the complex convention of matmul, solve and conjugate (issue 12;
-# Note [eig to first order]).
-SPECS["eig"] = Spec([C((3, 3)), C((2, 4, 4))], post=_eig_parts, order2=False,
+SPECS["eig"] = Spec([C((3, 3)), C((2, 4, 4))], post=_eig_parts,
                     ref=lambda x: onp.linalg.eig(x), rtol=1e-5, atol=1e-6)
 # Only the given columns are differentiable: the weights of the loss on the completed ones
 # are zero through ``post``.

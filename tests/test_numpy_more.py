@@ -95,12 +95,19 @@ def test_index_builders_make_ranges_and_reject_directives():
         np.r_["0,2", np.ones(2)]
 
 
-def test_eig_second_order_is_an_error_not_a_wrong_number():
-    x = np.array(onp.array([[2.0, 1.0], [0.5, 3.0]]))
+def test_eig_second_order_matches_the_closed_form():
+    # With real eigenvalues, sum(w**2) = trace(A @ A): its gradient is 2 A^T and the
+    # derivative of <gradient, V> is 2 V^T.
+    a = onp.array([[2.0, 1.0], [0.5, 3.0]])
+    v = onp.array([[0.3, -1.2], [0.7, 0.4]])
+    x = np.array(a)
     x.attach_grad()
     with mx.autograd.record():
         w, _ = np.linalg.eig(x)
-        loss = np.real(w).sum()
-        with pytest.raises(NotImplementedError, match="eig: derivatives of order 2"):
-            mx.autograd.grad(loss, [x], create_graph=True)
-    assert mx.list_ops()["eig"]["order"] == 1
+        loss = (np.real(w) ** 2).sum()
+        g = mx.autograd.grad(loss, [x], create_graph=True)[0]
+        inner = (g * np.array(v)).sum()
+    onp.testing.assert_allclose(g.asnumpy(), 2 * a.T, rtol=1e-12, atol=1e-12)
+    inner.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), 2 * v.T, rtol=1e-10, atol=1e-10)
+    assert mx.list_ops()["eig"]["order"] == "any"

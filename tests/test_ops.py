@@ -149,16 +149,10 @@ def test_table_size():
     assert len(DIFFERENTIABLE) >= 150
 
 
-# eig's rule is written with table ops, but complex matmul/conjugate rules in PyTorch's
-# convention (issue 12) are needed for its own derivative; until then it stops at order 1
-# with an error rather than a wrong second derivative.
-LIMITED_ORDER = {"eig": 1}
-
-
 def test_every_op_is_differentiable_to_any_order():
     info = mx.list_ops()
     for name in DIFFERENTIABLE:
-        assert info[name]["order"] == LIMITED_ORDER.get(name, "any"), name
+        assert info[name]["order"] == "any", name
 
 
 # ---------------------------------------------------------------- (a) forward

@@ -59,6 +59,18 @@ def test_learning_rate_multipliers_and_names():
             step=1, base_lr=1.0))
 
 
+def test_multipliers_from_a_symbols_attributes():
+    # MXNet 1.9.1 gives the same four numbers for this symbol: a variable's lr_mult/wd_mult
+    # attributes set its multipliers, and a name ending in _bias gets no weight decay.
+    data = mx.sym.Variable("data")
+    weight = mx.sym.Variable("fc1_weight", lr_mult=0.1, wd_mult=0.0)
+    net = mx.sym.FullyConnected(data, weight=weight, num_hidden=3, name="fc1")
+    opt = mx.optimizer.create("sgd", learning_rate=1.0, wd=0.5, sym=net,
+                              param_idx2name={0: "fc1_weight", 1: "fc1_bias"})
+    assert (opt._get_lr(0), opt._get_wd(0)) == pytest.approx((0.1, 0.0))
+    assert (opt._get_lr(1), opt._get_wd(1)) == pytest.approx((1.0, 0.0))
+
+
 def test_scheduler_warmup_and_errors():
     s = lr_scheduler.CosineScheduler(max_update=10, base_lr=1.0, warmup_steps=4,
                                      warmup_begin_lr=0.2)

@@ -290,3 +290,17 @@ def test_expm_and_sqrtm_third_order_along_a_direction():
     s = a @ a.T + 2 * onp.eye(2)
     onp.testing.assert_allclose(linalg.sqrtm(np.array(s)).asnumpy(), sla.sqrtm(s).real,
                                 rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["gamma", "digamma", "erf", "erfc"])
+def test_complex_input_gives_scipys_complex_value_and_refuses_to_differentiate(name):
+    # A complex value is never cast to real in the forward; differentiating it raises, since
+    # these rules are not checked for complex values (Note [Complex gradients]).
+    z = onp.array([0.5 + 0.5j, -1.2 + 0.3j])
+    out = getattr(special, name)(np.array(z))
+    onp.testing.assert_allclose(onp.asarray(out), getattr(ssp, name)(z), rtol=1e-14)
+    x = np.array(z)
+    x.attach_grad()
+    with pytest.raises(NotImplementedError, match=name):
+        with mx.autograd.record():
+            getattr(special, name)(x)

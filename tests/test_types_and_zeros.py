@@ -394,3 +394,17 @@ def test_a_reached_variable_with_zero_gradient_allocates_nothing_until_read():
         y = np.floor(x).sum()
     y.backward()
     assert_close(x.grad, [0.0, 0.0])
+
+
+def test_writing_float_values_into_an_integer_array_cuts_their_gradient():
+    # The write truncates y to integers: a cast whose derivative is zero. The float part of
+    # the same head still gets its gradient.
+    k = np.array(onp.arange(6, dtype=onp.int32))
+    y = np.array(onp.array([0.25, 1.75]))
+    y.attach_grad()
+    with autograd.record():
+        k[1:3] = y
+        loss = (k * 2.0).sum() + (y * y).sum()
+    loss.backward()
+    onp.testing.assert_array_equal(k.asnumpy(), [0, 0, 1, 3, 4, 5])
+    onp.testing.assert_allclose(y.grad.asnumpy(), [0.5, 3.5], rtol=0, atol=0)
