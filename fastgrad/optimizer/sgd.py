@@ -21,8 +21,36 @@ def _each(update):
     return wrapper
 
 
+class _MomentumDescent(Optimizer):
+    """Descent along the gradient plus weight decay, with a momentum state when ``momentum``
+    is not 0; subclasses name the fused op that applies the momentum."""
+
+    momentum_update = None   # the fused op for momentum > 0
+
+    def __init__(self, momentum=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+
+    def create_state(self, index, weight):
+        return zeros_like_weight(weight) if self.momentum != 0.0 else None
+
+    @_each
+    def update(self, index, weight, grad, state):
+        _check_arrays(type(self).__name__, weight, grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        if state is not None:
+            type(self).momentum_update(weight, grad, state, lr=lr, wd=wd,
+                                       momentum=self.momentum,
+                                       rescale_grad=self.rescale_grad,
+                                       clip_gradient=self._clip(), out=weight)
+        else:
+            ops.sgd_update(weight, grad, lr=lr, wd=wd, rescale_grad=self.rescale_grad,
+                           clip_gradient=self._clip(), out=weight)
+
+
 @register
-class SGD(Optimizer):
+class SGD(_MomentumDescent):
     """Stochastic gradient descent with momentum and weight decay (MXNet's ``SGD``).
 
     The update::
@@ -40,30 +68,15 @@ class SGD(Optimizer):
         Passed to :class:`Optimizer` (``learning_rate``, ``wd``, ``rescale_grad``, ...).
     """
 
+    momentum_update = ops.sgd_mom_update
+
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
-        super().__init__(**kwargs)
-        self.momentum = momentum
+        super().__init__(momentum=momentum, **kwargs)
         self.lazy_update = lazy_update
-
-    def create_state(self, index, weight):
-        return zeros_like_weight(weight) if self.momentum != 0.0 else None
-
-    @_each
-    def update(self, index, weight, grad, state):
-        _check_arrays("SGD", weight, grad)
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        if state is not None:
-            ops.sgd_mom_update(weight, grad, state, lr=lr, wd=wd, momentum=self.momentum,
-                               rescale_grad=self.rescale_grad, clip_gradient=self._clip(),
-                               out=weight)
-        else:
-            ops.sgd_update(weight, grad, lr=lr, wd=wd, rescale_grad=self.rescale_grad,
-                           clip_gradient=self._clip(), out=weight)
 
 
 @register
-class NAG(Optimizer):
+class NAG(_MomentumDescent):
     """Nesterov accelerated gradient (MXNet's ``NAG``).
 
     The update::
@@ -73,25 +86,7 @@ class NAG(Optimizer):
         weight = weight - lr * (g + momentum * state)
     """
 
-    def __init__(self, momentum=0.0, **kwargs):
-        super().__init__(**kwargs)
-        self.momentum = momentum
-
-    def create_state(self, index, weight):
-        return zeros_like_weight(weight) if self.momentum != 0.0 else None
-
-    @_each
-    def update(self, index, weight, grad, state):
-        _check_arrays("NAG", weight, grad)
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        if state is not None:
-            ops.nag_mom_update(weight, grad, state, lr=lr, wd=wd, momentum=self.momentum,
-                               rescale_grad=self.rescale_grad, clip_gradient=self._clip(),
-                               out=weight)
-        else:
-            ops.sgd_update(weight, grad, lr=lr, wd=wd, rescale_grad=self.rescale_grad,
-                           clip_gradient=self._clip(), out=weight)
+    momentum_update = ops.nag_mom_update
 
 
 @register
