@@ -20,14 +20,12 @@ Checked for every program:
 
 Either the results are right or the program raises an exception that names a fastgrad op.
 
-Note [Fuzzing gated features]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Two kinds of steps depend on other work of issue 12 and are off until it is merged: building a
-value with ``np.array([a, b])`` (history through construction) and casts through integer or
-bool dtypes (zero gradients through such casts). Switch them on with
-``FASTGRAD_FUZZ_CONSTRUCTION=1`` / ``FASTGRAD_FUZZ_CASTS=1`` in the environment, or by setting
-``LIST_CONSTRUCTION`` / ``INTEGER_CASTS`` below to True once they pass. Casts between float
-dtypes are always on.
+Note [Fuzzed construction and casts]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Programs also build values with ``np.array([a, b])`` (history through construction) and cast
+through integer and bool dtypes (whose derivative is zero), besides the float casts. Either can
+be switched off with ``FASTGRAD_FUZZ_CONSTRUCTION=0`` / ``FASTGRAD_FUZZ_CASTS=0`` to narrow down
+a failure.
 """
 import os
 import sys
@@ -46,8 +44,8 @@ import op_specs  # noqa: E402
 from op_specs import SPECS  # noqa: E402
 
 np = mx.np
-LIST_CONSTRUCTION = os.environ.get("FASTGRAD_FUZZ_CONSTRUCTION") == "1"
-INTEGER_CASTS = os.environ.get("FASTGRAD_FUZZ_CASTS") == "1"
+LIST_CONSTRUCTION = os.environ.get("FASTGRAD_FUZZ_CONSTRUCTION", "1") != "0"
+INTEGER_CASTS = os.environ.get("FASTGRAD_FUZZ_CASTS", "1") != "0"
 PROGRAMS = int(os.environ.get("FASTGRAD_FUZZ_PROGRAMS", "2000"))   # float64; others scale
 
 RAN = {"float64": 0, "complex128": 0, "float32": 0}
