@@ -1,6 +1,7 @@
 """Test configuration: the suite runs against the installed fastgrad, never the source tree."""
 
 import os
+import sys
 
 import numpy as onp
 import pytest
@@ -26,3 +27,13 @@ def _fresh_autograd_state():
 @pytest.fixture
 def rng():
     return onp.random.default_rng(0)
+
+
+@pytest.fixture
+def fast_thread_switching():
+    """Make the interpreter switch threads very often, so that concurrent jobs (recording,
+    backward passes) interleave inside their loops."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(old)

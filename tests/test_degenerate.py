@@ -2,6 +2,8 @@
 
 Each case is checked against a closed form or central finite differences (float64).
 """
+import os
+import sys
 import tracemalloc
 
 import numpy as onp
@@ -10,6 +12,9 @@ import pytest
 import fastgrad as mx
 from fastgrad import autograd
 from fastgrad._registry import REGISTRY
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _helpers import numerical_grad  # noqa: E402
 
 np = mx.np
 
@@ -23,24 +28,6 @@ def grad_of(f, *values, create_graph=False):
         out = f(*xs)
     gs = autograd.grad(out, xs, create_graph=create_graph)
     return [g.asnumpy() for g in gs] if not create_graph else (xs, gs)
-
-
-def numeric(f, *values, eps=1e-6):
-    """Central differences of the NumPy function ``f``."""
-    values = [onp.array(v, dtype=onp.float64) for v in values]
-    out = []
-    for v in values:
-        g = onp.zeros_like(v)
-        for idx in onp.ndindex(v.shape):
-            orig = v[idx]
-            v[idx] = orig + eps
-            up = f(*values)
-            v[idx] = orig - eps
-            down = f(*values)
-            v[idx] = orig
-            g[idx] = (up - down) / (2 * eps)
-        out.append(g)
-    return out
 
 
 def hessian(f, x):
@@ -77,7 +64,7 @@ def test_eigh_honours_uplo():
         weights = onp.array([0.3, -1.2, 2.0])
         (g,) = grad_of(lambda m: (np.linalg.eigvalsh(m, UPLO=uplo) * np.array(weights)).sum(),
                        a)
-        (expected,) = numeric(lambda m: (onp.linalg.eigvalsh(m, UPLO=uplo) * weights).sum(), a)
+        (expected,) = numerical_grad(lambda m: (onp.linalg.eigvalsh(m, UPLO=uplo) * weights).sum(), a)
         onp.testing.assert_allclose(g, expected, atol=1e-7)
         untouched = onp.triu(g, 1) if uplo == "L" else onp.tril(g, -1)
         assert not untouched.any()      # the other triangle is never read
@@ -110,7 +97,7 @@ def test_det_at_singular_matrices_in_a_batch_and_of_rank_n_minus_two():
                    [[2.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 3.0]],
                    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]])
     (g,) = grad_of(lambda m: np.linalg.det(m).sum(), a)
-    (expected,) = numeric(lambda m: onp.linalg.det(m).sum(), a)
+    (expected,) = numerical_grad(lambda m: onp.linalg.det(m).sum(), a)
     onp.testing.assert_allclose(g, expected, atol=1e-7)
     onp.testing.assert_allclose(g[2], 0, atol=1e-12)     # rank 1: every cofactor is 0
 
@@ -144,7 +131,7 @@ def test_pinv_gradient_of_a_rank_deficient_matrix_along_rank_preserving_directio
         return (np.linalg.pinv(np.matmul(b, c)) * np.array(weights)).sum()
 
     got = grad_of(loss, left, right)
-    expected = numeric(loss_np, left, right)
+    expected = numerical_grad(loss_np, left, right)
     for g, e in zip(got, expected):
         onp.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-7)
 
@@ -201,7 +188,7 @@ def test_cumprod_with_zeros_matches_finite_differences_to_second_order():
     x = onp.array([0.7, 0.0, -1.2, 0.0, 0.9, 1.1])
     w = onp.array([1.1, 0.6, 1.3, 0.8, -0.4, 0.5])
     (g,) = grad_of(lambda a: (np.cumprod(a) * np.array(w)).sum(), x)
-    (expected,) = numeric(lambda a: (onp.cumprod(a) * w).sum(), x)
+    (expected,) = numerical_grad(lambda a: (onp.cumprod(a) * w).sum(), x)
     onp.testing.assert_allclose(g, expected, atol=1e-8)
     h = hessian(lambda a: (np.cumprod(a) * np.array(w)).sum(), x)
     cols = []

@@ -199,12 +199,18 @@ def test_gradient_matches_finite_differences(name, k):
 @pytest.mark.parametrize("name,k", SECOND)
 def test_hessian_vector_product_matches_finite_differences(name, k):
     spec = ALL_SPECS[name]
-    c = Case(name, spec, spec.cases[k])
+    check_hessian_vector_product(Case(name, spec, spec.cases[k]), lambda g, v: g * v,
+                                 "%s Hessian-vector product" % name)
+
+
+def check_hessian_vector_product(c, inner, what):
+    """The derivative of ``sum(inner(gradient, tangent))`` (recorded with create_graph) against
+    central differences of the gradients along the case's tangent."""
     arrs, grads = c.grads(c.values, create_graph=True)
     with mx.autograd.record():
         h = None
         for g, v in zip(grads, c.tangent):
-            term = (g * mx.np.array(v)).sum()
+            term = inner(g, mx.np.array(v)).sum()
             h = term if h is None else h + term
     variables = [arrs[i] for i in c.diff]
     if h.node is None:
@@ -222,7 +228,7 @@ def test_hessian_vector_product_matches_finite_differences(name, k):
     up, down = shifted(1), shifted(-1)
     for j, (i, got) in enumerate(zip(c.diff, hv)):
         expected = (up[j] - down[j]) / (2 * eps)
-        _close(got, expected, spec, "%s Hessian-vector product, input %d" % (name, i), 100)
+        _close(got, expected, c.spec, "%s, input %d" % (what, i), 100)
 
 
 # ---------------------------------------------------------------- (d) float32

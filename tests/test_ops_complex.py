@@ -132,30 +132,8 @@ def test_complex_hessian_vector_product_matches_finite_differences(name, k):
     c = ComplexCase(name, spec, spec.cases[k])
     if c.refused:
         pytest.skip("a real-input op: NumPy refuses complex values (checked at first order)")
-    arrs, grads = c.grads(c.values, create_graph=True)
-    with mx.autograd.record():
-        h = None
-        for g, v in zip(grads, c.tangent):
-            term = mx.np.real(g * mx.np.array(onp.conj(v))).sum()
-            h = term if h is None else h + term
-    variables = [arrs[i] for i in c.diff]
-    if h.node is None:
-        hv = [onp.zeros(onp.shape(v)) for v in c.tangent]
-    else:
-        hv = [g.asnumpy() for g in mx.autograd.grad(h, variables, allow_unused=True)]
-    eps = 1e-5
-
-    def shifted(sign):
-        values = list(c.values)
-        for i, v in zip(c.diff, c.tangent):
-            values[i] = values[i] + sign * eps * v
-        return [g.asnumpy() for g in c.grads(values)[1]]
-
-    up, down = shifted(1), shifted(-1)
-    for j, (i, got) in enumerate(zip(c.diff, hv)):
-        expected = (up[j] - down[j]) / (2 * eps)
-        _close(got, expected, spec, "%s complex Hessian-vector product, input %d" % (name, i),
-               100)
+    base.check_hessian_vector_product(c, lambda g, v: mx.np.real(g * mx.np.conj(v)),
+                                      "%s complex Hessian-vector product" % name)
 
 
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")   # scipy.special kernels

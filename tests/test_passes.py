@@ -7,7 +7,6 @@ Every wait is bounded: a deadlock fails the test instead of hanging the suite.
 import gc
 import json
 import os
-import sys
 import threading
 import tracemalloc
 import weakref
@@ -15,31 +14,12 @@ import weakref
 import numpy as onp
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fastgrad import autograd, np
+from fastgrad._state import current_pass
 
-from fastgrad import autograd, np  # noqa: E402
-from fastgrad._state import current_pass  # noqa: E402
-
-from _helpers import reset_autograd_state  # noqa: E402
 
 TIMEOUT = 60          # seconds any thread or event wait may take before the test fails
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
-
-
-@pytest.fixture
-def fast_switching():
-    """Switch threads very often, so that concurrent passes interleave inside their loops."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    yield
-    sys.setswitchinterval(old)
 
 
 def var(values):
@@ -177,7 +157,7 @@ def _job(seed, steps=60):
     return seed
 
 
-def test_threads_run_passes_on_separate_graphs_concurrently(fast_switching):
+def test_threads_run_passes_on_separate_graphs_concurrently(fast_thread_switching):
     assert run_threads([lambda k=k: _job(k) for k in range(4)]) == [0, 1, 2, 3]
 
 
@@ -447,7 +427,7 @@ def test_a_function_whose_backward_differentiates_its_own_node_raises_clearly():
 
 # ----- one graph, two passes at once
 
-def test_two_threads_differentiate_one_retained_graph(fast_switching):
+def test_two_threads_differentiate_one_retained_graph(fast_thread_switching):
     xs = onp.linspace(-2.0, 2.0, 40)
     x = var(xs)
     with autograd.record():

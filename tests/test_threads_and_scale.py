@@ -11,25 +11,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fastgrad import autograd, np  # noqa: E402
 
-from _helpers import assert_close, f64, reset_autograd_state, to_numpy  # noqa: E402
+from _helpers import assert_close, f64, to_numpy  # noqa: E402
 
 JOIN_TIMEOUT = 120
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
-
-
-@pytest.fixture
-def fast_thread_switching():
-    """Make the interpreter switch threads very often so that concurrent jobs interleave."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    yield
-    sys.setswitchinterval(old)
 
 
 def _run_in_thread(fn):
