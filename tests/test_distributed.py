@@ -252,9 +252,11 @@ def test_rank_raising_aborts_the_job(tmp_path):
         kv.barrier()                 # rank 0 would wait here forever
         print("rank 0 passed the barrier")
     """, timeout=60)
-    assert proc.returncode != 0
-    assert "rank one broke" in proc.stderr and "rank 1 raised" in proc.stderr, proc.stderr
-    assert "passed the barrier" not in proc.stdout
+    output = "exit status %d\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, proc.stdout,
+                                                            proc.stderr)
+    assert proc.returncode != 0, output
+    assert "rank one broke" in proc.stderr and "rank 1 raised" in proc.stderr, output
+    assert "passed the barrier" not in proc.stdout, output
 
 
 @pytest.mark.parametrize("kind", ["shape", "key", "dtype"])

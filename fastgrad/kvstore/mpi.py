@@ -35,6 +35,7 @@ optional dependency (``pip install "fastgrad[distributed]"``).
 
 import os
 import sys
+import time
 import traceback
 import zlib
 
@@ -84,6 +85,10 @@ def _install_abort_hook(comm):
                              % (rank, text))
             sys.stderr.flush()
             sys.stdout.flush()
+            # MPI_Abort makes the launcher kill every rank, and output still on its way
+            # through the launcher's forwarding can be lost with them: give it a moment
+            # (this path runs once, when the job is ending anyway).
+            time.sleep(0.25)
         finally:
             if exc_type is KeyboardInterrupt:
                 previous(exc_type, exc, tb)
