@@ -80,7 +80,7 @@ pass at a time (Note [Function backward in concurrent passes] in ``_function.py`
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF, Py_REFCNT
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
@@ -225,8 +225,11 @@ cdef object _head_grad(ndarray h, object hg, Py_ssize_t i, bint create):
     return g
 
 
-cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i, bint create):
-    """Sum ``g`` back to the shape of ``p``'s output ``oidx`` and cast it to its dtype."""
+cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i, bint create,
+                 bint *allocated):
+    """Sum ``g`` back to the shape of ``p``'s output ``oidx`` and cast it to its dtype
+    (``*allocated``: see ``fit_gradient``; never set under ``create_graph``)."""
+    allocated[0] = False
     if p.n_out == 1:
         shape = p.out_shape
         dtype = p.out_dtype
@@ -248,6 +251,18 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
             if (<ndarray>g)._data.dtype != dtype:
                 g = P_CAST.apply((g,), (dtype,))
         return g
+    return fit_gradient(g, shape, dtype, consumer, i, allocated)
+
+
+cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ssize_t i,
+                         bint *allocated):
+    """The first-order fit of Note [Accumulation]: the gradient ``g`` a rule returned, summed
+    over the axes it was broadcast along to ``shape`` and cast to ``dtype``; a NumPy array,
+    or a symbolic constant that already fits (Note [Filled gradients]). ``*allocated`` is set
+    when the result is an array this call made (a sum, a cast), which the pass then owns (Note
+    [Gradient buffer ownership]). ``site`` (a ``Node``, or a plan step) names the op in errors.
+    Shared by the engine and the executor's replay (``_plan.pyx``)."""
+    allocated[0] = False
     if type(g) is not NP_NDARRAY:
         if type(g) is FILLED:
             # Passed on as it is when it already fits (Note [Filled gradients]).
@@ -260,10 +275,11 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
             g = _asarray(g)
     gshape = g.shape
     if gshape != shape:
-        g = _sum_to_raw(g, gshape, shape, consumer, i)
+        g = _sum_to_shape(g, gshape, shape, site, i, allocated)
     gdtype = g.dtype
     if gdtype is not dtype and gdtype != dtype:
         g = _cast(g, dtype)
+        allocated[0] = True
     return g
 
 
@@ -277,13 +293,15 @@ cdef object _cast(object g, object dtype):
     return g.astype(dtype)
 
 
-cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_ssize_t i):
-    """``_kernels.sum_to`` for the first-order pass: the axes found in C, one reduction."""
+cdef object _sum_to_shape(object g, tuple gshape, tuple shape, object site, Py_ssize_t i,
+                          bint *allocated):
+    """``_kernels.sum_to`` for the first-order pass: the axes found in C, one reduction.
+    ``*allocated`` is set when the result is (a view of) a new array nothing else holds."""
     cdef Py_ssize_t ns = len(shape), lead = len(gshape) - ns, k
     cdef bint widen = False
     if lead < 0:
-        _check_fit(gshape, shape, consumer, i)
-        return _sum_to(g, shape)
+        _check_fit(gshape, shape, site, i)
+        return _sum_to(g, shape)        # a read-only broadcast view: not allocated
     cdef list axes = list(range(lead))
     for k in range(ns):
         t = shape[k]
@@ -295,7 +313,7 @@ cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_s
         elif d == 1:
             widen = True
         else:
-            _check_fit(gshape, shape, consumer, i)
+            _check_fit(gshape, shape, site, i)
     if axes:
         r = None
         if axes[len(axes) - 1] == len(axes) - 1 and type(g) is NP_NDARRAY and \
@@ -305,6 +323,7 @@ cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_s
             g = _add_reduce(g, axis=tuple(axes), keepdims=True)
         else:
             g = r.reshape((1,) * len(axes) + r.shape)
+        allocated[0] = not widen
     if lead:
         g = g.reshape(g.shape[lead:])
     if widen:
@@ -312,7 +331,14 @@ cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_s
     return g
 
 
-cdef void _check_fit(tuple gshape, tuple shape, Node consumer, Py_ssize_t i) except *:
+cdef str _site_name(object site):
+    """The op name of a consumer node or of a plan step (for error messages)."""
+    if isinstance(site, Node):
+        return (<Node>site).op.name if (<Node>site).op is not None else "?"
+    return getattr(site, "op", "?")
+
+
+cdef void _check_fit(tuple gshape, tuple shape, object site, Py_ssize_t i) except *:
     cdef Py_ssize_t k, lead = len(gshape) - len(shape)
     cdef bint ok = True
     if lead >= 0:
@@ -328,27 +354,123 @@ cdef void _check_fit(tuple gshape, tuple shape, Node consumer, Py_ssize_t i) exc
     if not ok:
         raise ValueError("fastgrad.%s: the gradient for argument %d has shape %s, which cannot "
                          "be summed to the argument's shape %s"
-                         % (consumer.op.name if consumer.op is not None else "?", i, gshape, shape))
+                         % (_site_name(site), i, gshape, shape))
 
 
-cdef inline bint _exclusive(object g, Py_ssize_t refs):
-    """Whether ``g`` is a writeable ndarray that owns its memory and that nothing but the
-    engine's ``refs`` references hold (Note [Accumulation]): safe to add into in place."""
-    return (type(g) is NP_NDARRAY and Py_REFCNT(g) == refs
-            and cnp.PyArray_BASE(<cnp.ndarray>g) == NULL
-            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
+cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
+    """Whether ``r``, the gradient a table rule called with ``args`` returned for its input
+    ``i`` (``grads`` is all it returned), is an array the rule made and no longer holds, so
+    that the pass owns it from now on (Note [Gradient buffer ownership]).
+
+    A table rule is a pure function of its arguments: what it returns is one of them (``g``
+    passed through), a view, or an array it computed. So a writeable base array that is none
+    of the arguments (looked into one level of tuples: multi-output ``g`` and ``result``) and
+    is not also returned for another input is the rule's own."""
+    cdef Py_ssize_t k, j, n
+    if (type(r) is not NP_NDARRAY or cnp.PyArray_BASE(<cnp.ndarray>r) != NULL
+            or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>r)
+            or not cnp.PyArray_CHKFLAGS(<cnp.ndarray>r, cnp.NPY_ARRAY_OWNDATA)):
+        return False
+    for k in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, k)
+        if a is r:
+            return False
+        if type(a) is tuple:
+            for j in range(PyTuple_GET_SIZE(<tuple>a)):
+                if <object>PyTuple_GET_ITEM(<tuple>a, j) is r:
+                    return False
+    n = PyTuple_GET_SIZE(grads)
+    for k in range(n):
+        if k != i and <object>PyTuple_GET_ITEM(grads, k) is r:
+            return False
+    return True
 
 
-cdef object _complete(Node n, object g, bint create):
-    """The per-output gradients of a multi-output node, with zeros for outputs none reached."""
+cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bint *owned):
+    """``acc + g`` for first-order accumulation (Note [Accumulation]): in place into ``acc``
+    when the pass owns it, else into ``g`` when the pass owns that, else a new array, which
+    the pass then owns (``*owned``). Large arrays are added in parallel (Note [Parallel
+    kernels]). Shared by the engine and the executor's replay."""
+    cdef object r
+    owned[0] = True
+    if acc_owned:
+        if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
+            acc += g
+        return acc
+    if g_owned and g.shape == acc.shape:
+        # the new contribution is ours: add the old into it
+        if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
+            g += acc
+        return g
+    r = split_call(_npadd, (acc, g)) if is_large(acc) else None
+    acc = acc + g if r is None else r
+    if type(acc) is not NP_NDARRAY:
+        acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
+    return acc
+
+
+cdef bint same_layout(cnp.ndarray a, cnp.ndarray b):
+    """Whether ``a`` and ``b`` have the same shape and dtype (without building tuples)."""
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != cnp.PyArray_NDIM(b):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
+            return False
+    if <void*>cnp.PyArray_DESCR(a) == <void*>cnp.PyArray_DESCR(b):
+        return True
+    return a.dtype == b.dtype
+
+
+cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *:
+    """Write the gradient ``g`` of a variable into its ``.grad`` buffer ``buf`` under
+    ``req`` (``GRAD_WRITE`` or ``GRAD_ADD``); ``g is None`` means zero. With ``take`` (the
+    pass owns ``g`` and the buffer may change arrays) ``'write'`` makes the buffer hold ``g``
+    instead of copying it; ``g`` is then handed out. Shared by the engine and the executor."""
+    if g is None:
+        # Reached, but every path to it carried no gradient: the gradient is zero.
+        if req == GRAD_WRITE:
+            buf._data[...] = 0
+            _bump_cell(cell_of(buf))
+        return
+    if req == GRAD_WRITE:
+        if take and type(g) is NP_NDARRAY and same_layout(<cnp.ndarray>g, buf._data):
+            buf._data = g
+        else:
+            _copyto(buf._data, g)
+    else:
+        _npadd(buf._data, g, out=buf._data)
+    _bump_cell(cell_of(buf))
+
+
+cdef object needs_mask(list wants):
+    """The ``needs`` argument of a rule: bit ``i`` set when input ``i`` wants a gradient
+    (``wants[i]`` true), one bit per input however many there are."""
+    cdef unsigned long long small = 0
+    cdef Py_ssize_t i, n = len(wants)
+    if n < 63:
+        for i in range(n):
+            if wants[i]:
+                small |= (<unsigned long long>1) << i
+        return small
+    big = 0
+    for i in range(n):
+        if wants[i]:
+            big |= (<object>1) << i
+    return big
+
+
+cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object dtypes):
+    """The per-output gradients of a multi-output op, with symbolic zeros (Note [Zero
+    gradients] in _zeros.py) for the outputs no gradient reached. Shared with the executor."""
     cdef Py_ssize_t k
     out = []
-    for k in range(n.n_out):
+    for k in range(n_out):
         gk = g[k] if g is not None else None
         if gk is None:
-            # A symbolic zero (Note [Zero gradients] in _zeros.py): no memory, and a rule's
-            # product with it is zero even where the other factor is infinite.
-            gk = FILLED(_np.zeros((), dtype=n.out_dtype[k]), n.out_shape[k])
+            # No memory, and a rule's product with it is zero even where the other factor
+            # is infinite.
+            gk = FILLED(_np.zeros((), dtype=dtypes[k]), shapes[k])
         out.append(gk)
     return tuple(out)
 
@@ -375,22 +497,7 @@ cdef void _write_var(object ref, object g, bint owned) except *:
         a._grad = wrap(g, None, 0, type(a))
         a._grad_lazy = False
         return
-    cdef ndarray buf = <ndarray>a._grad
-    if g is None:
-        # Reached, but every path to it carried no gradient: the gradient is zero.
-        if a._grad_req == GRAD_WRITE:
-            buf._data[...] = 0
-            _bump_cell(cell_of(buf))
-        return
-    if a._grad_req == GRAD_WRITE:
-        if (owned and a._grad_swappable and type(g) is NP_NDARRAY
-                and g.shape == buf._data.shape and g.dtype == buf._data.dtype):
-            buf._data = g
-        else:
-            _copyto(buf._data, g)
-    else:
-        _npadd(buf._data, g, out=buf._data)
-    _bump_cell(cell_of(buf))
+    write_grad_buffer(<ndarray>a._grad, a._grad_req, g, owned and a._grad_swappable)
 
 
 # Writing a variable's .grad is a read-modify-write (the buffer may be made on first use;
@@ -451,14 +558,13 @@ cdef void _check_versions(Node n, tuple saved) except *:
             "out of place, or copy() the array before modifying it." % (op.name, n.seq))
 
 
-cdef tuple _call_rule(Node n, object g, int mask, bint create):
-    cdef Primitive op
+cdef tuple _rule_args(Node n, object g, object mask, bint create):
+    """The arguments of ``n``'s table rule: ``(g, needs, *saved, [result], *params)``; ``g``
+    completed with zeros for a multi-output node. For a table op only (``Primitive``)."""
+    cdef Primitive op = <Primitive>n.op
     cdef Py_ssize_t ns, nprm, k, j
     cdef tuple args
     cdef object s
-    if type(n.op) is not Primitive:
-        return tuple(n.op.node_backward(n, g, mask, create))
-    op = <Primitive>n.op
     # Read once: another pass over the same graph may release the node meanwhile
     # (Note [Pass state]); these references keep what this call uses alive.
     cdef tuple saved = n.saved
@@ -467,7 +573,7 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
         raise MXNetError(_released_message(n))
     _check_versions(n, saved)
     if n.n_out > 1:
-        g = _complete(n, g, create)
+        g = complete_gradients(g, n.n_out, n.out_shape, n.out_dtype)
     ns = PyTuple_GET_SIZE(saved)
     nprm = PyTuple_GET_SIZE(n.params)
     cdef bint with_result = op.save_result
@@ -501,6 +607,13 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
+    return args
+
+
+cdef tuple _call_rule(Node n, tuple args, bint create):
+    """Run the table rule of ``n`` on ``args`` (from ``_rule_args``)."""
+    cdef Primitive op = <Primitive>n.op
+    g = <object>PyTuple_GET_ITEM(args, 0)
     if create and op.backward_graph is not None:
         return op.backward_graph(*args)
     if not create and op.backward_split is not None and (
@@ -635,40 +748,30 @@ cdef class _Pass:
         Py_XDECREF(old)
 
     cdef void accumulate(self, Node p, Py_ssize_t slot, Py_ssize_t oidx, object g,
-                         bint exclusive) except *:
-        cdef object acc, r
-        cdef bint create = self.create
+                         bint g_owned) except *:
+        """Add the gradient ``g`` for output ``oidx`` of ``p`` to its slot (Note
+        [Accumulation]); ``g_owned``: the pass owns ``g`` (Note [Gradient buffer ownership])."""
+        cdef object acc
+        cdef bint owned
         cdef PyObject *held = self.slots[slot].acc
         if p.n_out == 1:
             if held == NULL:
                 self.set_acc(slot, g)
-                if exclusive:
+                if g_owned:
                     self.slots[slot].flags |= OWNED
                 else:
                     self.slots[slot].flags &= ~OWNED
                 return
             acc = <object>held
-            if create:
+            if self.create:
                 self.set_acc(slot, P_ADD.apply((acc, g), ()))
-            elif self.slots[slot].flags & OWNED:
-                # a buffer only this pass holds: add in place (split when large,
-                # Note [Parallel kernels])
-                if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
-                    acc += g
-            elif exclusive and g.shape == acc.shape:
-                # the new contribution is ours: add the old into it
-                if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
-                    g += acc
-                self.set_acc(slot, g)
-                self.slots[slot].flags |= OWNED
-            else:
-                r = split_call(_npadd, (acc, g)) if is_large(acc) else None
-                acc = acc + g if r is None else r
-                if type(acc) is not NP_NDARRAY:
-                    acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
-                self.set_acc(slot, acc)
-                self.slots[slot].flags |= OWNED
+                return
+            acc = add_gradient(acc, (self.slots[slot].flags & OWNED) != 0, g, g_owned, &owned)
+            self.set_acc(slot, acc)
+            self.slots[slot].flags |= OWNED
             return
+        # A multi-output node keeps a list per slot, with no ownership: later contributions
+        # are added out of place.
         if held == NULL:
             accs = [None] * p.n_out
             self.set_acc(slot, accs)
@@ -677,10 +780,10 @@ cdef class _Pass:
         acc = accs[oidx]
         if acc is None:
             accs[oidx] = g
-        elif create:
+        elif self.create:
             accs[oidx] = P_ADD.apply((acc, g), ())
         else:
-            accs[oidx] = acc + g
+            accs[oidx] = add_gradient(acc, False, g, False, &owned)
 
     cdef void order_by_seq(self) except *:
         """Sort the slots by ``seq`` (parents first) and renumber them."""
@@ -768,9 +871,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     cdef object obj, g, gi, grads
     cdef bint prune = ps.prune
     cdef tuple parents, poidx
-    cdef int mask
-    cdef bint excl, owned
-    cdef object fitted
+    cdef unsigned long long mask
+    cdef bint owned, allocated
+    cdef object fitted, needs = None
+    cdef tuple args
     cdef list heap = ps.heap
 
     for i in range(len(heads)):
@@ -876,21 +980,36 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             if ps.slots[slot].flags & TARGET:
                 captured[n] = (g, owned)
         elif n.var_refs is not None:
-            # A gradient that only this loop still holds can be moved into .grad even if
-            # it was shared when it arrived (add hands one array to both its inputs).
-            _write_vars(n, g, n.op is None and (owned or _exclusive(g, 1)))
+            # A variable's gradient the pass owns becomes its .grad buffer (handed out).
+            _write_vars(n, g, n.op is None and owned)
         if _acts_as_leaf(n):
             continue
         parents = n.parents
         nparents = PyTuple_GET_SIZE(parents)
+        # The rule's ``needs``: one bit per input that wants a gradient, however many.
         mask = 0
+        needs = None
         for i in range(nparents):
             obj = <object>PyTuple_GET_ITEM(parents, i)
             if obj is not None and not (<Node>obj).zero and (
                     not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
-                mask |= (1 << i) if i < 30 else (1 << 30)
-        if mask and g is not None and not n.zero:
-            grads = _call_rule(n, g, mask, create)
+                if i < 63:
+                    mask |= (<unsigned long long>1) << i
+                else:
+                    needs = (mask if needs is None else needs) | ((<object>1) << i)  # a Python int
+        if needs is None and mask:
+            needs = mask
+        if needs is not None and g is not None and not n.zero:
+            if type(n.op) is Primitive:
+                args = _rule_args(n, g, needs, create)
+                grads = _call_rule(n, args, create)
+            else:
+                # A Function or a custom op: its backward is user code, which may keep the
+                # gradient it receives and the arrays it returns.
+                args = None
+                grads = tuple(n.op.node_backward(n, g, needs, create))
+                if prune and ps.slots[slot].flags & TARGET:
+                    captured[n] = (captured[n][0], False)
             if PyTuple_GET_SIZE(grads) != nparents:
                 raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
                                    "for %d inputs" % (n.op.name, len(grads), nparents))
@@ -908,14 +1027,15 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 gi = <object>PyTuple_GET_ITEM(grads, i)
                 if gi is not None:
                     k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-                    fitted = _fit(gi, p, k, n, i, create)
-                    # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone
-                    # (plus `gi` when it was converted from a non-array).
-                    excl = not create and _exclusive(
-                        fitted, 3 if fitted is gi else 1)
+                    fitted = _fit(gi, p, k, n, i, create, &allocated)
+                    # Note [Gradient buffer ownership]: the pass owns what it allocated and
+                    # what a table rule made for this input alone.
+                    owned = allocated or (args is not None and fitted is gi and not create
+                                          and rule_result_owned(gi, args, grads, i))
                     gi = None
-                    ps.accumulate(p, pslot, k, fitted, excl)
+                    ps.accumulate(p, pslot, k, fitted, owned)
                     fitted = None
+            args = None
             grads = None          # release the rule's results as soon as they are delivered
         g = None
         if not retain and not n.zero:     # a zero node holds nothing a rule needs

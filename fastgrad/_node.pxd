@@ -1,6 +1,13 @@
 # The tape node: one recorded operation.  See Note [The tape] in _node.pyx.
 
 
+# What an op's rule table says of one of its inputs (``Primitive.diff``, set by _registry).
+cdef enum:
+    HAS_RULE = 1             # differentiable, with a formula
+    NOT_DIFFERENTIABLE = 0   # carries no gradient (an index, a condition): never a parent
+    NO_RULE = -1             # differentiable but no formula: an error if a gradient is wanted
+
+
 cdef class VersionCell:
     # How many in-place writes the memory of an array (and of every view of it) has had.
     # Shared by an array and its views; see Note [Versions] in _array.pyx.

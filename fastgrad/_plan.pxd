@@ -7,7 +7,7 @@ cdef class _Composite:
     cdef Py_ssize_t n_out
     cdef object tape                 # (variables, outputs) recorded by the last forward, or None
 
-    cdef tuple backward_c(self, object g, int needs)
+    cdef tuple backward_c(self, object g, object needs)
 
 
 cdef class Step:
@@ -22,8 +22,7 @@ cdef class Step:
     cdef readonly bint linked        # a gradient flows through the step
     # --- the backward replay (Note [Backward replay]); set when linked ---
     cdef object rule                 # the primitive's derivative rule (None for a composite)
-    cdef int needs                   # bit mask of the inputs that want a gradient
-    cdef object needs_obj            # the same as a Python int (the rule's argument)
+    cdef object needs                # the rule's ``needs``: a Python int, bit i for input i
     cdef tuple gslots                # per input: the slot its gradient goes to, or -1
     cdef tuple saved_slots           # slots of the inputs the rule reads (rule order)
     cdef tuple shape_slots           # slots of the inputs whose shapes the rule reads

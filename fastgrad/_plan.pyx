@@ -54,11 +54,13 @@ imperative tape (the composite's contributions are summed first, then added).
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.list cimport PyList_GET_ITEM
-from cpython.ref cimport Py_INCREF, Py_REFCNT
+from cpython.ref cimport Py_INCREF
 from cpython.bytearray cimport PyByteArray_AS_STRING
 cimport numpy as cnp
-from fastgrad._node cimport new_leaf, _bump_cell
-from fastgrad._array cimport ndarray, Primitive, wrap, cell_of, GRAD_WRITE, GRAD_ADD
+from fastgrad._node cimport new_leaf, HAS_RULE, NO_RULE
+from fastgrad._array cimport ndarray, Primitive, wrap
+from fastgrad._engine cimport (fit_gradient, add_gradient, rule_result_owned,
+                               complete_gradients, write_grad_buffer, same_layout, needs_mask)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 
 import types
@@ -66,7 +68,6 @@ import numpy as _np
 
 from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
-from fastgrad._kernels import sum_to as _sum_to
 from fastgrad._anomaly import report as _anomaly_report
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
@@ -77,11 +78,6 @@ cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
 cdef object _nparray = _np.array
 cdef object _npshape = _np.shape
-cdef object _copyto = _np.copyto
-cdef object _npadd = _np.add
-cdef object _add_reduce = _np.add.reduce
-cdef object _zeros = _np.zeros
-cdef object _broadcast_to = _np.broadcast_to
 
 
 @cython.final
@@ -94,7 +90,7 @@ cdef class _Composite:
         self.n_out = n_out
         self.tape = None
 
-    cdef tuple backward_c(self, object g, int needs):
+    cdef tuple backward_c(self, object g, object needs):
         cdef list res = [None] * self.n_in
         if self.tape is None:
             return tuple(res)
@@ -112,7 +108,7 @@ cdef class _Composite:
         grads = run_backward(heads, hgs, [a for _, a in variables], True, False,
                              bool(is_training_c()), True)
         for (i, _), gr in zip(variables, grads):
-            if needs & (1 << i if i < 30 else 1 << 30):
+            if (needs >> i) & 1:
                 res[i] = (<ndarray>gr)._data
         return tuple(res)
 
@@ -158,92 +154,13 @@ cdef inline object _as_np(object v):
     return v if type(v) is NP_NDARRAY else _asarray(v)
 
 
-cdef bint _same_layout(cnp.ndarray a, cnp.ndarray b):
-    """Whether ``a`` and ``b`` have the same shape and dtype (without building tuples)."""
-    cdef int k, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
-        return False
-    for k in range(nd):
-        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
-            return False
-    if <void*>cnp.PyArray_DESCR(a) == <void*>cnp.PyArray_DESCR(b):
-        return True
-    return a.dtype == b.dtype
-
-
-cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b):
-    cdef int k, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
-        return False
-    for k in range(nd):
-        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
-            return False
-    return True
-
-
-cdef inline bint _exclusive(object g, Py_ssize_t refs):
-    """Whether ``g`` is a writeable ndarray that owns its memory and that nothing but the
-    replay's ``refs`` references hold (Note [Accumulation] in ``_engine.pyx``)."""
-    return (type(g) is NP_NDARRAY and Py_REFCNT(g) == refs
-            and cnp.PyArray_BASE(<cnp.ndarray>g) == NULL
-            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
-
-
-cdef str _fit_error(Step st, Py_ssize_t i, tuple gshape, tuple shape):
-    return ("fastgrad.%s: the gradient for argument %d has shape %s, which cannot be summed to "
-            "the argument's shape %s" % (st.op, i, gshape, shape))
-
-
-cdef object _sum_back(object g, object like, Step st, Py_ssize_t i):
-    """``g`` summed over the axes it was broadcast along, to the shape of ``like`` (as the
-    engine's ``_sum_to_raw`` does, with the axes found in C and one reduction)."""
-    cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>g), ns = cnp.PyArray_NDIM(<cnp.ndarray>like)
-    cdef int lead = nd - ns, k
-    cdef cnp.npy_intp t, d
-    cdef bint widen = False, keep = False
-    if lead < 0:
-        if _np.broadcast_shapes(g.shape, like.shape) != like.shape:
-            raise ValueError(_fit_error(st, i, g.shape, like.shape))
-        return _sum_to(g, like.shape)
-    cdef list axes = list(range(lead))
-    for k in range(ns):
-        t = cnp.PyArray_DIMS(<cnp.ndarray>like)[k]
-        d = cnp.PyArray_DIMS(<cnp.ndarray>g)[lead + k]
-        if t == d:
-            continue
-        if t == 1:
-            axes.append(lead + k)
-            keep = True
-        elif d == 1:
-            widen = True
-        else:
-            raise ValueError(_fit_error(st, i, g.shape, like.shape))
-    out = g
-    if keep:
-        out = _add_reduce(g, axis=tuple(axes), keepdims=True)
-        if lead:
-            out = out.reshape(out.shape[lead:])
-    elif lead:
-        # Only leading axes: the same reduction without keepdims gives an array of its own.
-        out = _add_reduce(g, axis=tuple(axes))
-    if widen:
-        out = _broadcast_to(out, like.shape)
-    return out
-
-
-cdef inline object _fit(object g, object like, Step st, Py_ssize_t i):
-    """``g`` summed back to the shape of ``like`` (the input's value) and cast to its dtype."""
-    if type(g) is not NP_NDARRAY:
-        g = (<ndarray>g)._data if isinstance(g, ndarray) else _asarray(g)
+cdef inline object _fit(object g, object like, Step st, Py_ssize_t i, bint *allocated):
+    """``g`` summed back to the shape of ``like`` (the input's value) and cast to its dtype,
+    by the engine's own ``fit_gradient``."""
     if type(like) is not NP_NDARRAY:
         like = _asarray(like)
-    if not _same_shape(<cnp.ndarray>g, <cnp.ndarray>like):
-        g = _sum_back(g, like, st, i)
-    if <void*>cnp.PyArray_DESCR(<cnp.ndarray>g) != <void*>cnp.PyArray_DESCR(<cnp.ndarray>like):
-        dtype = (<cnp.ndarray>like).dtype
-        if g.dtype != dtype:
-            g = g.astype(dtype)
-    return g
+    return fit_gradient(g, (<object>like).shape, (<object>like).dtype, st, i,
+                        allocated)
 
 
 @cython.boundscheck(False)
@@ -300,8 +217,9 @@ cdef void _run_composite(Step st, list vals) except *:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef tuple _call_rule(Step st, list vals, object g):
-    """``rule(g, needs, *saved inputs, *saved shapes, [result], *params)`` from the slots."""
+cdef tuple _rule_args(Step st, list vals, object g):
+    """The rule's arguments ``(g, needs, *saved inputs, *saved shapes, [result], *params)``
+    from the slots."""
     cdef Py_ssize_t ns = PyTuple_GET_SIZE(st.saved_slots)
     cdef Py_ssize_t nsh = PyTuple_GET_SIZE(st.shape_slots)
     cdef Py_ssize_t npar = PyTuple_GET_SIZE(st.params), k, j
@@ -309,7 +227,7 @@ cdef tuple _call_rule(Step st, list vals, object g):
     cdef object s
     Py_INCREF(g)
     PyTuple_SET_ITEM(args, 0, g)
-    s = st.needs_obj
+    s = st.needs
     Py_INCREF(s)
     PyTuple_SET_ITEM(args, 1, s)
     j = 2
@@ -337,12 +255,12 @@ cdef tuple _call_rule(Step st, list vals, object g):
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
-    return st.rule(*args)
+    return args
 
 
 def _diff_flag(Primitive prim, Py_ssize_t i):
     if prim.n_in < 0:
-        return prim.diff[0] if prim.diff else 1
+        return prim.diff[0] if prim.diff else HAS_RULE
     return prim.diff[i]
 
 
@@ -429,9 +347,9 @@ cdef class Plan:
                         if not linked[s]:
                             continue
                         flag = _diff_flag(fn, i)
-                        if flag == 1:
+                        if flag == HAS_RULE:
                             gslots[i] = s
-                        elif flag == -1:
+                        elif flag == NO_RULE:
                             raise NotImplementedError(
                                 "bind: fastgrad.%s (node %r) has no derivative with respect "
                                 "to its input %d, which depends on an argument that wants a "
@@ -453,12 +371,7 @@ cdef class Plan:
                 st.composite = _Composite(snode.op, len(ins), n_out)
             st.gslots = tuple(gslots)
             st.linked = any([s >= 0 for s in gslots])
-            needs = 0
-            for i, s in enumerate(gslots):
-                if s >= 0:
-                    needs |= (1 << i) if i < 30 else (1 << 30)
-            st.needs = needs
-            st.needs_obj = needs
+            st.needs = needs_mask([s >= 0 for s in gslots])
             outs = tuple([new_slot(None, False, st.linked, n_out > 1) for i in range(n_out)])
             for i in range(n_out):
                 slot[(snode.id, i)] = outs[i]
@@ -525,7 +438,7 @@ cdef class Plan:
         cdef bint fresh = outs is None
         if not fresh:
             for i in range(n):
-                if not _same_layout((<ndarray>outs[i])._data, _as_np(_slot(vals, self.out_slots, i))):
+                if not same_layout((<ndarray>outs[i])._data, _as_np(_slot(vals, self.out_slots, i))):
                     fresh = True
                     break
         if fresh:
@@ -559,28 +472,23 @@ cdef class Plan:
             for i in range(len(self.acc)):
                 self.acc[i] = None
 
-    cdef void _accumulate(self, Py_ssize_t s, object g, bint exclusive) except *:
-        """Add ``g`` to the gradient of slot ``s`` (Note [Accumulation] in ``_engine.pyx``)."""
+    cdef void _accumulate(self, Py_ssize_t s, object g, bint g_owned) except *:
+        """Add ``g`` to the gradient of slot ``s`` with the engine's ``add_gradient`` (Note
+        [Accumulation] in ``_engine.pyx``); ``g_owned``: the replay owns ``g``."""
         cdef list accs = self.acc
         cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
         cdef object acc = <object>PyList_GET_ITEM(accs, s)
+        cdef bint now_owned
         if acc is None:
             accs[s] = g
-            owned[s] = exclusive
-        elif self.multi[s]:
-            accs[s] = acc + g
-        elif owned[s]:
-            acc += g                  # a buffer only this pass holds: add in place
-        elif exclusive and _same_shape(<cnp.ndarray>g, <cnp.ndarray>acc):
-            g += acc                  # the new contribution is ours: add the old into it
-            accs[s] = g
-            owned[s] = True
-        else:
-            acc = acc + g
-            if type(acc) is not NP_NDARRAY:
-                acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
-            accs[s] = acc
-            owned[s] = True
+            owned[s] = g_owned and not self.multi[s]
+            return
+        if self.multi[s]:
+            # an output of a multi-output step: no ownership, as in the engine
+            accs[s] = add_gradient(acc, False, g, False, &now_owned)
+            return
+        accs[s] = add_gradient(acc, owned[s], g, g_owned, &now_owned)
+        owned[s] = now_owned
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -589,9 +497,9 @@ cdef class Plan:
         cdef list accs = self.acc
         cdef Py_ssize_t i, k, s, nh = PyTuple_GET_SIZE(self.head_slots)
         cdef Step st
-        cdef object g, gi, fitted
-        cdef tuple grads
-        cdef bint excl, anomaly = is_anomaly_c()
+        cdef object g, gi, fitted, outs
+        cdef tuple grads, args
+        cdef bint owned, allocated, anomaly = is_anomaly_c()
         # Seeds first, in output order (never owned: a head gradient is not the pass's).
         for i in range(nh):
             s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.head_slots, i)
@@ -616,15 +524,17 @@ cdef class Plan:
                 for k in range(st.n_out):
                     accs[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, k)] = None
             if st.composite is not None:
+                args = None         # its gradients come from a pass of its own: not owned
                 grads = st.composite.backward_c(g, st.needs)
             else:
                 if st.n_out > 1:
-                    # Outputs no gradient reached get zeros (the engine's _complete).
-                    g = tuple([gk if gk is not None else
-                               _zeros(_npshape(vals[<Py_ssize_t>st.outs[k]]),
-                                      dtype=_as_np(vals[<Py_ssize_t>st.outs[k]]).dtype)
-                               for k, gk in enumerate(g)])
-                grads = _call_rule(st, vals, g)
+                    # Outputs no gradient reached get symbolic zeros, as in the engine.
+                    outs = [_as_np(vals[<Py_ssize_t>st.outs[k]]) for k in range(st.n_out)]
+                    g = complete_gradients(g, st.n_out, [o.shape for o in outs],
+                                           [o.dtype for o in outs])
+                    outs = None
+                args = _rule_args(st, vals, g)
+                grads = st.rule(*args)
             g = None
             if PyTuple_GET_SIZE(grads) != st.n_in:
                 raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
@@ -638,12 +548,14 @@ cdef class Plan:
                 gi = <object>PyTuple_GET_ITEM(grads, i)
                 if gi is None:
                     continue
-                fitted = _fit(gi, <object>PyList_GET_ITEM(vals, s), st, i)
-                # Held by `grads` and `gi` when _fit kept it, else by `fitted` alone.
-                excl = _exclusive(fitted, 3 if fitted is gi else 1)
+                fitted = _fit(gi, <object>PyList_GET_ITEM(vals, s), st, i, &allocated)
+                # Note [Gradient buffer ownership] in _engine.pyx, as the engine decides it.
+                owned = allocated or (args is not None and fitted is gi
+                                      and rule_result_owned(gi, args, grads, i))
                 gi = None
-                self._accumulate(s, fitted, excl)
+                self._accumulate(s, fitted, owned)
                 fitted = None
+            args = None
 
     cdef void _write_grads(self) except *:
         """Write every argument's gradient into its buffer (as the engine writes a
@@ -651,30 +563,11 @@ cdef class Plan:
         cdef list accs = self.acc
         cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
         cdef Py_ssize_t j, k, s
-        cdef ndarray buf
         cdef object g
-        cdef int req
         for j in range(PyTuple_GET_SIZE(self.grad_args)):
             k = <Py_ssize_t><object>PyTuple_GET_ITEM(self.grad_args, j)
             s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)
             g = <object>PyList_GET_ITEM(accs, s)
             accs[s] = None
-            buf = <ndarray>self.bufs[k]
-            req = <int>self.reqs[k]
-            if g is None:
-                # No gradient reaches it: the gradient is zero.
-                if req == GRAD_WRITE:
-                    buf._data[...] = 0
-                    _bump_cell(cell_of(buf))
-                continue
-            if type(g) is not NP_NDARRAY:
-                g = _asarray(g)
-            if req == GRAD_WRITE:
-                if (owned[s] and self.swappable[k]
-                        and _same_layout(<cnp.ndarray>g, <cnp.ndarray>buf._data)):
-                    buf._data = g
-                else:
-                    _copyto(buf._data, g)
-            else:
-                _npadd(buf._data, g, out=buf._data)
-            _bump_cell(cell_of(buf))
+            write_grad_buffer(<ndarray>self.bufs[k], <int>self.reqs[k], g,
+                              owned[s] and self.swappable[k])
