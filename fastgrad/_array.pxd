@@ -30,16 +30,19 @@ cdef class Primitive:
     cdef readonly object backward_split  # the same rule on NumPy, large ufuncs split
     cdef bint split                  # forward is a ufunc call() may split (Note [Parallel kernels])
     cdef readonly Py_ssize_t n_in    # number of array inputs (-1: any number)
-    cdef Py_ssize_t n_fast           # n_in when every parameter has a default, else -2
-    cdef Py_ssize_t n_full           # n_in + number of parameters (-2 when variadic)
+    cdef Py_ssize_t nargs_arrays_only     # a call's length when it passes the arrays alone
+                                          #   (n_in; -2 when a parameter is required)
+    cdef Py_ssize_t nargs_all_positional  # when it passes every parameter positionally too
+                                          #   (n_in + parameters; -2 when variadic)
     cdef readonly Py_ssize_t n_out   # number of outputs
     cdef readonly tuple param_names  # names of the non-array arguments, in order
     cdef readonly tuple param_defaults
     cdef tuple save_inputs           # indices of the inputs the rule reads
     cdef tuple save_shapes           # indices of the inputs whose shape the rule reads
     cdef bint save_result            # the rule reads the output
-    cdef readonly tuple diff         # per input: 1 has a rule, 0 not differentiable, -1 no rule
-    cdef int diff_all                # for n_in == -1: the diff flag of every input
+    cdef readonly tuple diff         # per input: HAS_RULE, NOT_DIFFERENTIABLE or NO_RULE
+                                     #   (enum Derivative in _node.pxd)
+    cdef int diff_all                # for n_in == -1: the diff value of every input
     cdef readonly bint differentiable  # False: outputs are never recorded
     cdef readonly int order          # how many times the rule can be differentiated (-1: any)
     cdef readonly bint views         # outputs may be views of input 0 (Note [Versions])

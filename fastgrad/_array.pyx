@@ -27,7 +27,7 @@ views of the data (``numpy.asarray(a)[...] = v``) are outside fastgrad's sight.
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, PyObject
-from fastgrad._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell
+from fastgrad._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell, HAS_RULE, NO_RULE
 cimport numpy as cnp
 
 cdef extern from "Python.h":
@@ -246,8 +246,8 @@ cdef class Primitive:
         self.forward = forward
         self.backward = backward
         self.n_in = n_in
-        self.n_fast = n_in if REQUIRED not in param_defaults else -2
-        self.n_full = n_in + len(param_names) if n_in >= 0 else -2
+        self.nargs_arrays_only = n_in if REQUIRED not in param_defaults else -2
+        self.nargs_all_positional = n_in + len(param_names) if n_in >= 0 else -2
         self.n_out = n_out
         self.param_names = param_names
         self.param_defaults = param_defaults
@@ -255,7 +255,7 @@ cdef class Primitive:
         self.save_shapes = save_shapes
         self.save_result = save_result
         self.diff = diff
-        self.diff_all = diff[0] if (n_in < 0 and diff) else 1
+        self.diff_all = diff[0] if (n_in < 0 and diff) else HAS_RULE
         self.differentiable = differentiable
         self.order = order
         self.views = views
@@ -322,9 +322,9 @@ cdef class Primitive:
 
     def __call__(self, *args, **kwargs):
         if not kwargs:
-            if PyTuple_GET_SIZE(args) == self.n_fast:
+            if PyTuple_GET_SIZE(args) == self.nargs_arrays_only:
                 return self.apply(args, self.param_defaults)
-            if PyTuple_GET_SIZE(args) == self.n_full:       # every parameter positional
+            if PyTuple_GET_SIZE(args) == self.nargs_all_positional:
                 return self.apply(args[:self.n_in], args[self.n_in:])
         return self._call_slow(args, kwargs)
 
@@ -451,15 +451,15 @@ cdef class Primitive:
             a = <object>PyTuple_GET_ITEM(args, i)
             p = None
             if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
-                d = 1 if zero else (self.diff_all if self.n_in < 0 else self.diff[i])
-                if d == 1:
+                d = HAS_RULE if zero else (self.diff_all if self.n_in < 0 else self.diff[i])
+                if d == HAS_RULE:
                     p = (<ndarray>a)._node
                     linked = True
                     if (<ndarray>a)._oidx:
                         if oidx is None:
                             oidx = [0] * n
                         oidx[i] = (<ndarray>a)._oidx
-                elif d == -1:
+                elif d == NO_RULE:
                     raise NotImplementedError(
                         "fastgrad.%s has no derivative with respect to its argument %d, which "
                         "depends on a variable being differentiated; detach() it or use an "

@@ -15,17 +15,39 @@ parents before consumers) and counts and runs only those.
 Note [Accumulation]
 ~~~~~~~~~~~~~~~~~~~
 Derivative rules never unbroadcast or cast: the engine sums each gradient back to the shape
-of the input it belongs to and casts it to that input's dtype. The first gradient reaching a
-node is kept as it is (no copy; it may be shared with another node, e.g. the two inputs of
-``add`` receive the same array). A gradient is *exclusive* when it is a fresh, writeable
-ndarray that owns its memory and that only the engine's own references hold (checked with its
-reference count, as PyTorch's engine does with use counts): a rule's freshly computed result
-is, a gradient passed through (``add``'s ``g``), a view or anything a user or a node still
-holds is not. Contributions are added in place into an exclusive buffer; otherwise the sum is
-computed out of place once, which gives a buffer this pass owns for the later ones. So a large
-backward allocates no more than its rules' results. Under ``create_graph`` every one of these
-steps is a recorded operation, so the gradient itself can be differentiated.
+of the input it belongs to and casts it to that input's dtype (``fit_gradient``). The first
+gradient reaching a node is kept as it is (no copy; it may be shared with another node, e.g.
+the two inputs of ``add`` receive the same array). Later ones are added by ``add_gradient``:
+in place into a buffer the pass owns (Note [Gradient buffer ownership]), else into the new
+contribution if the pass owns that, else out of place once, which gives a buffer the pass
+owns for the later ones. So a large backward allocates no more than its rules' results. Under
+``create_graph`` every one of these steps is a recorded operation, so the gradient itself can
+be differentiated. The executor's replay (``_plan.pyx``) calls these same functions.
 
+Note [Gradient buffer ownership]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A gradient array may be written in place only if nothing outside the pass can see it. The
+pass decides that from what it did, never from reference counts (which say nothing reliable
+under free-threaded CPython, and count Cython's temporaries): a slot's gradient is *owned*
+(``OWNED``) when the pass made it and has not handed it out.
+
+* The pass owns what it allocates: the sum of ``fit_gradient`` (a reduction over broadcast
+  axes, a cast) and the result of an out-of-place ``add_gradient``.
+* It owns what a *table* rule made for one input (``rule_result_owned``): a table rule is a
+  pure function of its arguments, so a writeable base array it returns is its own unless it
+  is one of the arguments (``g`` passed through by ``add``, ``reshape``'s view of it, a saved
+  value, ``result``), or is also returned for another input.
+* It owns nothing else: the head gradients, anything a ``Function``'s or custom op's
+  ``backward`` returns (user code may keep it), read-only and broadcast views, symbolic
+  constants (Note [Filled gradients]), the outputs of multi-output nodes.
+* Handing out ends ownership: a gradient passed to a rule is the rule's argument (so the
+  rule's returning it is not owned); a variable's owned gradient becomes its ``.grad`` buffer
+  instead of being copied (``write_grad_buffer``) and the pass drops it; ``grad()`` returns an
+  owned gradient as it is and a copy for every other (or repeated) variable, and a captured
+  gradient that was also given to a ``Function`` is copied.
+
+Anything not owned is copied by its first accumulation (``acc + g``), after which the sum is
+owned. The in-place decisions are the same in the engine and the executor.
 Note [Release]
 ~~~~~~~~~~~~~~
 Once a node has run, the values it saved and the gradients it received are dropped (unless
@@ -109,7 +131,7 @@ cdef object _add_reduce = _np.add.reduce
 cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
 cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
-# Installed once by fastgrad._registry at import.
+# Set once by ``install`` below, which fastgrad/__init__.py calls at import.
 cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
 cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
 cdef Primitive P_ADD = None

@@ -1,8 +1,9 @@
 # The tape node: one recorded operation.  See Note [The tape] in _node.pyx.
 
 
-# What an op's rule table says of one of its inputs (``Primitive.diff``, set by _registry).
-cdef enum:
+# What an op's rule table says of one of its inputs (``Primitive.diff``, set by _registry;
+# also readable from Python as fastgrad._node.HAS_RULE, ...).
+cpdef enum Derivative:
     HAS_RULE = 1             # differentiable, with a formula
     NOT_DIFFERENTIABLE = 0   # carries no gradient (an index, a condition): never a parent
     NO_RULE = -1             # differentiable but no formula: an error if a gradient is wanted

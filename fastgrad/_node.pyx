@@ -52,7 +52,7 @@ cdef class Node:
     """One recorded operation of the tape (internal).
 
     Attributes readable from Python: ``op`` (the operation, ``None`` for a variable) and
-    ``seq`` (creation order). ``parents()`` lists the producing nodes of the inputs.
+    ``seq`` (creation order). ``parents_list()`` lists the producing nodes of the inputs.
     """
 
     def parents_list(self):

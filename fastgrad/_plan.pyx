@@ -30,21 +30,24 @@ order for the same program recorded imperatively: the engine runs the ready node
 largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
 consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
 recorded in the symbol's order is reverse creation order. Within a step the input gradients
-are delivered in input order, the head gradients are seeded first in output order, and every
-accumulation step follows Note [Accumulation] of ``_engine.pyx``: the first contribution is
-kept as it is; later ones are added in place into a buffer only the pass holds (a rule's fresh
-result, checked with its reference count), otherwise out of place (always out of place for an
-output of a multi-output step). Gradients are summed back to the input's shape over the
-broadcast axes (found in C from the input's value in its slot) and cast to its dtype. So each
-gradient is the same sum of the same terms in the same order as imperatively, and the
-executor's gradients equal the imperative ones bit for bit (``tests/test_executor.py``).
+are delivered in input order and the head gradients are seeded first in output order. Every
+step after the rule is the engine's own function, cimported from ``_engine.pxd``: the gradient
+is summed back to the input's shape and cast to its dtype by ``fit_gradient``, added by
+``add_gradient`` with the ownership ``rule_result_owned`` decides (Note [Accumulation] and Note
+[Gradient buffer ownership] in ``_engine.pyx``; an output of a multi-output step is never
+owned, as in the engine), and a multi-output step's unreached outputs get the engine's symbolic
+zeros (``complete_gradients``). So each gradient is the same sum of the same terms in the same
+order, by the same code, as imperatively, and the executor's gradients equal the imperative
+ones bit for bit (``tests/test_executor_core.py``).
 
-Each argument's gradient is then written like the engine writes a variable's: ``'write'``
+Each argument's gradient is then written by the engine's ``write_grad_buffer``: ``'write'``
 copies it into the buffer, or makes the buffer take the pass's own array when the executor
 allocated that buffer; ``'add'`` adds into it; an argument that wants a gradient but gets none
 (no output reaches it, or every path carries ``None``) gets zeros under ``'write'``. The
 default head gradients (ones) are allocated when the outputs' shapes change, not per call;
-they are never written into, because a seed is never owned by the pass.
+they are never written into, because a seed is never owned by the pass. What stays the
+plan's own is the compiled forward schedule, the slots it reuses, constant folding and the
+merging of equal steps (``Executor.get_optimized_symbol``).
 
 A composite step is differentiated through its own small tape by the engine: a composite
 whose input also feeds other steps may round that input's gradient differently from a fully

@@ -19,6 +19,7 @@ import numpy as np
 
 from fastgrad import _complex, _derivatives, _kernels, _memo, _parallel, _rules
 from fastgrad._array import REQUIRED, Primitive, ndarray
+from fastgrad._node import Derivative
 from fastgrad._derivatives import NONDIFF
 
 _META = {"shape": "{}_shape", "ndim": "len({}_shape)"}
@@ -77,11 +78,11 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
     for name in names:
         formula = rules.get(name)
         if formula is NONDIFF:
-            diff.append(0)
+            diff.append(int(Derivative.NOT_DIFFERENTIABLE))
         elif formula is None:
-            diff.append(-1)
+            diff.append(int(Derivative.NO_RULE))
         else:
-            diff.append(1)
+            diff.append(int(Derivative.HAS_RULE))
             tree = uses.visit(ast.parse(formula, mode="eval"))
             exprs[name] = ast.unparse(ast.fix_missing_locations(tree))
     unknown = set(rules) - set(names)
