@@ -1,9 +1,16 @@
 """Type stubs for ``fastgrad._node``: the tape node (one recorded operation)."""
 
+import enum
 import traceback
 from typing import Any, final
 
 import numpy as np
+
+class Derivative(enum.IntEnum):
+    """What an op's rule table says of one of its inputs (``Primitive.diff``)."""
+    HAS_RULE = 1
+    NOT_DIFFERENTIABLE = 0
+    NO_RULE = -1
 
 @final
 class Node:
