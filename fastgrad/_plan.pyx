@@ -261,7 +261,8 @@ cdef tuple _rule_args(Step st, list vals, object g):
     return args
 
 
-def _diff_flag(Primitive prim, Py_ssize_t i):
+def _derivative_of(Primitive prim, Py_ssize_t i):
+    """What ``prim``'s table says of its input ``i`` (enum Derivative in ``_node.pxd``)."""
     if prim.n_in < 0:
         return prim.diff[0] if prim.diff else HAS_RULE
     return prim.diff[i]
@@ -349,10 +350,10 @@ cdef class Plan:
                     for i, s in enumerate(ins):
                         if not linked[s]:
                             continue
-                        flag = _diff_flag(fn, i)
-                        if flag == HAS_RULE:
+                        derivative = _derivative_of(fn, i)
+                        if derivative == HAS_RULE:
                             gslots[i] = s
-                        elif flag == NO_RULE:
+                        elif derivative == NO_RULE:
                             raise NotImplementedError(
                                 "bind: fastgrad.%s (node %r) has no derivative with respect "
                                 "to its input %d, which depends on an argument that wants a "
