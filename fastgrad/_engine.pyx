@@ -101,7 +101,8 @@ pass at a time (Note [Function backward in concurrent passes] in ``_function.py`
 """
 
 cimport cython
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
+from cpython.tuple cimport (PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM,
+                            PyTuple_CheckExact)
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
@@ -295,14 +296,23 @@ cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ss
             g = (<ndarray>g)._data
         else:
             g = _asarray(g)
-    gshape = g.shape
-    if gshape != shape:
-        g = _sum_to_shape(g, gshape, shape, site, i, allocated)
-    gdtype = g.dtype
-    if gdtype is not dtype and gdtype != dtype:
+    if not _has_shape(<cnp.ndarray>g, shape):
+        g = _sum_to_shape(g, g.shape, shape, site, i, allocated)
+    if <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) != <void *>dtype and g.dtype != dtype:
         g = _cast(g, dtype)
         allocated[0] = True
     return g
+
+
+cdef inline bint _has_shape(cnp.ndarray a, tuple shape) except -1:
+    """Whether ``a.shape == shape``, without building the shape tuple."""
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != PyTuple_GET_SIZE(shape):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != <cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k):
+            return False
+    return True
 
 
 cdef object _cast(object g, object dtype):
@@ -388,22 +398,24 @@ cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
     passed through), a view, or an array it computed. So a writeable base array that is none
     of the arguments (looked into one level of tuples: multi-output ``g`` and ``result``) and
     is not also returned for another input is the rule's own."""
-    cdef Py_ssize_t k, j, n
+    cdef Py_ssize_t k, j
+    cdef PyObject *a
+    cdef PyObject *me = <PyObject *>r
     if (type(r) is not NP_NDARRAY or cnp.PyArray_BASE(<cnp.ndarray>r) != NULL
             or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>r)
             or not cnp.PyArray_CHKFLAGS(<cnp.ndarray>r, cnp.NPY_ARRAY_OWNDATA)):
         return False
+    # Borrowed pointers only: no reference counting in this scan.
     for k in range(PyTuple_GET_SIZE(args)):
-        a = <object>PyTuple_GET_ITEM(args, k)
-        if a is r:
+        a = PyTuple_GET_ITEM(args, k)
+        if a == me:
             return False
-        if type(a) is tuple:
-            for j in range(PyTuple_GET_SIZE(<tuple>a)):
-                if <object>PyTuple_GET_ITEM(<tuple>a, j) is r:
+        if PyTuple_CheckExact(<object>a):
+            for j in range(PyTuple_GET_SIZE(<object>a)):
+                if PyTuple_GET_ITEM(<object>a, j) == me:
                     return False
-    n = PyTuple_GET_SIZE(grads)
-    for k in range(n):
-        if k != i and <object>PyTuple_GET_ITEM(grads, k) is r:
+    for k in range(PyTuple_GET_SIZE(grads)):
+        if k != i and PyTuple_GET_ITEM(grads, k) == me:
             return False
     return True
 
