@@ -40,8 +40,12 @@ under free-threaded CPython, and count Cython's temporaries): a slot's gradient 
 * It owns nothing else: the head gradients, anything a ``Function``'s or custom op's
   ``backward`` returns (user code may keep it), read-only and broadcast views, symbolic
   constants (Note [Filled gradients]), the outputs of multi-output nodes.
-* Handing out ends ownership: a gradient passed to a rule is the rule's argument (so the
-  rule's returning it is not owned); a variable's owned gradient becomes its ``.grad`` buffer
+* A table rule that passes its own ``g`` on unchanged (``add``) passes the pass's ownership
+  of ``g`` on to the one input slot that keeps it as it is (``_deliver`` fits every gradient
+  of the node first to count them); when two slots keep it, or its ``g`` was not owned,
+  neither slot owns it.
+* Handing out ends ownership: a gradient given to ``grad()``'s caller or to a ``Function``
+  stops being the pass's; a variable's owned gradient becomes its ``.grad`` buffer
   instead of being copied (``write_grad_buffer``) and the pass drops it; ``grad()`` returns an
   owned gradient as it is and a copy for every other (or repeated) variable, and a captured
   gradient that was also given to a ``Function`` is copied.
@@ -859,6 +863,68 @@ cdef class _Pass:
                             self.slots[j].deps += 1
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_owned) except *:
+    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its arguments, None for a
+    ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
+    [Gradient buffer ownership]. ``g_owned``: the pass owns ``g``, the gradient the table rule
+    received; a rule that passes it on unchanged (``add``) then hands the pass's buffer on, and
+    the one slot that keeps it as it is owns it (two that keep it share it: neither does)."""
+    cdef tuple parents = n.parents
+    cdef Py_ssize_t i, k, pslot, nparents = PyTuple_GET_SIZE(parents), holders = 0
+    cdef bint create = ps.create, prune = ps.prune, allocated, owned, passed = False
+    cdef tuple poidx = n.parent_oidx
+    cdef Node p
+    cdef object obj, gi, fitted
+    cdef list fits = None
+    if g_owned:
+        for i in range(nparents):
+            if PyTuple_GET_ITEM(grads, i) == <PyObject *>g:
+                passed = True
+                break
+    if passed:
+        # Fit every gradient first, to count the slots that will hold g itself.
+        fits = [None] * nparents
+        for i in range(nparents):
+            obj = <object>PyTuple_GET_ITEM(parents, i)
+            gi = <object>PyTuple_GET_ITEM(grads, i)
+            if obj is None or gi is None:
+                continue
+            p = <Node>obj
+            if (prune and not ps.slots[ps.slot_of(p)].flags & NEEDED) or p.zero:
+                continue
+            k = 0 if poidx is None else <Py_ssize_t>poidx[i]
+            fitted = _fit(gi, p, k, n, i, create, &allocated)
+            fits[i] = (fitted, allocated)
+            if fitted is g:
+                holders += 1
+    for i in range(nparents):
+        obj = <object>PyTuple_GET_ITEM(parents, i)
+        if obj is None:
+            continue
+        p = <Node>obj
+        pslot = ps.slot_of(p)
+        if (prune and not ps.slots[pslot].flags & NEEDED) or p.zero:
+            continue
+        gi = <object>PyTuple_GET_ITEM(grads, i)
+        if gi is None:
+            continue
+        k = 0 if poidx is None else <Py_ssize_t>poidx[i]
+        if fits is None:
+            fitted = _fit(gi, p, k, n, i, create, &allocated)
+        else:
+            fitted, allocated = <tuple>fits[i]
+            fits[i] = None
+        # The pass owns what it allocated, what a table rule made for this input alone, and
+        # its own g passed on to this input alone.
+        owned = allocated or (args is not None and fitted is gi and not create and (
+            rule_result_owned(gi, args, grads, i) or (fitted is g and holders == 1)))
+        gi = None
+        ps.accumulate(p, pslot, k, fitted, owned)
+        fitted = None
+
+
 def run_backward(list heads, list head_grads, list variables, bint retain_graph,
                  bint create_graph, bint train_mode, bint allow_unused=False):
     """Run one backward pass (internal; see ``fastgrad.autograd.backward`` and ``grad``).
@@ -1013,6 +1079,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         if prune:
             if ps.slots[slot].flags & TARGET:
                 captured[n] = (g, owned)
+                owned = False               # handed out to grad()'s caller
         elif n.var_refs is not None:
             # A variable's gradient the pass owns becomes its .grad buffer (handed out).
             _write_vars(n, g, n.op is None and owned)
@@ -1049,26 +1116,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                                    "for %d inputs" % (n.op.name, len(grads), nparents))
             if is_anomaly_c():
                 _anomaly_report(n, grads)
-            poidx = n.parent_oidx
-            for i in range(nparents):
-                obj = <object>PyTuple_GET_ITEM(parents, i)
-                if obj is None:
-                    continue
-                p = <Node>obj
-                pslot = ps.slot_of(p)
-                if (prune and not ps.slots[pslot].flags & NEEDED) or p.zero:
-                    continue
-                gi = <object>PyTuple_GET_ITEM(grads, i)
-                if gi is not None:
-                    k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-                    fitted = _fit(gi, p, k, n, i, create, &allocated)
-                    # Note [Gradient buffer ownership]: the pass owns what it allocated and
-                    # what a table rule made for this input alone.
-                    owned = allocated or (args is not None and fitted is gi and not create
-                                          and rule_result_owned(gi, args, grads, i))
-                    gi = None
-                    ps.accumulate(p, pslot, k, fitted, owned)
-                    fitted = None
+            _deliver(ps, n, grads, args, g, owned and args is not None and not create)
             args = None
             grads = None          # release the rule's results as soon as they are delivered
         g = None

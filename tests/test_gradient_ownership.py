@@ -191,3 +191,34 @@ def test_a_variable_grad_buffer_is_not_the_pass_s_shared_gradient():
     assert not onp.shares_memory(x0.grad.asnumpy(), x1.grad.asnumpy())
     x0.grad[:] = 0.0
     onp.testing.assert_allclose(x1.grad.asnumpy(), onp.full((2, 3), 3.0), rtol=0)
+
+
+def test_a_gradient_passed_on_to_one_input_is_added_into_only_when_nobody_else_holds_it():
+    # t's gradient (2t, the pass's own) is passed on by add to h alone; h gets a second
+    # contribution. grad() also returns t's gradient, so it must not be added into.
+    x = _arr(X0)
+    with mx.autograd.record():
+        h = mx.npx.relu(x)
+        t = h + 1.0
+        y = mx.np.sum(t * t) + mx.np.sum(h * 3.0)
+    gt, gh, gx = mx.autograd.grad(y, [t, h, x], retain_graph=True)
+    h0 = onp.maximum(X0, 0.0)
+    onp.testing.assert_allclose(gt.asnumpy(), 2.0 * (h0 + 1.0), rtol=1e-15)
+    onp.testing.assert_allclose(gh.asnumpy(), 2.0 * (h0 + 1.0) + 3.0, rtol=1e-15)
+    onp.testing.assert_allclose(gx.asnumpy(), (2.0 * (h0 + 1.0) + 3.0) * (X0 > 0), rtol=1e-15)
+    y.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), (2.0 * (h0 + 1.0) + 3.0) * (X0 > 0),
+                                rtol=1e-15)
+
+
+def test_a_broadcast_add_passes_its_gradient_to_the_full_size_input():
+    # add hands g to x (kept as it is: the pass may make it x.grad) and to b (summed).
+    x = _arr(X0)
+    b = _arr(C0[0])
+    with mx.autograd.record():
+        y = mx.np.sum(mx.npx.relu(x + b) * 2.0)
+    y.backward()
+    active = (X0 + C0[0]) > 0
+    onp.testing.assert_allclose(x.grad.asnumpy(), 2.0 * active, rtol=0)
+    onp.testing.assert_allclose(b.grad.asnumpy(), 2.0 * active.sum(0), rtol=0)
+    assert not onp.shares_memory(x.grad.asnumpy(), b.grad.asnumpy())
