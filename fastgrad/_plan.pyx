@@ -35,7 +35,9 @@ step after the rule is the engine's own function, cimported from ``_engine.pxd``
 is summed back to the input's shape and cast to its dtype by ``fit_gradient``, added by
 ``add_gradient`` with the ownership ``rule_result_owned`` decides (Note [Accumulation] and Note
 [Gradient buffer ownership] in ``_engine.pyx``; an output of a multi-output step is never
-owned, as in the engine), and a multi-output step's unreached outputs get the engine's symbolic
+owned, as in the engine; the replay does not pass ownership on through a rule that returns its
+own ``g`` unchanged, which the engine's ``_deliver`` does: that can cost the replay a copy,
+never a value), and a multi-output step's unreached outputs get the engine's symbolic
 zeros (``complete_gradients``). So each gradient is the same sum of the same terms in the same
 order, by the same code, as imperatively, and the executor's gradients equal the imperative
 ones bit for bit (``tests/test_executor_core.py``).
