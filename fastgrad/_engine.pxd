@@ -7,6 +7,8 @@ from fastgrad._array cimport ndarray
 
 cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ssize_t i,
                          bint *allocated)
+cdef object fit_gradient_like(object g, object like, object site, Py_ssize_t i,
+                              bint *allocated)
 cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bint *owned)
 cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i)
 cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object dtypes)

@@ -308,6 +308,20 @@ cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ss
     return g
 
 
+cdef object fit_gradient_like(object g, object like, object site, Py_ssize_t i,
+                              bint *allocated):
+    """``fit_gradient`` to the shape and dtype of the array ``like`` (the executor's replay
+    has the input's value at hand), compared in C first, so a gradient that already fits
+    costs no shape tuple."""
+    if type(like) is not NP_NDARRAY:
+        like = _asarray(like)
+    if (type(g) is NP_NDARRAY and same_layout(<cnp.ndarray>g, <cnp.ndarray>like)):
+        allocated[0] = False
+        return g
+    return fit_gradient(g, (<object>like).shape, (<object>like).dtype, site, i,
+                        allocated)
+
+
 cdef inline bint _has_shape(cnp.ndarray a, tuple shape) except -1:
     """Whether ``a.shape == shape``, without building the shape tuple."""
     cdef int k, nd = cnp.PyArray_NDIM(a)

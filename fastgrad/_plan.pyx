@@ -32,7 +32,7 @@ consumers come after it), so it runs the nodes in decreasing ``seq``, which for 
 recorded in the symbol's order is reverse creation order. Within a step the input gradients
 are delivered in input order and the head gradients are seeded first in output order. Every
 step after the rule is the engine's own function, cimported from ``_engine.pxd``: the gradient
-is summed back to the input's shape and cast to its dtype by ``fit_gradient``, added by
+is summed back to the input's shape and cast to its dtype by ``fit_gradient_like``, added by
 ``add_gradient`` with the ownership ``rule_result_owned`` decides (Note [Accumulation] and Note
 [Gradient buffer ownership] in ``_engine.pyx``; an output of a multi-output step is never
 owned, as in the engine; the replay does not pass ownership on through a rule that returns its
@@ -64,7 +64,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING
 cimport numpy as cnp
 from fastgrad._node cimport new_leaf, HAS_RULE, NO_RULE
 from fastgrad._array cimport ndarray, Primitive, wrap
-from fastgrad._engine cimport (fit_gradient, add_gradient, rule_result_owned,
+from fastgrad._engine cimport (fit_gradient_like, add_gradient, rule_result_owned,
                                complete_gradients, write_grad_buffer, same_layout, needs_mask)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 
@@ -157,15 +157,6 @@ cdef inline object _slot(list vals, tuple idx, Py_ssize_t i):
 
 cdef inline object _as_np(object v):
     return v if type(v) is NP_NDARRAY else _asarray(v)
-
-
-cdef inline object _fit(object g, object like, Step st, Py_ssize_t i, bint *allocated):
-    """``g`` summed back to the shape of ``like`` (the input's value) and cast to its dtype,
-    by the engine's own ``fit_gradient``."""
-    if type(like) is not NP_NDARRAY:
-        like = _asarray(like)
-    return fit_gradient(g, (<object>like).shape, (<object>like).dtype, st, i,
-                        allocated)
 
 
 @cython.boundscheck(False)
@@ -554,7 +545,8 @@ cdef class Plan:
                 gi = <object>PyTuple_GET_ITEM(grads, i)
                 if gi is None:
                     continue
-                fitted = _fit(gi, <object>PyList_GET_ITEM(vals, s), st, i, &allocated)
+                fitted = fit_gradient_like(gi, <object>PyList_GET_ITEM(vals, s), st, i,
+                                           &allocated)
                 # Note [Gradient buffer ownership] in _engine.pyx, as the engine decides it.
                 owned = allocated or (args is not None and fitted is gi
                                       and rule_result_owned(gi, args, grads, i))
