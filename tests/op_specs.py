@@ -101,6 +101,26 @@ def away_from_int(rng, shape):
     return rng.integers(0, 3, shape) + rng.uniform(0.1, 0.9, shape)
 
 
+def negative(rng, shape):
+    return rng.uniform(-3.0, -0.3, shape)
+
+
+def integer_valued(rng, shape):
+    return rng.integers(-3, 4, shape).astype(onp.float64)
+
+
+def zero_to_five_in_pairs(rng, shape):
+    """0, 0, 1, 1, ..., 5, 5, 0, ...: every exponent meets one of ``with_zeros``' zeros."""
+    n = int(onp.prod(shape))
+    return (onp.arange(n) // 2 % 6).astype(onp.float64).reshape(shape)
+
+
+def with_zeros(rng, shape):
+    a = rng.uniform(0.5, 2.0, shape)
+    a.flat[::2] = 0.0
+    return a
+
+
 def positive_weights(rng, shape):
     return rng.uniform(0.5, 2.0, shape)
 
@@ -309,6 +329,15 @@ _binary("add subtract multiply maximum minimum fmax fmin hypot arctan2 logaddexp
 _binary("divide", domain=[(-2, 2), (0.5, 2)])
 _binary("power", domain=[(0.5, 2), (-1.5, 1.5)])
 _binary("float_power", domain=[(0.5, 2), (-1.5, 1.5)], f32=False)
+# Bases outside (0.5, 2): large ones; negative ones and zero with integer exponents (the
+# exponent is then not differentiated: x ** y is not real off the integers for x < 0).
+_power = lambda x, y: REGISTRY["power"](x, y)  # noqa: E731
+SPECS["power_large_base"] = Spec([C((3, 4), (3, 4)), C((5,), ())], domain=[(2, 40), (-2.5, 2.5)],
+                                 ref=onp.power, call=_power)
+SPECS["power_negative_base"] = Spec([C((3, 4), (3, 4))], make={0: negative, 1: integer_valued},
+                                    nondiff={1}, ref=onp.power, call=_power)
+SPECS["power_zero_base"] = Spec([C((3, 4), (3, 4))], make={0: with_zeros, 1: zero_to_five_in_pairs},
+                                nondiff={1}, ref=onp.power, call=_power)
 _binary("mod fmod", domain=[(0.2, 4), (1.05, 1.45)])
 _binary("copysign", nondiff={1})
 SPECS["ldexp"] = Spec(BINARY, make={1: small_ints}, nondiff={1})
