@@ -18,7 +18,7 @@ import fastgrad as mx
 from fastgrad import autograd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _helpers import assert_fd_close, fd_gradient  # noqa: E402
+from _helpers import assert_fd_close, central_difference, fd_gradient  # noqa: E402
 
 np = mx.np
 
@@ -138,6 +138,40 @@ def test_eigh_at_a_repeated_eigenvalue_when_its_vectors_are_unused():
     (g,) = grads(lambda m: _eigh_loss(np, m), a)
     (expected,) = fd_gradient(lambda m: _eigh_loss(onp, m), a)   # eigh reads the lower triangle
     assert_fd_close(g, expected, "eigh at a repeated eigenvalue")
+
+
+def test_eigh_at_a_repeated_eigenvalue_batched():
+    """One matrix of the batch has the double eigenvalue, the other not."""
+    a = onp.stack([_with_spectrum([1.0, 1.0, 3.0], 3, 3, seed=0, symmetric=True),
+                   _with_spectrum([0.5, 1.0, 2.0], 3, 3, seed=1, symmetric=True)])
+
+    def loss(lib, m):
+        w, v = lib.linalg.eigh(m)
+        top = v[..., :, 2]
+        return (w * lib.array([1.0, 1.0, 3.0])).sum() + (top ** 4).sum()
+
+    (g,) = grads(lambda m: loss(np, m), a)
+    (expected,) = fd_gradient(lambda m: loss(onp, m), a)
+    assert_fd_close(g, expected, "batched eigh")
+    # Away from the tie, second order too; at it, the first-order rule itself uses the
+    # vectors of the repeated pair (V diag(gw) V^T), so the second order is the error.
+    direction = onp.tril(onp.random.default_rng(6).normal(size=a.shape))
+    hv = hessian_vector(lambda m: loss(np, m[1]), a, direction)
+    expected_hv = central_difference(lambda t: grads(lambda m: loss(np, m[1]),
+                                                     a + t * direction)[0])
+    assert_fd_close(hv, expected_hv, "eigh, Hessian-vector product")
+    with pytest.raises(ValueError, match="eigh.*repeated eigenvalue"):
+        hessian_vector(lambda m: loss(np, m), a, direction)
+
+
+def test_second_order_of_eigenvalues_at_a_repeated_eigenvalue_is_an_error_not_nan():
+    """``sum(eigvalsh(A) ** 2)`` at ``2 I``: the first order is exact (the rule needs no
+    gaps); the second goes through the eigenvectors, and gave NaN silently before."""
+    (g,) = grads(lambda m: (np.linalg.eigvalsh(m) ** 2).sum(), 2 * onp.eye(3))
+    onp.testing.assert_allclose(g, 4 * onp.eye(3), atol=1e-14)
+    with pytest.raises(ValueError, match="eigh.*repeated eigenvalue"):
+        hessian_vector(lambda m: (np.linalg.eigvalsh(m) ** 2).sum(), 2 * onp.eye(3),
+                       onp.tril(onp.ones((3, 3))))
 
 
 @pytest.mark.parametrize("loss", [
