@@ -270,6 +270,13 @@ def test_std_and_var_with_one_constant_row(op, ddof):
     assert_fd_close(g[1], expected, op)
 
 
+def test_std_second_derivative_at_a_constant_is_zero_as_pytorch():
+    """std has no second derivative at a constant (its gradient jumps); edge_cases.rst states
+    the convention, 0, PyTorch's (JAX gives NaN for both orders)."""
+    hv = hessian_vector(lambda a: np.std(a), onp.full(3, 1.5), onp.array([1.0, 2.0, 3.0]))
+    onp.testing.assert_array_equal(hv, onp.zeros(3))
+
+
 def test_var_second_derivative_at_a_constant_is_the_closed_form():
     """var is quadratic: its Hessian is ``2/n (I - 11^T/n)`` everywhere, constants included."""
     v = onp.array([1.0, 2.0, -3.0])
