@@ -104,12 +104,17 @@ def test_argmax_argmin_and_topk_with_ties_pick_the_first_as_numpy():
     (lambda a: np.abs(a), [-1.0, 0.0, 1.0]),                      # edge_cases.rst: 0 at 0
     (lambda a: mx.npx.relu(a), [0.0, 0.0, 1.0]),                  # PyTorch, MXNet: 0 at 0
     (lambda a: mx.npx.leaky_relu(a, slope=0.25), [0.25, 0.25, 1.0]),   # both: slope at 0
+    (lambda a: mx.npx.leaky_relu(a, act_type="elu", slope=0.5),        # left slope at 0:
+     [0.5 * onp.exp(-0.5), 0.5, 1.0]),                                # PyTorch, MXNet
+    (lambda a: mx.npx.leaky_relu(a, act_type="selu"),
+     [1.0507009873554805 * 1.6732632423543772 * onp.exp(-0.5),
+      1.0507009873554805 * 1.6732632423543772, 1.0507009873554805]),
     (lambda a: np.clip(a, 0.0, 1.0), [0.0, 1.0, 1.0]),            # bounds included (PyTorch,
     (lambda a: np.sign(a) * 3.0, [0.0, 0.0, 0.0]),                # MXNet)
-], ids=["abs", "relu", "leaky_relu", "clip", "sign"])
+], ids=["abs", "relu", "leaky_relu", "elu", "selu", "clip", "sign"])
 def test_kinks_at_zero_follow_the_stated_convention(fn, expected):
     (g,) = grads(lambda a: fn(a).sum(), [-0.5, 0.0, 1.0])
-    onp.testing.assert_array_equal(g, expected)
+    onp.testing.assert_allclose(g, expected, rtol=1e-15)
 
 
 # ---------------------------------------------------------------- repeated eigen/singular values
