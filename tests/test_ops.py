@@ -223,15 +223,6 @@ def test_hessian_vector_product_matches_finite_differences(name, k):
                                  "%s Hessian-vector product" % name)
 
 
-def _weighted(arrays, directions):
-    """``sum(<a, d>)`` over the pairs, recorded."""
-    total = None
-    for a, d in zip(arrays, directions):
-        term = (a * mx.np.array(d, dtype=a.dtype)).sum()
-        total = term if total is None else total + term
-    return total
-
-
 def _shifted(c, t):
     values = list(c.values)
     for i, v in zip(c.diff, c.tangent):
@@ -275,28 +266,40 @@ def check_hessian_vector_product(c, inner, what):
 
 @pytest.mark.parametrize("name,k", SECOND)
 def test_third_derivative_matches_finite_differences(name, k):
-    """``d/dt <H(x + t v) v, w>`` at 0, with ``w`` the reversed tangent: recorded twice over
-    against finite differences of the Hessian-vector product."""
     spec = ALL_SPECS[name]
-    c = Case(name, spec, spec.cases[k])
+    check_third_derivative(Case(name, spec, spec.cases[k]), lambda g, v: g * v,
+                           "%s third derivative" % name)
+
+
+def _numeric_inner(a, b):
+    """``sum(real(a * conj(b)))``: the NumPy value of the ``inner`` of the checks."""
+    return float(onp.sum(onp.real(onp.asarray(a) * onp.conj(b))))
+
+
+def check_third_derivative(c, inner, what):
+    """``d/dt <H(x + t v) v, w>`` at 0 (``w`` the reversed tangent, ``<a, b>`` the sum of
+    ``inner(a, b)``), recorded twice over, against finite differences of the Hessian-vector
+    product."""
     other = [onp.flip(v) for v in c.tangent]
-    variables, hv = _hessian_vector(c, c.values, lambda g, v: g * v, create_graph=True)
+    variables, hv = _hessian_vector(c, c.values, inner, create_graph=True)
     with mx.autograd.record():
-        t = _weighted(hv, other)
+        t = None
+        for h, w in zip(hv, other):
+            term = inner(h, mx.np.array(w)).sum()
+            t = term if t is None else t + term
     if t.node is None:
         got = 0.0
     else:
         third = mx.autograd.grad(t, variables, allow_unused=True)
-        got = sum(float(onp.sum(g.asnumpy() * v)) for g, v in zip(third, c.tangent))
+        got = sum(_numeric_inner(g.asnumpy(), v) for g, v in zip(third, c.tangent))
 
-    def projected_hv_at(t):
-        _, h = _hessian_vector(c, _shifted(c, t), lambda g, v: g * v, create_graph=False)
-        return sum(float(onp.sum(g.asnumpy() * w)) for g, w in zip(h, other))
+    def projected_hv_at(step):
+        _, h = _hessian_vector(c, _shifted(c, step), inner, create_graph=False)
+        return sum(_numeric_inner(g.asnumpy(), w) for g, w in zip(h, other))
 
     expected = central_difference(projected_hv_at)
     # Three derivatives deep the difference's error grows (1e-8 relative at logit's pole).
-    assert_fd_close(onp.float64(got), onp.float64(expected), "%s third derivative" % name,
-                    rtol=1e-6, atol=1e-7)
+    assert_fd_close(onp.float64(got), onp.float64(expected), what, rtol=1e-6, atol=1e-7)
 
 
 # ---------------------------------------------------------------- (d) float32

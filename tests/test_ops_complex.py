@@ -5,7 +5,7 @@ The ops are found in the registry (``Primitive.complex_mode``; Note [Complex gra
 the real ones. Each differentiable input is given an imaginary part, the outputs are weighted
 into the real loss ``L = sum(Re(out * conj(w)))``, and fastgrad's gradients must equal PyTorch's
 convention ``dL/da + i dL/db`` computed by central finite differences on the real and imaginary
-parts ``a`` and ``b``, to first and second order (the Hessian-vector product). Ops that are not
+parts ``a`` and ``b``, to first, second (the Hessian-vector product) and third order. Ops that are not
 checked for complex values must refuse them with an error naming the op.
 """
 import os
@@ -135,6 +135,17 @@ def test_complex_hessian_vector_product_matches_finite_differences(name, k):
         pytest.skip("a real-input op: NumPy refuses complex values (checked at first order)")
     base.check_hessian_vector_product(c, lambda g, v: mx.np.real(g * mx.np.conj(v)),
                                       "%s complex Hessian-vector product" % name)
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("name,k", SECOND)
+def test_complex_third_derivative_matches_finite_differences(name, k):
+    spec = SPECS[name]
+    c = ComplexCase(name, spec, spec.cases[k])
+    if c.refused:
+        pytest.skip("a real-input op: NumPy refuses complex values (checked at first order)")
+    base.check_third_derivative(c, lambda g, v: mx.np.real(g * mx.np.conj(v)),
+                                "%s complex third derivative" % name)
 
 
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")   # scipy.special kernels
