@@ -5,8 +5,8 @@ The ops are found in the registry (``Primitive.complex_mode``; Note [Complex gra
 the real ones. Each differentiable input is given an imaginary part, the outputs are weighted
 into the real loss ``L = sum(Re(out * conj(w)))``, and fastgrad's gradients must equal PyTorch's
 convention ``dL/da + i dL/db`` computed by central finite differences on the real and imaginary
-parts ``a`` and ``b``, to first, second (the Hessian-vector product) and third order. Ops that are not
-checked for complex values must refuse them with an error naming the op.
+parts ``a`` and ``b``, to first, second (the Hessian-vector product) and third order. Ops that
+are not checked for complex values must refuse them with an error naming the op.
 """
 import os
 import sys
