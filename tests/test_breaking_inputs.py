@@ -258,6 +258,28 @@ def test_linear_algebra_at_condition_one_million(op):
     assert_fd_close(g, expected, op, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("op", ["cholesky", "eigh", "inv"])
+def test_symmetric_positive_definite_at_condition_one_million(op):
+    a = _with_spectrum(onp.geomspace(1.0, 1e-6, 3), 3, 3, seed=7, symmetric=True)
+    weight = onp.random.default_rng(8).normal(size=(3, 3))
+
+    def loss(lib, m):
+        if op == "cholesky":   # fastgrad's is of the symmetric part (its docstring)
+            m = (m + m.T) / 2 if lib is onp else m
+            return (lib.linalg.cholesky(m) * onp.tril(weight)).sum()
+        if op == "eigh":
+            w, v = lib.linalg.eigh(m)
+            return (w * onp.array([1.0, 2.0, 3.0])).sum() + ((v * v) @ onp.arange(3.0)).sum()
+        return (lib.linalg.inv(m) * weight).sum()
+
+    (g,) = grads(lambda m: loss(np, m), a)
+    # Steps far below what the derivative's scale is set by: the smallest eigenvalue (1e-6)
+    # for cholesky and inv, the smallest gap (1e-3) for eigh's vectors.
+    step = 1e-6 if op == "eigh" else 1e-10
+    (expected,) = fd_gradient(lambda m: loss(onp, m), a, step=step)
+    assert_fd_close(g, expected, op, rtol=1e-5, atol=1e-9)   # measured: 4e-6 (cholesky)
+
+
 # ---------------------------------------------------------------- constants and powers
 @pytest.mark.parametrize("op", ["std", "var"])
 @pytest.mark.parametrize("ddof", [0, 1])
