@@ -307,7 +307,7 @@ def _split_ref(x, indices, axis=0):
 UNARY = [C((3, 4)), C(()), C((0, 3))]
 BINARY = [C((3, 4), (3, 4)), C((3, 1), (4,)), C((), (2, 3)), C((0, 3), (3,))]
 REDUCE = [C((3, 4)), C((3, 4), axis=1), C((2, 3, 2), axis=(0, 2), keepdims=True),
-          C((4,), axis=0, keepdims=True)]
+          C((0, 3), axis=1), C((4,), axis=0, keepdims=True)]
 MATMUL = [C((3, 4), (4, 2)), C((4,), (4, 2)), C((2, 3, 4), (4,)), C((2, 1, 3, 4), (3, 4, 2))]
 POS = (0.3, 3.0)
 UNIT = (-0.9, 0.9)
