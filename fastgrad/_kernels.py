@@ -529,11 +529,20 @@ def pinv(x, rtol):
 
 # ---------------------------------------------------------------- convolution and pooling
 # Note [Convolution layout]: data is NCHW, weights are (F, C, KH, KW). ``stride``, ``pad`` and
-# ``dilate`` are pairs of ints. The forward gathers the receptive fields with
-# ``sliding_window_view`` (a view, no copy) and contracts them with the weights in one
-# ``tensordot``; the two backward kernels are the adjoints of that map, one in the data and one
-# in the weights, and are table ops themselves so that convolution is differentiable to any
-# order.
+# ``dilate`` are pairs of ints. Convolution is one matrix product over an im2col buffer:
+# ``im2col`` copies every receptive field of the (padded) data into the columns of a
+# (C*KH*KW, N*OH*OW) matrix, laid out C, KH, KW by N, OH, OW, so that the forward is one sgemm
+# ``w.reshape(F, -1) @ cols`` giving (F, N*OH*OW), which is the output in CNHW memory order
+# (returned as an NCHW-shaped transposed view: elementwise ops downstream keep that order and
+# nothing copies it back). The weight gradient is the one sgemm ``g @ cols.T`` and the data
+# gradient the one sgemm ``w.T @ g`` followed by ``col2im``, which adds the KH*KW shifted slices
+# of those columns into the padded image (slice adds, no ``np.add.at``). ``im2col`` and
+# ``col2im`` are each other's adjoints and both are table ops, so convolution is
+# differentiable to any order. ``npx.convolution`` records im2col, the product and the bias
+# add as separate nodes so that the backward reuses the forward's buffer instead of gathering
+# the windows again (Note [Convolution as recorded ops] in ``numpy_extension.py``); ``conv2d``
+# and its two adjoints below (used by 1-D/3-D convolution, deconvolution and second-order
+# rules) use the same kernels in one call.
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
@@ -552,68 +561,163 @@ def conv_out_size(n, k, stride, pad, dilate):
     return (n + 2 * pad - dilate * (k - 1) - 1) // stride + 1
 
 
-def conv2d(x, w, stride, pad, dilate):
-    win = _windows(_pad2(x, pad), w.shape[2:], stride, dilate)      # N C OH OW KH KW
-    out = np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3]))         # N OH OW F
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+def im2col(x, kernel, stride, pad, dilate):
+    """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW)."""
+    win = _windows(_pad2(x, pad), kernel, stride, dilate)           # N C OH OW KH KW
+    n, c, oh, ow, kh, kw = win.shape
+    cols = np.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
+    cols[...] = win.transpose(1, 4, 5, 0, 2, 3)
+    return cols.reshape(c * kh * kw, n * oh * ow)
 
 
-def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
-    """The adjoint of ``conv2d`` in its data: scatter ``g`` back through the weights."""
-    n, _, oh, ow = g.shape
-    _, c, kh, kw = w.shape
-    hp, wp = x_hw[0] + 2 * pad[0], x_hw[1] + 2 * pad[1]
-    out = np.zeros((n, c, hp, wp), dtype=np.result_type(g, w))
-    # cols[n, oh, ow, c, kh, kw]: each output position's contribution to its receptive field
-    cols = np.tensordot(g, w, axes=([1], [0])).transpose(0, 3, 4, 5, 1, 2)
+def col2im(cols, x_shape, kernel, stride, pad, dilate):
+    """The adjoint of ``im2col``: add every column back onto its receptive field."""
+    n, c, h, w = x_shape
+    kh, kw = kernel
+    oh = conv_out_size(h, kh, stride[0], pad[0], dilate[0])
+    ow = conv_out_size(w, kw, stride[1], pad[1], dilate[1])
+    cols = cols.reshape(c, kh, kw, n, oh, ow)
+    out = np.zeros((c, n, h + 2 * pad[0], w + 2 * pad[1]), dtype=cols.dtype)
     for i in range(kh):
         hi = i * dilate[0]
         for j in range(kw):
             wj = j * dilate[1]
             out[:, :, hi:hi + stride[0] * (oh - 1) + 1:stride[0],
-                wj:wj + stride[1] * (ow - 1) + 1:stride[1]] += cols[:, :, i, j]
-    return out[:, :, pad[0]:pad[0] + x_hw[0], pad[1]:pad[1] + x_hw[1]]
+                wj:wj + stride[1] * (ow - 1) + 1:stride[1]] += cols[:, i, j]
+    return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
+
+
+def _cnhw_to_nchw(y2d, n, oh, ow):
+    """(F, N*OH*OW) product rows as an NCHW array (a transposed view, Note [Convolution layout])."""
+    return y2d.reshape(-1, n, oh, ow).transpose(1, 0, 2, 3)
+
+
+def _nchw_to_rows(g):
+    """NCHW ``g`` as (F, N*OH*OW) rows, the layout of ``conv2d``'s product."""
+    n, f, oh, ow = g.shape
+    return g.transpose(1, 0, 2, 3).reshape(f, n * oh * ow)
+
+
+def conv2d(x, w, stride, pad, dilate):
+    cols = im2col(x, w.shape[2:], stride, pad, dilate)
+    n = x.shape[0]
+    oh, ow = (conv_out_size(x.shape[2], w.shape[2], stride[0], pad[0], dilate[0]),
+              conv_out_size(x.shape[3], w.shape[3], stride[1], pad[1], dilate[1]))
+    dtype = np.result_type(x, w)
+    y2d = np.matmul(w.reshape(w.shape[0], -1).astype(dtype, copy=False),
+                    cols.astype(dtype, copy=False))
+    return _cnhw_to_nchw(y2d, n, oh, ow)
+
+
+def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
+    """The adjoint of ``conv2d`` in its data: one product with the weights, then ``col2im``."""
+    n = g.shape[0]
+    f, c, kh, kw = w.shape
+    dtype = np.result_type(g, w)
+    dcols = np.matmul(w.reshape(f, -1).T.astype(dtype, copy=False),
+                      _nchw_to_rows(g).astype(dtype, copy=False))
+    return col2im(dcols, (n, c) + tuple(x_hw), (kh, kw), stride, pad, dilate)
 
 
 def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
-    """The adjoint of ``conv2d`` in its weights: correlate the data with ``g``."""
-    win = _windows(_pad2(x, pad), kernel, stride, dilate)           # N C OH OW KH KW
-    return np.tensordot(g, win, axes=([0, 2, 3], [0, 2, 3]))        # F C KH KW
+    """The adjoint of ``conv2d`` in its weights: one product of ``g`` with the data's columns."""
+    cols = im2col(x, kernel, stride, pad, dilate)
+    dtype = np.result_type(x, g)
+    dw = np.matmul(_nchw_to_rows(g).astype(dtype, copy=False), cols.T.astype(dtype, copy=False))
+    return dw.reshape((g.shape[1], x.shape[1]) + tuple(kernel))
+
+
+# Note [Max pooling by offsets]: a pooling window has KH*KW offsets (i, j); the elements at
+# offset (i, j) of all windows form one strided slice of the padded data. The maximum is the
+# elementwise maximum of those KH*KW slices (KH*KW - 1 ufunc calls over whole arrays, no 6-D
+# reduction). The gradient goes to one element per window, the first maximum in row-major
+# order within the window (what ``argmax`` picks; MXNet and PyTorch also route a tie to one
+# element): ``_max_pool_winner`` finds the offset of that element for every window, and the
+# scatter adds ``g`` into each offset's slice where it won (``np.add`` with ``where=``, no
+# ``np.add.at``; overlapping windows add into shared elements correctly because one slice
+# never holds an element twice). A window whose maximum is NaN routes its gradient to its
+# first NaN, as ``argmax`` does.
+def _offset_slices(kernel, stride, out_hw):
+    oh, ow = max(out_hw[0], 0), max(out_hw[1], 0)
+    return [(i * kernel[1] + j,
+             (slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
+                                              stride[0]),
+              slice(j, j + stride[1] * (ow - 1) + 1 if ow else j, stride[1])))
+            for i in range(kernel[0]) for j in range(kernel[1])]
 
 
 def _pool_windows(x, kernel, stride, pad, value):
     return _windows(_pad2(x, pad, value), kernel, stride, (1, 1))
 
 
+def _pool_out_hw(shape, kernel, stride, pad):
+    return ((shape[2] + 2 * pad[0] - kernel[0]) // stride[0] + 1,
+            (shape[3] + 2 * pad[1] - kernel[1]) // stride[1] + 1)
+
+
+def _max_of_slices(xp, slices):
+    out = None
+    for _, key in slices:
+        out = xp[key].copy() if out is None else np.maximum(out, xp[key], out=out)
+    return out
+
+
 def max_pool2d(x, kernel, stride, pad):
-    return _pool_windows(x, kernel, stride, pad, -np.inf).max(axis=(4, 5))
+    xp = _pad2(x, pad, -np.inf)
+    return _max_of_slices(xp, _offset_slices(kernel, stride, _pool_out_hw(x.shape, kernel,
+                                                                          stride, pad)))
 
 
-def _argmax_key(x, kernel, stride, pad):
-    """Index arrays into the padded ``x`` at the maximum of every pooling window."""
-    win = _pool_windows(x, kernel, stride, pad, -np.inf)
-    n, c, oh, ow, kh, kw = win.shape
-    flat = win.reshape(n, c, oh, ow, kh * kw).argmax(axis=-1)
-    row = flat // kw + (np.arange(oh) * stride[0])[:, None]
-    col = flat % kw + (np.arange(ow) * stride[1])[None, :]
-    return (np.arange(n)[:, None, None, None], np.arange(c)[None, :, None, None], row, col)
+def _max_pool_winner(xp, kernel, stride, out_hw):
+    """Per window, the row-major offset of its first maximum (int16), and the offsets' slices."""
+    slices = _offset_slices(kernel, stride, out_hw)
+    top = _max_of_slices(xp, slices)
+    winner = np.full(top.shape, -1, dtype=np.int16 if len(slices) < 2 ** 15 else np.int64)
+    nan = np.isnan(top) if top.dtype.kind in "fc" else None
+    if nan is not None and not nan.any():
+        nan = None
+    for k, key in reversed(slices):         # the last write wins: the first offset in order
+        hit = xp[key] == top
+        if nan is not None:
+            hit |= np.isnan(xp[key])
+        np.copyto(winner, k, where=hit)
+    return winner, slices
 
 
 def max_pool2d_scatter(g, x, kernel, stride, pad):
     """``g`` added at the position of each window's maximum of ``x`` (max pooling's adjoint)."""
     n, c, h, w = x.shape
-    out = np.zeros((n, c, h + 2 * pad[0], w + 2 * pad[1]), dtype=g.dtype)
-    np.add.at(out, _argmax_key(x, kernel, stride, pad), g)
+    xp = _pad2(x, pad, -np.inf)
+    winner, slices = _max_pool_winner(xp, kernel, stride, g.shape[2:])
+    out = np.zeros(xp.shape, dtype=g.dtype)
+    for k, key in slices:
+        view = out[key]
+        np.add(view, g, out=view, where=winner == k)
     return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w]
 
 
 def max_pool2d_select(h, x, kernel, stride, pad):
     """``h`` at the position of each window's maximum of ``x``."""
-    return _pad2(h, pad)[_argmax_key(x, kernel, stride, pad)]
+    xp = _pad2(x, pad, -np.inf)
+    out_hw = _pool_out_hw(x.shape, kernel, stride, pad)
+    winner, slices = _max_pool_winner(xp, kernel, stride, out_hw)
+    hp = _pad2(h, pad)
+    out = np.zeros(winner.shape, dtype=h.dtype)
+    for k, key in slices:
+        np.copyto(out, hp[key], where=winner == k)
+    return out
 
 
 def avg_pool2d(x, kernel, stride, pad, count_include_pad):
-    total = _pool_windows(x, kernel, stride, pad, 0).sum(axis=(4, 5))
+    if x.dtype.kind not in "fc":     # integers: sum in NumPy's wider accumulator
+        total = _pool_windows(x, kernel, stride, pad, 0).sum(axis=(4, 5))
+        return total / pool_counts(x.shape, kernel, stride, pad, count_include_pad,
+                                   total.dtype)
+    out_hw = _pool_out_hw(x.shape, kernel, stride, pad)
+    xp = _pad2(x, pad, 0)
+    total = None
+    for _, key in _offset_slices(kernel, stride, out_hw):
+        total = xp[key].copy() if total is None else np.add(total, xp[key], out=total)
     return total / pool_counts(x.shape, kernel, stride, pad, count_include_pad, total.dtype)
 
 
