@@ -296,6 +296,16 @@ TABLE = [
     Op("conv2d_weight_grad", K.conv2d_weight_grad, "x, dy; stride, pad, dilate, kernel",
        x="conv2d_input_grad(dy, g, stride, pad, dilate, x.shape[2:])",
        dy="conv2d(x, g, stride, pad, dilate)"),
+    Op("im2col", K.im2col, "x; kernel, stride, pad, dilate",
+       x="col2im(g, x.shape, kernel, stride, pad, dilate)"),
+    Op("col2im", K.col2im, "cols; x_shape, kernel, stride, pad, dilate",
+       cols="im2col(g, kernel, stride, pad, dilate)"),
+    # The weight gradient as (cols @ g.T).T rather than matmul's g @ cols.T: the same product,
+    # which OpenBLAS runs 2-3x faster for these shapes (few filters, long rows; Note
+    # [Convolution layout]).
+    Op("conv2d_product", np.matmul, "w, cols",
+       w="swapaxes(matmul(cols, swapaxes(g, 0, 1)), 0, 1)",
+       cols="matmul(swapaxes(w, 0, 1), g)"),
     Op("max_pool2d", K.max_pool2d, "x; kernel, stride, pad",
        x="max_pool2d_scatter(g, x, kernel, stride, pad)"),
     Op("max_pool2d_scatter", K.max_pool2d_scatter, "dy, x; kernel, stride, pad",

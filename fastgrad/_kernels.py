@@ -8,6 +8,7 @@ import math as _math
 
 import numpy as np
 
+from fastgrad import _workspace
 from fastgrad._parallel import apply as _split_apply
 from fastgrad._parallel import get_min_size as _split_min_size
 from fastgrad._parallel import sum_all as _split_sum
@@ -185,7 +186,14 @@ def relu(x):
 def sigmoid(x):
     # Note [Stable sigmoid]: 1/(1+exp(-x)) overflows exp for very negative x; the tanh form
     # is exact and finite everywhere.
-    return 0.5 * np.tanh(0.5 * x) + 0.5
+    # The three steps after the first write into its result (no temporaries).
+    t = np.multiply(x, 0.5)
+    if not isinstance(t, np.ndarray):
+        return 0.5 * np.tanh(t) + 0.5
+    np.tanh(t, out=t)
+    t *= 0.5
+    t += 0.5
+    return t
 
 
 def concatenate(*args):
@@ -199,7 +207,14 @@ def stack(*args):
 
 
 def split(x, indices, axis):
-    return tuple(np.split(x, indices, axis=axis))
+    # What ``np.split`` does (the same slices of the same bounds), without its Python-level
+    # swapaxes round trips: split is on the per-op path of recurrent cells (gates).
+    if x.ndim == 0 or not isinstance(indices, (tuple, list)):
+        return tuple(np.split(x, indices, axis=axis))      # sections, or NumPy's error
+    axis = normalize_axis(axis, x.ndim)[0]
+    bounds = (0,) + tuple(indices) + (x.shape[axis],)
+    lead = (slice(None),) * axis
+    return tuple(x[lead + (slice(start, stop),)] for start, stop in zip(bounds, bounds[1:]))
 
 
 def clip(x, lo, hi):
@@ -565,7 +580,7 @@ def im2col(x, kernel, stride, pad, dilate):
     """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW)."""
     win = _windows(_pad2(x, pad), kernel, stride, dilate)           # N C OH OW KH KW
     n, c, oh, ow, kh, kw = win.shape
-    cols = np.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
+    cols = _workspace.empty((c, kh, kw, n, oh, ow), x.dtype)     # Note [Reused buffers]
     cols[...] = win.transpose(1, 4, 5, 0, 2, 3)
     return cols.reshape(c * kh * kw, n * oh * ow)
 
@@ -632,17 +647,18 @@ def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
 # elementwise maximum of those KH*KW slices (KH*KW - 1 ufunc calls over whole arrays, no 6-D
 # reduction). The gradient goes to one element per window, the first maximum in row-major
 # order within the window (what ``argmax`` picks; MXNet and PyTorch also route a tie to one
-# element): ``_max_pool_winner`` finds the offset of that element for every window, and the
-# scatter adds ``g`` into each offset's slice where it won (``np.add`` with ``where=``, no
-# ``np.add.at``; overlapping windows add into shared elements correctly because one slice
-# never holds an element twice). A window whose maximum is NaN routes its gradient to its
-# first NaN, as ``argmax`` does.
+# element), and a window whose maximum is NaN routes it to its first NaN. ``_first_maxima``
+# gives, per offset, the mask of windows whose first maximum sits there (three boolean ufuncs
+# per offset), and the scatter adds ``g`` times that mask into the offset's slice: slice adds,
+# no ``np.add.at`` (overlapping windows add into shared elements correctly, since one slice
+# never holds an element twice; windows that do not overlap write the product straight into
+# the slice). When the masks hold as many hits as there are windows, every window has exactly
+# one maximum and the step that keeps only the first is skipped.
 def _offset_slices(kernel, stride, out_hw):
     oh, ow = max(out_hw[0], 0), max(out_hw[1], 0)
-    return [(i * kernel[1] + j,
-             (slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
-                                              stride[0]),
-              slice(j, j + stride[1] * (ow - 1) + 1 if ow else j, stride[1])))
+    return [(slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
+                                             stride[0]),
+             slice(j, j + stride[1] * (ow - 1) + 1 if ow else j, stride[1]))
             for i in range(kernel[0]) for j in range(kernel[1])]
 
 
@@ -657,54 +673,72 @@ def _pool_out_hw(shape, kernel, stride, pad):
 
 def _max_of_slices(xp, slices):
     out = None
-    for _, key in slices:
+    for key in slices:
         out = xp[key].copy() if out is None else np.maximum(out, xp[key], out=out)
     return out
 
 
 def max_pool2d(x, kernel, stride, pad):
     xp = _pad2(x, pad, -np.inf)
-    return _max_of_slices(xp, _offset_slices(kernel, stride, _pool_out_hw(x.shape, kernel,
-                                                                          stride, pad)))
+    return _max_of_slices(xp, _offset_slices(kernel, stride,
+                                             _pool_out_hw(x.shape, kernel, stride, pad)))
 
 
-def _max_pool_winner(xp, kernel, stride, out_hw):
-    """Per window, the row-major offset of its first maximum (int16), and the offsets' slices."""
-    slices = _offset_slices(kernel, stride, out_hw)
+def _first_maxima(xp, slices):
+    """Per offset, the windows whose first maximum (or first NaN) is at that offset."""
     top = _max_of_slices(xp, slices)
-    winner = np.full(top.shape, -1, dtype=np.int16 if len(slices) < 2 ** 15 else np.int64)
-    nan = np.isnan(top) if top.dtype.kind in "fc" else None
-    if nan is not None and not nan.any():
-        nan = None
-    for k, key in reversed(slices):         # the last write wins: the first offset in order
+    nan = top.dtype.kind in "fc" and bool(np.isnan(top).any())
+    hits = []
+    for key in slices:
         hit = xp[key] == top
-        if nan is not None:
+        if nan:
             hit |= np.isnan(xp[key])
-        np.copyto(winner, k, where=hit)
-    return winner, slices
+        hits.append(hit)
+    # Every window has at least one hit, so as many hits as windows means one in each.
+    if sum(np.count_nonzero(hit) for hit in hits) != top.size:
+        seen = hits[0].copy()
+        for k in range(1, len(hits)):
+            hit = hits[k]
+            hits[k] = np.greater(hit, seen)
+            seen |= hit
+    return hits
+
+
+def _masked(g, mask, out=None):
+    """``g`` where ``mask``, else 0 (a product unless ``g`` has an infinity or NaN)."""
+    if g.dtype.kind in "fc" and not np.isfinite(g).all():
+        picked = np.where(mask, g, np.zeros((), dtype=g.dtype))
+        if out is None:
+            return picked
+        out[...] = picked
+        return out
+    return np.multiply(g, mask, out=out)
 
 
 def max_pool2d_scatter(g, x, kernel, stride, pad):
     """``g`` added at the position of each window's maximum of ``x`` (max pooling's adjoint)."""
     n, c, h, w = x.shape
     xp = _pad2(x, pad, -np.inf)
-    winner, slices = _max_pool_winner(xp, kernel, stride, g.shape[2:])
+    slices = _offset_slices(kernel, stride, g.shape[2:])
     out = np.zeros(xp.shape, dtype=g.dtype)
-    for k, key in slices:
-        view = out[key]
-        np.add(view, g, out=view, where=winner == k)
+    disjoint = stride[0] >= kernel[0] and stride[1] >= kernel[1]
+    for key, first in zip(slices, _first_maxima(xp, slices)):
+        if disjoint:
+            _masked(g, first, out=out[key])
+        else:
+            out[key] += _masked(g, first)
     return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w]
 
 
 def max_pool2d_select(h, x, kernel, stride, pad):
     """``h`` at the position of each window's maximum of ``x``."""
     xp = _pad2(x, pad, -np.inf)
-    out_hw = _pool_out_hw(x.shape, kernel, stride, pad)
-    winner, slices = _max_pool_winner(xp, kernel, stride, out_hw)
+    slices = _offset_slices(kernel, stride, _pool_out_hw(x.shape, kernel, stride, pad))
     hp = _pad2(h, pad)
-    out = np.zeros(winner.shape, dtype=h.dtype)
-    for k, key in slices:
-        np.copyto(out, hp[key], where=winner == k)
+    out = None
+    for key, first in zip(slices, _first_maxima(xp, slices)):
+        term = _masked(hp[key], first)
+        out = term if out is None else np.add(out, term, out=out)
     return out
 
 
@@ -716,7 +750,7 @@ def avg_pool2d(x, kernel, stride, pad, count_include_pad):
     out_hw = _pool_out_hw(x.shape, kernel, stride, pad)
     xp = _pad2(x, pad, 0)
     total = None
-    for _, key in _offset_slices(kernel, stride, out_hw):
+    for key in _offset_slices(kernel, stride, out_hw):
         total = xp[key].copy() if total is None else np.add(total, xp[key], out=total)
     return total / pool_counts(x.shape, kernel, stride, pad, count_include_pad, total.dtype)
 
