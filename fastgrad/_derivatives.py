@@ -303,7 +303,7 @@ TABLE = [
     # The weight gradient as (cols @ g.T).T rather than matmul's g @ cols.T: the same product,
     # which OpenBLAS runs 2-3x faster for these shapes (few filters, long rows; Note
     # [Convolution layout]).
-    Op("conv2d_product", np.matmul, "w, cols",
+    Op("conv2d_product", K.conv2d_product, "w, cols",
        w="swapaxes(matmul(cols, swapaxes(g, 0, 1)), 0, 1)",
        cols="matmul(swapaxes(w, 0, 1), g)"),
     Op("max_pool2d", K.max_pool2d, "x; kernel, stride, pad",

@@ -613,6 +613,11 @@ def _nchw_to_rows(g):
     return g.transpose(1, 0, 2, 3).reshape(f, n * oh * ow)
 
 
+def conv2d_product(w, cols):
+    """(F, C*KH*KW) weights times im2col's columns: the convolution as (F, N*OH*OW) rows."""
+    return np.matmul(w, cols)
+
+
 def conv2d(x, w, stride, pad, dilate):
     cols = im2col(x, w.shape[2:], stride, pad, dilate)
     n = x.shape[0]
