@@ -618,6 +618,16 @@ def conv2d_product(w, cols):
     return np.matmul(w, cols)
 
 
+def conv2d_product_bias(w, cols, b):
+    """``conv2d_product`` plus the (F,) bias on every row, added into the product in place."""
+    out = np.matmul(w, cols)
+    dtype = np.result_type(out, b)
+    if out.dtype != dtype:
+        out = out.astype(dtype)
+    out += b[:, None]
+    return out
+
+
 def conv2d(x, w, stride, pad, dilate):
     cols = im2col(x, w.shape[2:], stride, pad, dilate)
     n = x.shape[0]

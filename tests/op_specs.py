@@ -506,6 +506,8 @@ SPECS["im2col"] = Spec(
      C((1, 2, 6, 5), kernel=(2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1))],
     ref=lambda x, kernel, stride, pad, dilate: _im2col_ref(x, kernel, stride, pad, dilate))
 SPECS["conv2d_product"] = Spec([C((3, 4), (4, 5)), C((1, 6), (6, 2))], ref=onp.matmul)
+SPECS["conv2d_product_bias"] = Spec([C((3, 4), (4, 5), (3,)), C((1, 6), (6, 2), (1,))],
+                                   ref=lambda w, cols, b: w @ cols + b[:, None])
 SPECS["col2im"] = Spec(
     [C((18, 32), x_shape=(2, 2, 4, 4), kernel=(3, 3), stride=(1, 1), pad=(1, 1),
        dilate=(1, 1)),
