@@ -735,7 +735,9 @@ def max_pool2d_scatter(g, x, kernel, stride, pad):
     n, c, h, w = x.shape
     xp = _pad2(x, pad, -np.inf)
     slices = _offset_slices(kernel, stride, g.shape[2:])
-    out = np.zeros(xp.shape, dtype=g.dtype)
+    # In x's memory order (a convolution's output is CNHW in memory; Note [Convolution
+    # layout]), so that relu's backward and the product's reshape need no copy.
+    out = np.zeros_like(xp, dtype=g.dtype)
     disjoint = stride[0] >= kernel[0] and stride[1] >= kernel[1]
     for key, first in zip(slices, _first_maxima(xp, slices)):
         if disjoint:
