@@ -296,10 +296,10 @@ TABLE = [
     Op("conv2d_weight_grad", K.conv2d_weight_grad, "x, dy; stride, pad, dilate, kernel",
        x="conv2d_input_grad(dy, g, stride, pad, dilate, x.shape[2:])",
        dy="conv2d(x, g, stride, pad, dilate)"),
-    Op("im2col", K.im2col, "x; kernel, stride, pad, dilate",
-       x="col2im(g, x.shape, kernel, stride, pad, dilate)"),
-    Op("col2im", K.col2im, "cols; x_shape, kernel, stride, pad, dilate",
-       cols="im2col(g, kernel, stride, pad, dilate)"),
+    Op("im2col", K.im2col, "x; kernel, stride, pad, dilate, batch_last=False",
+       x="col2im(g, x.shape, kernel, stride, pad, dilate, batch_last)"),
+    Op("col2im", K.col2im, "cols; x_shape, kernel, stride, pad, dilate, batch_last=False",
+       cols="im2col(g, kernel, stride, pad, dilate, batch_last)"),
     # The weight gradient as (cols @ g.T).T rather than matmul's g @ cols.T: the same product,
     # which OpenBLAS runs 2-3x faster for these shapes (few filters, long rows; Note
     # [Convolution layout]).

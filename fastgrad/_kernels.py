@@ -549,15 +549,22 @@ def pinv(x, rtol):
 # (C*KH*KW, N*OH*OW) matrix, laid out C, KH, KW by N, OH, OW, so that the forward is one sgemm
 # ``w.reshape(F, -1) @ cols`` giving (F, N*OH*OW), which is the output in CNHW memory order
 # (returned as an NCHW-shaped transposed view: elementwise ops downstream keep that order and
-# nothing copies it back). The weight gradient is the one sgemm ``g @ cols.T`` and the data
-# gradient the one sgemm ``w.T @ g`` followed by ``col2im``, which adds the KH*KW shifted slices
-# of those columns into the padded image (slice adds, no ``np.add.at``). ``im2col`` and
+# nothing copies it back). The weight gradient is the one sgemm ``(cols @ g.T).T`` (the
+# same product as ``g @ cols.T``, which OpenBLAS runs 2-3x slower for these shapes) and the
+# data gradient the one sgemm ``w.T @ g`` followed by ``col2im``, which adds the KH*KW shifted
+# slices of those columns into the padded image (slice adds, no ``np.add.at``). ``im2col`` and
 # ``col2im`` are each other's adjoints and both are table ops, so convolution is
-# differentiable to any order. ``npx.convolution`` records im2col, the product and the bias
-# add as separate nodes so that the backward reuses the forward's buffer instead of gathering
-# the windows again (Note [Convolution as recorded ops] in ``numpy_extension.py``); ``conv2d``
-# and its two adjoints below (used by 1-D/3-D convolution, deconvolution and second-order
-# rules) use the same kernels in one call.
+# differentiable to any order. When the data has its batch axis innermost in memory (CHWN:
+# max pooling leaves its output so), ``batch_last`` orders the columns OH, OW, N instead: the
+# gather then copies runs of N contiguous elements, ``col2im`` adds runs of OW*N, and the
+# product's rows are the output in FHWN order (7x and 3x faster than N, OH, OW order for
+# LeNet's second layer); data in NCHW order, like a user's input, keeps N, OH, OW, whose
+# gather reads whole rows. ``npx.convolution`` records im2col and the product (with the bias
+# added in place) as separate nodes so that the backward reuses the forward's buffer instead
+# of gathering the windows again (Note [Convolution as recorded ops] in
+# ``numpy_extension.py``); ``conv2d`` and its two adjoints below (used by 1-D/3-D
+# convolution, deconvolution, the symbol API and second-order rules) use the same kernels in
+# one call.
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
@@ -576,30 +583,60 @@ def conv_out_size(n, k, stride, pad, dilate):
     return (n + 2 * pad - dilate * (k - 1) - 1) // stride + 1
 
 
-def im2col(x, kernel, stride, pad, dilate):
-    """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW)."""
-    win = _windows(_pad2(x, pad), kernel, stride, dilate)           # N C OH OW KH KW
+def batch_innermost(x):
+    """Whether ``x`` (NCHW) has its batch axis innermost in memory (CHWN order)."""
+    return x.ndim == 4 and x.shape[0] > 1 and x.strides[0] < min(x.strides[1:])
+
+
+def _pad2_batch_last(x, pad):
+    """``x`` zero-padded in H and W, the result in CHWN memory order like ``x``."""
+    if pad[0] == 0 and pad[1] == 0:
+        return x
+    n, c, h, w = x.shape
+    out = np.zeros((c, h + 2 * pad[0], w + 2 * pad[1], n), dtype=x.dtype).transpose(3, 0, 1, 2)
+    out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
+    return out
+
+
+def im2col(x, kernel, stride, pad, dilate, batch_last=False):
+    """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW), or
+    (C*KH*KW, OH*OW*N) with ``batch_last`` (Note [Convolution layout])."""
+    if batch_last:
+        win = _windows(_pad2_batch_last(x, pad), kernel, stride, dilate)
+    else:
+        win = _windows(_pad2(x, pad), kernel, stride, dilate)       # N C OH OW KH KW
     n, c, oh, ow, kh, kw = win.shape
-    cols = _workspace.empty((c, kh, kw, n, oh, ow), x.dtype)     # Note [Reused buffers]
-    cols[...] = win.transpose(1, 4, 5, 0, 2, 3)
+    if batch_last:
+        cols = _workspace.empty((c, kh, kw, oh, ow, n), x.dtype)  # Note [Reused buffers]
+        cols[...] = win.transpose(1, 4, 5, 2, 3, 0)
+    else:
+        cols = _workspace.empty((c, kh, kw, n, oh, ow), x.dtype)
+        cols[...] = win.transpose(1, 4, 5, 0, 2, 3)
     return cols.reshape(c * kh * kw, n * oh * ow)
 
 
-def col2im(cols, x_shape, kernel, stride, pad, dilate):
+def col2im(cols, x_shape, kernel, stride, pad, dilate, batch_last=False):
     """The adjoint of ``im2col``: add every column back onto its receptive field."""
     n, c, h, w = x_shape
     kh, kw = kernel
     oh = conv_out_size(h, kh, stride[0], pad[0], dilate[0])
     ow = conv_out_size(w, kw, stride[1], pad[1], dilate[1])
-    cols = cols.reshape(c, kh, kw, n, oh, ow)
-    out = np.zeros((c, n, h + 2 * pad[0], w + 2 * pad[1]), dtype=cols.dtype)
+    hp, wp = h + 2 * pad[0], w + 2 * pad[1]
+    if batch_last:      # (C, H, W, N): every slice add runs over OW*N contiguous elements
+        cols = cols.reshape(c, kh, kw, oh, ow, n)
+        out = np.zeros((c, hp, wp, n), dtype=cols.dtype)
+    else:
+        cols = cols.reshape(c, kh, kw, n, oh, ow)
+        out = np.zeros((c, n, hp, wp), dtype=cols.dtype)
+    spatial = out.transpose(0, 3, 1, 2) if batch_last else out        # C N H W
     for i in range(kh):
         hi = i * dilate[0]
         for j in range(kw):
             wj = j * dilate[1]
-            out[:, :, hi:hi + stride[0] * (oh - 1) + 1:stride[0],
-                wj:wj + stride[1] * (ow - 1) + 1:stride[1]] += cols[:, i, j]
-    return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
+            target = spatial[:, :, hi:hi + stride[0] * (oh - 1) + 1:stride[0],
+                             wj:wj + stride[1] * (ow - 1) + 1:stride[1]]
+            target += cols[:, i, j].transpose(0, 3, 1, 2) if batch_last else cols[:, i, j]
+    return spatial[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
 
 
 def _cnhw_to_nchw(y2d, n, oh, ow):
@@ -687,9 +724,14 @@ def _pool_out_hw(shape, kernel, stride, pad):
 
 
 def _max_of_slices(xp, slices):
-    out = None
-    for key in slices:
-        out = xp[key].copy() if out is None else np.maximum(out, xp[key], out=out)
+    # The result is CHWN in memory: a convolution that reads it then gathers its columns
+    # with the batch innermost (Note [Convolution layout]).
+    first = xp[slices[0]]
+    n, c, oh, ow = first.shape
+    out = np.empty((c, oh, ow, n), dtype=first.dtype).transpose(3, 0, 1, 2)
+    out[...] = first
+    for key in slices[1:]:
+        np.maximum(out, xp[key], out=out)
     return out
 
 

@@ -247,7 +247,8 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     if oh <= 0 or ow <= 0:
         raise ValueError("npx.convolution: the kernel %s (dilated %s, padded %s) is larger "
                          "than the data's %s" % (kernel, dilate, pad, dshape[2:]))
-    cols = _P["im2col"](data, kernel, stride, pad, dilate)
+    batch_last = _kernels.batch_innermost(unwrap(data))
+    cols = _P["im2col"](data, kernel, stride, pad, dilate, batch_last)
     weight = F.reshape(weight, (wshape[0], -1))
     if not no_bias and bias is not None:
         if _onp.size(unwrap(bias)) != wshape[0]:
@@ -256,6 +257,8 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
         out = _P["conv2d_product_bias"](weight, cols, F.reshape(bias, (-1,)))
     else:
         out = _P["conv2d_product"](weight, cols)
+    if batch_last:
+        return F.transpose(F.reshape(out, (wshape[0], oh, ow, dshape[0])), (3, 0, 1, 2))
     return F.transpose(F.reshape(out, (wshape[0], dshape[0], oh, ow)), (1, 0, 2, 3))
 
 

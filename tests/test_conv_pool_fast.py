@@ -16,6 +16,7 @@ import fastgrad as mx
 from fastgrad import _kernels as K
 from fastgrad import _workspace
 from fastgrad import autograd, npx
+from fastgrad._array import unwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _helpers import assert_close, numerical_grad, to_numpy  # noqa: E402
@@ -126,6 +127,50 @@ def test_im2col_and_col2im_are_adjoint(rng, xs, ws, stride, pad, dilate):
     back = K.col2im(c, xs, ws[2:], stride, pad, dilate)
     assert back.shape == xs
     assert abs(onp.sum(cols * c) - onp.sum(x * back)) < 1e-10 * onp.sum(abs(cols * c))
+
+
+@pytest.mark.parametrize("xs, ws, stride, pad, dilate", CONV_CASES)
+def test_batch_last_columns_are_a_reordering_of_the_columns(rng, xs, ws, stride, pad, dilate):
+    x = rng.standard_normal(xs)
+    chwn = x.transpose(1, 2, 3, 0).copy().transpose(3, 0, 1, 2)      # batch innermost
+    assert K.batch_innermost(chwn) == (xs[0] > 1) and not K.batch_innermost(x)
+    cols = K.im2col(x, ws[2:], stride, pad, dilate)
+    k = cols.shape[0]
+    n, oh, ow = xs[0], *old_conv2d(x, onp.ones(ws), stride, pad, dilate).shape[2:]
+    expected = cols.reshape(k, n, oh, ow).transpose(0, 2, 3, 1).reshape(k, -1)
+    for data in (x, chwn):
+        onp.testing.assert_array_equal(K.im2col(data, ws[2:], stride, pad, dilate, True),
+                                       expected)
+    c = rng.standard_normal(cols.shape)
+    c_last = c.reshape(k, n, oh, ow).transpose(0, 2, 3, 1).reshape(k, -1)
+    assert_close(K.col2im(c_last, xs, ws[2:], stride, pad, dilate, True),
+                 K.col2im(c, xs, ws[2:], stride, pad, dilate), rtol=1e-13, atol=1e-13)
+
+
+def test_convolution_of_batch_innermost_data_matches_and_differentiates(rng):
+    """Max pooling leaves its output CHWN in memory, so a convolution after it takes the
+    batch-last path; values and gradients equal those of the NCHW path."""
+    x = rng.standard_normal((3, 2, 6, 6))
+    w, b = rng.standard_normal((4, 2, 3, 3)), rng.standard_normal(4)
+    results = []
+    for through_pool in (False, True):
+        leaf, wa, ba = mx.np.array(x), mx.np.array(w), mx.np.array(b)
+        for a in (leaf, wa, ba):
+            a.attach_grad()
+        with autograd.record():
+            inp = npx.pooling(leaf, kernel=(1, 1), pool_type="max") if through_pool else leaf
+            assert K.batch_innermost(unwrap(inp)) == through_pool
+            y = _conv(inp, wa, ba, (1, 1), (1, 1), (1, 1))
+            loss = (y * y).sum()
+        loss.backward()
+        results.append([to_numpy(y)] + [to_numpy(a.grad) for a in (leaf, wa, ba)])
+    for a, e in zip(*results):
+        assert_close(a, e, rtol=1e-12, atol=1e-12)
+    expected = numerical_grad(
+        lambda x: to_numpy(_conv(npx.pooling(mx.np.array(x), kernel=(1, 1), pool_type="max"),
+                                 mx.np.array(w), mx.np.array(b), (1, 1), (1, 1), (1, 1))) ** 2,
+        x)[0]
+    assert_close(results[1][1], expected, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("xs, kernel, stride, pad", POOL_CASES)
