@@ -100,6 +100,20 @@ def test_argmax_argmin_and_topk_with_ties_pick_the_first_as_numpy():
     assert g[0, 0] == g[0, 3] == 0 and g[1, 2] == g[1, 3] == 0
 
 
+@pytest.mark.parametrize("kernel,stride,expected", [
+    ((2, 2), (2, 2), [[1, 0, 0, 1], [0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]]),
+    ((3, 3), (1, 1), [[0, 0, 0, 0], [0, 0, 0, 0], [2, 2, 0, 0], [0, 0, 0, 0]]),
+])
+def test_max_pooling_ties_go_to_the_first_maximum_of_each_window(kernel, stride, expected):
+    """edge_cases.rst: a window's gradient goes to its first maximum in row-major order, as
+    MXNet 1.9.1 and PyTorch (the same values from both)."""
+    x = onp.array([[[[1.0, 1.0, 0.0, 2.0], [1.0, 0.0, 2.0, 2.0],
+                     [3.0, 3.0, 0.0, 0.0], [3.0, 3.0, 0.0, 0.0]]]])
+    (g,) = grads(lambda a: mx.npx.pooling(a, kernel=kernel, stride=stride,
+                                          pool_type="max").sum(), x)
+    onp.testing.assert_array_equal(g[0, 0], expected)
+
+
 @pytest.mark.parametrize("fn,expected", [
     (lambda a: np.abs(a), [-1.0, 0.0, 1.0]),                      # edge_cases.rst: 0 at 0
     (lambda a: mx.npx.relu(a), [0.0, 0.0, 1.0]),                  # PyTorch, MXNet: 0 at 0
