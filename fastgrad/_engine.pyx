@@ -98,6 +98,7 @@ import numpy as _np
 from fastgrad._filled import Filled as FILLED
 from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
 from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
+from fastgrad import _anomaly, _kernels
 
 cnp.import_array()
 
@@ -109,24 +110,25 @@ cdef object _add_reduce = _np.add.reduce
 cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
 cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
-# Installed once by fastgrad._registry at import.
-cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
-cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
+cdef object _sum_to = _kernels.sum_to           # NumPy kernel: sum_to(array, shape)
+cdef object _anomaly_report = _anomaly.report
+
+# The table's primitives the engine records with under create_graph: registered once by
+# fastgrad._registry when it has built them (Note [Layers] in _layers.py).
+cdef Primitive P_SUM_TO = None       # sum_to as a recorded op
 cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
 cdef Primitive P_REAL = None
-cdef object _anomaly_report = None
 
 
-def install(sum_to, prims, anomaly_report):
-    """Connect the engine to the kernels and ops it uses (called once at import)."""
-    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, _anomaly_report
-    _sum_to = sum_to
+def register_primitives(prims):
+    """Take the primitives the engine records with (by name): called once by
+    fastgrad._registry when it has built them."""
+    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
     P_REAL = prims["real"]
-    _anomaly_report = anomaly_report
 
 
 # ------------------------------------------------------------------ ready heap (by seq, max first)

@@ -7,6 +7,7 @@ these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_function_
 """
 
 import builtins as _builtins
+import sys as _sys
 import types as _types
 
 import numpy as _np
@@ -19,6 +20,7 @@ from fastgrad._kernels import normalize_axis
 from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
                                     check_numeric as _check_numeric)
 from fastgrad._registry import REGISTRY, UFUNC_OPS
+from fastgrad._registry import register_graph_functions as _register_graph_functions
 
 _P = REGISTRY
 _DEFAULT_FLOAT = _np.float32
@@ -1570,3 +1572,8 @@ def _dispatch_table():
 
 FUNCS = _dispatch_table()
 
+
+# The array type's methods delegate to these functions, and the rules recorded under
+# create_graph call them: both read them from tables they own (Note [Layers] in _layers.py).
+_array.register_functions(_sys.modules[__name__])
+_register_graph_functions(_sys.modules[__name__])

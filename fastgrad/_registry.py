@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from fastgrad import _complex, _derivatives, _kernels, _memo, _parallel, _rules
+from fastgrad import _array, _complex, _derivatives, _engine, _kernels, _memo, _parallel, _rules
 from fastgrad._array import REQUIRED, Primitive, ndarray
 from fastgrad._derivatives import NONDIFF
 
@@ -261,9 +261,13 @@ _SOURCES = {}   # op name -> (compiled rule, function name), for the graph names
 _SPLIT_CODE = {}   # op name -> the rule with operators split when large (Note [Parallel kernels])
 _registry, UFUNC_OPS = build(_derivatives.TABLE)
 REGISTRY = types.MappingProxyType(_registry)
+# The array type, the engine and the rule helpers read the primitives from tables they own
+# (Note [Layers] in _layers.py).
+_array.register_primitives(REGISTRY, UFUNC_OPS)
+_engine.register_primitives(REGISTRY)
 
 
-def install_graph_rules(functions):
+def register_graph_functions(functions):
     """Give every op its rule bound to fastgrad's own functions (Note [Two bindings]).
 
     Note [Two bindings]
@@ -273,8 +277,8 @@ def install_graph_rules(functions):
     ``create_graph``. Both read the same text, so there is one implementation of each rule;
     the second binding only spares ``create_graph`` NumPy's ``__array_ufunc__`` and
     ``__array_function__`` dispatch on every call the formula makes (helpers of ``_rules.py``
-    still dispatch through NumPy). Called once at import, after ``functions`` (the module of
-    fastgrad's NumPy-style functions) exists. A third binding, made by ``build``, runs the
+    still dispatch through NumPy). Called once by ``functions`` (fastgrad._functions, the
+    module of fastgrad's NumPy-style functions) at the end of its import. A third binding, made by ``build``, runs the
     same formula with its operators and ufuncs split across threads; the engine uses it for
     nodes whose gradient is a large array (Note [Parallel kernels] in _parallel.pyx).
     """

@@ -19,6 +19,8 @@ from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  #
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
 from fastgrad import _npx_more as _more
+from fastgrad import _params_format
+from fastgrad.context import cpu as _cpu
 from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
                                 gather_nd, scatter_nd)
 from fastgrad._rnn import rnn  # noqa: F401
@@ -493,7 +495,6 @@ def is_np_array():
 
 def cpu(device_id=0):
     """The CPU context, ``fastgrad.cpu(device_id)`` (MXNet's ``npx.cpu``)."""
-    from fastgrad.context import cpu as _cpu
     return _cpu(device_id)
 
 
@@ -534,14 +535,12 @@ def save(file, arr):
     """Save an array, a list of arrays or a dict of str to arrays to ``file`` in MXNet's
     ``.params`` format with NumPy shapes, as MXNet's ``npx.save`` (scalars and empty arrays
     allowed; see ``fastgrad/_params_format.py``)."""
-    from fastgrad import _params_format
     _params_format.save(file, arr, numpy_shape=True, what="npx.save")
 
 
 def load(file):
     """Load a ``.params`` file written by MXNet (``npx.save``, ``nd.save``, Gluon) or
     fastgrad: a list of arrays, or a dict when the file names them."""
-    from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.load(file), ndarray)
 
 

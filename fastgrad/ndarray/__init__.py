@@ -6,6 +6,7 @@ semantics) and whose repr is MXNet's. Everything else is ``fastgrad.np``.
 
 import numpy as _onp
 
+from fastgrad import _array
 from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as _npx
@@ -15,6 +16,7 @@ from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  #
                                   signsgd_update, signum_update, lamb_update_phase1,
                                   lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
+from fastgrad import _params_format
 from fastgrad.context import check_device
 
 
@@ -320,18 +322,18 @@ def save(fname, data):
     """Save an array, a list of arrays or a dict of str to arrays to ``fname`` in MXNet 1.x's
     ``.params`` format (MXNet's ``nd.load`` reads it; see ``fastgrad/_params_format.py``).
     Scalars and empty arrays need ``npx.save``."""
-    from fastgrad import _params_format
     _params_format.save(fname, data, numpy_shape=False, what="nd.save")
 
 
 def load(fname):
     """Load a ``.params`` file written by MXNet or fastgrad: a list of ``NDArray``, or a dict
     when the file names its arrays."""
-    from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.load(fname), NDArray)
 
 
 def load_frombuffer(buf):
     """:func:`load` from the bytes of a file."""
-    from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.loads(buf), NDArray)
+
+
+_array.register_legacy_array(NDArray)   # a.as_nd_ndarray() (Note [Layers] in _layers.py)
