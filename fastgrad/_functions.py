@@ -12,7 +12,7 @@ import types as _types
 
 import numpy as _np
 
-from fastgrad import _array
+from fastgrad import _array, _namespaces
 from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
 from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
@@ -27,48 +27,11 @@ _DEFAULT_FLOAT = _np.float32
 _max, _min = _builtins.max, _builtins.min
 
 # ---------------------------------------------------------------- elementwise primitives
-add = _P["add"]
-subtract = _P["subtract"]
-multiply = _P["multiply"]
-divide = true_divide = _P["divide"]
-power = _P["power"]
-negative = _P["negative"]
-positive = _P["positive"]
-mod = remainder = _P["mod"]
-fmod = _P["fmod"]
-maximum = _P["maximum"]
-minimum = _P["minimum"]
-fmax = _P["fmax"]
-fmin = _P["fmin"]
-hypot = _P["hypot"]
-arctan2 = _P["arctan2"]
-logaddexp = _P["logaddexp"]
-logaddexp2 = _P["logaddexp2"]
-copysign = _P["copysign"]
-ldexp = _P["ldexp"]
-float_power = _P["float_power"]
-modf = _P["modf"]
-conjugate = conj = _P["conjugate"]
-exp = _P["exp"]
-expm1 = _P["expm1"]
-exp2 = _P["exp2"]
-log = _P["log"]
-log1p = _P["log1p"]
-log2 = _P["log2"]
-log10 = _P["log10"]
-sqrt = _P["sqrt"]
-cbrt = _P["cbrt"]
-square = _P["square"]
-reciprocal = _P["reciprocal"]
-abs = absolute = _P["abs"]
-fabs = _P["fabs"]
-sin = _P["sin"]
-cos = _P["cos"]
-tan = _P["tan"]
-arcsin = asin = _P["arcsin"]
-arccos = acos = _P["arccos"]
-arctan = atan = _P["arctan"]
-atan2 = arctan2
+# Every op NumPy has a function of the same name for, and its NumPy aliases, is that op here;
+# the functions below with NumPy's signatures replace some (Note [Generated namespaces] in
+# _namespaces.py).
+_TABLE_NAMES = _namespaces.numpy_names()
+globals().update(_TABLE_NAMES)
 sinh = _P["sinh"]
 cosh = _P["cosh"]
 tanh = _P["tanh"]
@@ -1513,45 +1476,14 @@ def _array_repr(a):
 concat = concatenate
 permute_dims = transpose
 
-# Written out so type checkers see the namespace; tests/test_api_surface.py checks that it
-# lists every public function of this module.
-__all__ = [
-    'abs', 'absolute', 'acos', 'acosh', 'add', 'all', 'allclose', 'amax', 'amin', 'any',
-    'append', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2',
-    'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'around', 'array', 'array_equal',
-    'array_equiv', 'array_split', 'asarray', 'asin', 'asinh', 'astype', 'atan', 'atan2',
-    'atanh', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'average', 'bincount', 'bitwise_and',
-    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'broadcast_arrays', 'broadcast_to', 'cbrt',
-    'ceil', 'clip', 'column_stack', 'concat', 'concatenate', 'conj', 'conjugate',
-    'convolve', 'copy', 'copysign', 'correlate', 'cos', 'cosh', 'count_nonzero', 'cross',
-    'cumprod', 'cumsum', 'cumulative_prod', 'cumulative_sum', 'deg2rad', 'degrees', 'diag',
-    'diagflat', 'diagonal', 'diff', 'divide', 'dot', 'dstack', 'einsum', 'empty',
-    'empty_like', 'equal', 'exp', 'exp2', 'expand_dims', 'expm1', 'eye', 'fabs', 'fix',
-    'flatnonzero', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_divide',
-    'fmax', 'fmin', 'fmod', 'full', 'full_like', 'gcd', 'greater', 'greater_equal',
-    'heaviside', 'histogram', 'hsplit', 'hstack', 'hypot', 'inner', 'invert', 'isclose',
-    'isfinite', 'isinf', 'isnan', 'kron', 'lcm', 'ldexp', 'left_shift', 'less',
-    'less_equal', 'linspace', 'log', 'log10', 'log1p', 'log2', 'logaddexp', 'logaddexp2',
-    'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'matmul', 'max', 'maximum',
-    'mean', 'median', 'min', 'minimum', 'mod', 'modf', 'moveaxis', 'multiply', 'nan_to_num',
-    'nancumprod', 'nancumsum', 'nanmax', 'nanmean', 'nanmin', 'nanprod', 'nansum', 'ndim',
-    'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pad', 'percentile',
-    'permute_dims', 'polyval', 'positive', 'power', 'prod', 'ptp', 'quantile', 'rad2deg',
-    'radians', 'ravel', 'real', 'reciprocal', 'remainder', 'repeat', 'reshape',
-    'result_type', 'right_shift', 'rint', 'roll', 'rollaxis', 'rot90', 'round', 'round_',
-    'row_stack', 'searchsorted', 'shape', 'sign', 'signbit', 'sin', 'sinc', 'sinh', 'size',
-    'sort', 'split', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'subtract', 'sum',
-    'swapaxes', 'take', 'take_along_axis', 'tan', 'tanh', 'tensordot', 'tile', 'trace',
-    'transpose', 'trapezoid', 'tril', 'triu', 'true_divide', 'trunc', 'unique', 'var',
-    'vdot', 'vsplit', 'vstack', 'where', 'zeros', 'zeros_like',
-]
+# The table's names and the public functions defined above (Note [Generated namespaces]);
+# type checkers read fastgrad/numpy/__init__.pyi, generated from this by fastgrad._stubgen.
+__all__ = _namespaces.public_names(globals(), _TABLE_NAMES)
 
 # Files and DLPack (fastgrad/_io.py); numpy.save(f, a) on a fastgrad array dispatches here.
 from fastgrad._io import from_dlpack, load, save, savez, savez_compressed  # noqa: E402
 __all__ += ['from_dlpack', 'load', 'save', 'savez', 'savez_compressed']
 
-
-__all__ += ["imag", "angle", "real_if_close", "i0"]
 
 
 # ---------------------------------------------------------------- NumPy dispatch

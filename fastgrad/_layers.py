@@ -34,7 +34,7 @@ LAYERS = (
      ["_array", "_engine", "_function"]),
     ("table", "the derivative table, its rule helpers, the registry that compiles it",
      ["_table_complex", "_table_fft", "_table_linalg", "_table_special", "_derivatives",
-      "_rules", "_registry", "_docs"]),
+      "_rules", "_registry", "_docs", "_namespaces"]),
     ("functions", "NumPy-signature functions over the primitives, NumPy dispatch, files",
      ["_construction", "_functions", "_fft", "_numpy_more", "_npx_more", "_rnn",
       "_mxnet_slicing", "_update_ops", "_io", "_params_format", "_dispatch"]),

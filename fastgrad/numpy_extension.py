@@ -8,6 +8,7 @@ any order. ``COMPOSITES`` lists the ones that are compositions (checked by
 import numpy as _onp
 
 from fastgrad import _functions as F
+from fastgrad import _namespaces
 from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
@@ -25,16 +26,10 @@ from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # n
                                 gather_nd, scatter_nd)
 from fastgrad._rnn import rnn  # noqa: F401
 
-relu = _P["relu"]
-sigmoid = _P["sigmoid"]
-erf = _P["erf"]
-erfinv = _P["erfinv"]
-softsign = _P["softsign"]
-log_sigmoid = _P["log_sigmoid"]
-silu = _P["silu"]
-gamma = _P["gamma"]         # SciPy's kernels (imported on first use)
-gammaln = _P["gammaln"]
-digamma = _P["digamma"]
+# The ops the table marks npx=True (relu, sigmoid, erf, gamma, ...; SciPy's kernels are
+# imported on first use): Note [Generated namespaces] in _namespaces.py.
+_TABLE_NAMES = _namespaces.npx_names()
+globals().update(_TABLE_NAMES)
 
 
 def _pair(name, value, default):
@@ -516,19 +511,7 @@ COMPOSITES = ("softmin", "activation", "dropout", "fully_connected", "convolutio
               "topk")
 """The functions here that are compositions of table ops rather than one op."""
 
-__all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu", "softmax",
-           "log_softmax", "softmin", "logsumexp", "gelu", "leaky_relu", "activation",
-           "hard_sigmoid", "smooth_l1", "dropout", "fully_connected", "convolution", "pooling",
-           "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
-           "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
-           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu",
-           "is_np_default_dtype", "gpu", "num_gpus", "current_device", "reshape", "slice_like",
-           "waitall"]
-__all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
 COMPOSITES += _more.COMPOSITES + ("rnn",)
-__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
-            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
-            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
 
 
 def save(file, arr):
@@ -544,4 +527,10 @@ def load(file):
     return _params_format.wrap_all(_params_format.load(file), ndarray)
 
 
-__all__ += ["save", "load"]
+# The table's names and the public functions defined here (Note [Generated namespaces]), and
+# the functions imported from the modules below that MXNet's npx has.
+__all__ = _namespaces.public_names(globals(), _TABLE_NAMES)
+__all__ += ["gpu", "num_gpus", "current_device", "reshape", "rnn"] + _more.__all__
+__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
+            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
+            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
