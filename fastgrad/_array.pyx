@@ -1252,7 +1252,7 @@ cdef class ndarray:
         return _ops.cumsum(self, axis=axis, dtype=dtype)
 
     def norm(self, ord=None, axis=None, keepdims=False):
-        return _ops.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims)
+        return _FUNCS[_np.linalg.norm](self, ord=ord, axis=axis, keepdims=keepdims)
 
     def dot(self, b):
         return _ops.dot(self, b)

@@ -23,6 +23,12 @@ that each happens in the module that defines the thing and nowhere else.
 A module not listed here fails the test: a new module takes its place in a layer.
 """
 
+import ast
+import os
+import re
+
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
 # (layer name, what it holds, its modules: a name ending in ".*" means a whole subpackage)
 LAYERS = (
     ("state", "version, errors, devices, per-thread state, tape nodes, symbolic zeros",
@@ -36,7 +42,7 @@ LAYERS = (
      ["_table_complex", "_table_fft", "_table_linalg", "_table_special", "_derivatives",
       "_rules", "_registry", "_docs", "_namespaces"]),
     ("functions", "NumPy-signature functions over the primitives, NumPy dispatch, files",
-     ["_construction", "_functions", "_fft", "_numpy_more", "_npx_more", "_rnn",
+     ["_construction", "_functions", "_linalg", "_fft", "_numpy_more", "_npx_more", "_rnn",
       "_mxnet_slicing", "_update_ops", "_io", "_params_format", "_dispatch"]),
     ("namespaces", "the public namespaces np, npx, nd, random, scipy",
      ["numpy", "numpy.*", "numpy_extension", "ndarray", "ndarray.*", "random", "scipy",
@@ -78,3 +84,110 @@ def layer_of(module):
                                     module.startswith(member[:-1])):
                 return index
     return None
+
+
+# ------------------------------------------------------------ reading the imports
+SOURCE_SUFFIXES = (".py", ".pyx", ".pxd")
+
+
+def _module_name(path, package):
+    """``'symbol._graph'`` for fastgrad/symbol/_graph.py, ``''`` for fastgrad/__init__.py."""
+    rel = os.path.relpath(path, package)
+    rel = re.sub(r"\.(py|pyx|pxd)$", "", rel).replace(os.sep, ".")
+    if rel == "__init__":
+        return ""
+    return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def source_files(package=PACKAGE):
+    files = {}
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
+        for name in sorted(names):
+            if name.endswith(SOURCE_SUFFIXES) and not name.endswith(".pyi"):
+                path = os.path.join(folder, name)
+                files.setdefault(_module_name(path, package), []).append(path)
+    return files
+
+
+def python_imports(path, module):
+    """``[(absolute dotted name, line)]`` of every import in the Python file ``path``."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    is_package = os.path.basename(path) == "__init__.py"
+    package = ("fastgrad." + module if module else "fastgrad").split(".")
+    if not is_package:
+        package = package[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[:len(package) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            found += [(base + "." + alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args \
+                and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) \
+                and (getattr(node.func, "id", None) == "__import__"
+                     or getattr(node.func, "attr", None) == "import_module"):
+            found.append((node.args[0].value, node.lineno))
+    return found
+
+
+_CYTHON_IMPORT = re.compile(r"\s*(?:from\s+([\w.]+)\s+c?import\s+(.+)|c?import\s+([\w.,\s]+))")
+
+
+def cython_imports(path):
+    """``[(absolute dotted name, line)]`` of the import and cimport lines of ``path``."""
+    found = []
+    lines = open(path, encoding="utf-8").read().splitlines()
+    for number, line in enumerate(lines, 1):
+        match = _CYTHON_IMPORT.match(line)
+        if not match:
+            continue
+        if match.group(1):
+            names = match.group(2).split("#")[0]
+            index = number
+            while names.rstrip().endswith(("(", ",", "\\")) and index < len(lines):
+                names += " " + lines[index].split("#")[0]   # a continued name list
+                index += 1
+            for name in re.split(r"[\s,()\\]+", names):
+                if name and name != "as" and name.isidentifier():
+                    found.append((match.group(1) + "." + name, number))
+        else:
+            for name in match.group(3).split(","):
+                if name.split():
+                    found.append((name.split()[0], number))
+    return found
+
+
+def _resolve(dotted, modules):
+    """The fastgrad module ``dotted`` names (an imported module, or a module whose attribute
+    it names), relative to the package, or ``None`` if it is outside fastgrad."""
+    if dotted != "fastgrad" and not dotted.startswith("fastgrad."):
+        return None
+    name = dotted[len("fastgrad."):] if dotted != "fastgrad" else ""
+    while name not in modules:
+        if "." not in name:
+            return "" if name else ""
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_graph(package=PACKAGE):
+    """``{module: {imported module: 'file:line' of its first import}}`` over every module of
+    the package in the directory ``package`` (this one by default)."""
+    files = source_files(package)
+    graph = {}
+    for module, paths in files.items():
+        edges = graph.setdefault(module, {})
+        for path in paths:
+            found = python_imports(path, module) if path.endswith(".py") \
+                else cython_imports(path)
+            for dotted, line in found:
+                target = _resolve(dotted, files)
+                if target is not None and target != module:
+                    edges.setdefault(target, "%s:%d" % (os.path.relpath(path, package), line))
+    return graph

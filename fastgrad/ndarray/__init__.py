@@ -9,6 +9,7 @@ import numpy as _onp
 from fastgrad import _array
 from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
+from fastgrad._linalg import linalg as _np_linalg
 from fastgrad import numpy_extension as _npx
 from fastgrad.ndarray import random  # noqa: F401
 from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
@@ -50,7 +51,7 @@ class NDArray(_base):
         return _full_reduction(F.prod(self, axis=axis, keepdims=keepdims), axis, keepdims)
 
     def norm(self, ord=None, axis=None, keepdims=False):
-        return _full_reduction(F.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
+        return _full_reduction(_np_linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
                                keepdims)
 
     # MXNet 1.x's shape methods (fastgrad._mxnet_slicing).
@@ -249,7 +250,7 @@ def waitall():
 
 
 # ---------------------------------------------------------------- more legacy operator names
-prod, cumsum, norm = F.prod, F.cumsum, F.linalg.norm
+prod, cumsum, norm = F.prod, F.cumsum, _np_linalg.norm
 log1p, expm1, log2, log10, cbrt, rsqrt = F.log1p, F.expm1, F.log2, F.log10, F.cbrt, \
     _npx._P["rsqrt"]
 arcsin, arccos, arctan, sinh, cosh = F.arcsin, F.arccos, F.arctan, F.sinh, F.cosh
