@@ -1,12 +1,12 @@
 """The modules of fastgrad import only downward (Note [Layers] in fastgrad/_layers.py).
 
-The imports are read from the source, not from a running interpreter: the syntax tree of each
-``.py`` file (every ``import`` statement, at any depth, including inside functions, and
-``__import__``/``importlib.import_module`` calls with a literal name), and the ``import`` and
-``cimport`` lines of each ``.pyx``/``.pxd`` file.
+The imports are read from the source of the clone these tests sit in, not from a running
+interpreter (``_layers.import_graph``): the syntax tree of each ``.py`` file (every ``import``
+statement, at any depth, including inside functions, and ``__import__``/
+``importlib.import_module`` calls with a literal name), and the ``import`` and ``cimport``
+lines of each ``.pyx``/``.pxd`` file.
 """
 
-import ast
 import os
 import re
 
@@ -15,112 +15,7 @@ import pytest
 from fastgrad import _layers
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fastgrad")
-SOURCE_SUFFIXES = (".py", ".pyx", ".pxd")
-
-
-def _module_name(path):
-    """``'symbol._graph'`` for fastgrad/symbol/_graph.py, ``''`` for fastgrad/__init__.py."""
-    rel = os.path.relpath(path, PACKAGE)
-    rel = re.sub(r"\.(py|pyx|pxd)$", "", rel).replace(os.sep, ".")
-    if rel == "__init__":
-        return ""
-    return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
-
-
-def _source_files():
-    files = {}
-    for folder, dirs, names in os.walk(PACKAGE):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
-        for name in sorted(names):
-            if name.endswith(SOURCE_SUFFIXES) and not name.endswith(".pyi"):
-                path = os.path.join(folder, name)
-                files.setdefault(_module_name(path), []).append(path)
-    return files
-
-
-def _python_imports(path, module):
-    """``[(absolute dotted name, line)]`` of every import in the Python file ``path``."""
-    tree = ast.parse(open(path, encoding="utf-8").read(), path)
-    is_package = os.path.basename(path) == "__init__.py"
-    package = ("fastgrad." + module if module else "fastgrad").split(".")
-    if not is_package:
-        package = package[:-1]
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package[:len(package) - (node.level - 1)]
-                base = ".".join(parent + ([base] if base else []))
-            found += [(base + "." + alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.Call) and node.args \
-                and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str) \
-                and (getattr(node.func, "id", None) == "__import__"
-                     or getattr(node.func, "attr", None) == "import_module"):
-            found.append((node.args[0].value, node.lineno))
-    return found
-
-
-_CYTHON_IMPORT = re.compile(r"\s*(?:from\s+([\w.]+)\s+c?import\s+(.+)|c?import\s+([\w.,\s]+))")
-
-
-def _cython_imports(path):
-    """``[(absolute dotted name, line)]`` of the import and cimport lines of ``path``."""
-    found = []
-    lines = open(path, encoding="utf-8").read().splitlines()
-    for number, line in enumerate(lines, 1):
-        match = _CYTHON_IMPORT.match(line)
-        if not match:
-            continue
-        if match.group(1):
-            names = match.group(2).split("#")[0]
-            index = number
-            while names.rstrip().endswith(("(", ",", "\\")) and index < len(lines):
-                names += " " + lines[index].split("#")[0]   # a continued name list
-                index += 1
-            for name in re.split(r"[\s,()\\]+", names):
-                if name and name != "as" and name.isidentifier():
-                    found.append((match.group(1) + "." + name, number))
-        else:
-            for name in match.group(3).split(","):
-                if name.split():
-                    found.append((name.split()[0], number))
-    return found
-
-
-def _resolve(dotted, modules):
-    """The fastgrad module ``dotted`` names (an imported module, or a module whose attribute
-    it names), relative to the package, or ``None`` if it is outside fastgrad."""
-    if dotted != "fastgrad" and not dotted.startswith("fastgrad."):
-        return None
-    name = dotted[len("fastgrad."):] if dotted != "fastgrad" else ""
-    while name not in modules:
-        if "." not in name:
-            return "" if name else ""
-        name = name.rpartition(".")[0]
-    return name
-
-
-def import_graph():
-    """``{module: {imported module: first line}}`` over every fastgrad module."""
-    files = _source_files()
-    graph = {}
-    for module, paths in files.items():
-        edges = graph.setdefault(module, {})
-        for path in paths:
-            found = _python_imports(path, module) if path.endswith(".py") \
-                else _cython_imports(path)
-            for dotted, line in found:
-                target = _resolve(dotted, files)
-                if target is not None and target != module:
-                    edges.setdefault(target, "%s:%d" % (os.path.relpath(path, PACKAGE), line))
-    return graph
-
-
-GRAPH = import_graph()
+GRAPH = _layers.import_graph(PACKAGE)
 
 
 def _cycle(graph):
@@ -155,19 +50,25 @@ def test_the_reader_sees_lazy_and_cython_imports():
     assert "_state" in GRAPH["_engine"]                # a cimport in _engine.pyx
     assert "_array" in GRAPH["_registry"]
     assert "autograd" in GRAPH[""]                     # the package itself
-    source = "def f():\n    from fastgrad import autograd\n    import fastgrad.symbol._graph\n"
-    tree_imports = [name for name, _ in _python_imports_from_text(source)]
-    assert tree_imports == ["fastgrad.autograd", "fastgrad.symbol._graph"]
 
 
-def _python_imports_from_text(text, tmp=[]):
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(text)
-    try:
-        return sorted(_python_imports(f.name, "probe"))
-    finally:
-        os.unlink(f.name)
+
+def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("def f():\n    from fastgrad import autograd\n    import fastgrad.symbol._graph\n"
+                    "    from . import _state\n    __import__('fastgrad._plan')\n")
+    found = sorted(name for name, _ in _layers.python_imports(str(path), "symbol._probe"))
+    assert found == ["fastgrad._plan", "fastgrad.autograd", "fastgrad.symbol._graph",
+                     "fastgrad.symbol._state"]
+
+
+def test_the_reader_sees_continued_cimport_lines(tmp_path):
+    path = tmp_path / "probe.pyx"
+    path.write_text("from fastgrad._array cimport (ndarray,\n    wrap)\ncimport fastgrad._node\n"
+                    "    from fastgrad._engine import run_backward\n")
+    assert sorted(_layers.cython_imports(str(path))) == [
+        ("fastgrad._array.ndarray", 1), ("fastgrad._array.wrap", 1),
+        ("fastgrad._engine.run_backward", 4), ("fastgrad._node", 3)]
 
 
 def test_cycle_finder_finds_a_cycle_and_accepts_a_tree():
@@ -204,7 +105,7 @@ def _calls_of(function_name):
     with or without a leading underscore)."""
     call = re.compile(r"^(?!\s*(?:c?p?def) ).*(?:\.|\b_?)%s\(" % function_name, re.M)
     callers = set()
-    for module, paths in _source_files().items():
+    for module, paths in _layers.source_files(PACKAGE).items():
         for path in paths:
             if call.search(open(path, encoding="utf-8").read()):
                 callers.add(module)
@@ -213,7 +114,7 @@ def _calls_of(function_name):
 
 @pytest.mark.parametrize("owner, function, caller", _layers.REGISTRATIONS)
 def test_each_registration_is_made_by_the_module_that_defines_the_thing(owner, function, caller):
-    text = "".join(open(p, encoding="utf-8").read() for p in _source_files()[owner])
+    text = "".join(open(p, encoding="utf-8").read() for p in _layers.source_files(PACKAGE)[owner])
     assert re.search(r"^(c?p?def|def) %s\(" % function, text, re.M), \
         "%s does not declare %s" % (owner, function)
     assert _layers.layer_of(caller) >= _layers.layer_of(owner)
