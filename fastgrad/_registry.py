@@ -278,9 +278,10 @@ def register_graph_functions(functions):
     the second binding only spares ``create_graph`` NumPy's ``__array_ufunc__`` and
     ``__array_function__`` dispatch on every call the formula makes (helpers of ``_rules.py``
     still dispatch through NumPy). Called once by ``functions`` (fastgrad._functions, the
-    module of fastgrad's NumPy-style functions) at the end of its import. A third binding, made by ``build``, runs the
-    same formula with its operators and ufuncs split across threads; the engine uses it for
-    nodes whose gradient is a large array (Note [Parallel kernels] in _parallel.pyx).
+    module of fastgrad's NumPy-style functions) at the end of its import. A third binding,
+    made by ``build``, runs the same formula with its operators and ufuncs split across
+    threads; the engine uses it for nodes whose gradient is a large array (Note [Parallel
+    kernels] in _parallel.pyx).
     """
     namespace = _namespace()
     for ufunc, prim in UFUNC_OPS.items():

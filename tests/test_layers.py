@@ -55,8 +55,9 @@ def test_the_reader_sees_lazy_and_cython_imports():
 
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
     path = tmp_path / "probe.py"
-    path.write_text("def f():\n    from fastgrad import autograd\n    import fastgrad.symbol._graph\n"
-                    "    from . import _state\n    __import__('fastgrad._plan')\n")
+    path.write_text("def f():\n    from fastgrad import autograd\n"
+                    "    import fastgrad.symbol._graph\n    from . import _state\n"
+                    "    __import__('fastgrad._plan')\n")
     found = sorted(name for name, _ in _layers.python_imports(str(path), "symbol._probe"))
     assert found == ["fastgrad._plan", "fastgrad.autograd", "fastgrad.symbol._graph",
                      "fastgrad.symbol._state"]
