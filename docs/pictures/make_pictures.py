@@ -74,7 +74,8 @@ def layers():
              '  edge [color="#777777", arrowsize=0.6, dir=back];']
     for index, (name, what, members) in enumerate(_layers.LAYERS):
         rows, row = [], ""
-        for module in sorted("fastgrad" if m == "" else m for m in members):
+        for module in sorted("fastgrad" if m == "" else m for m in members
+                             if _layers.present(m)):
             if row and len(row) + len(module) > 80:
                 rows.append(row)
                 row = ""
