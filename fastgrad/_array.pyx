@@ -133,6 +133,7 @@ def register_legacy_array(cls):
     _LEGACY_ARRAY = cls
 
 
+# NumPy's keyword arguments that fastgrad's ops do not take, and what to do instead.
 _NUMPY_ONLY = {
     "out": "use the returned array",
     "where": "use fastgrad.np.where on the result",

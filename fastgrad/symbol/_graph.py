@@ -63,6 +63,7 @@ def register_executor(executor):
     """Take the executor class ``bind`` returns: called once by fastgrad.executor."""
     _hooks["executor"] = executor
 
+
 _ids = itertools.count()
 
 
