@@ -7,6 +7,7 @@ statement, at any depth, including inside functions, and ``__import__``/
 lines of each ``.pyx``/``.pxd`` file.
 """
 
+import ast
 import os
 import re
 
@@ -125,3 +126,31 @@ def test_each_registration_is_made_by_the_module_that_defines_the_thing(owner, f
 def test_the_package_connects_nothing():
     text = open(os.path.join(PACKAGE, "__init__.py"), encoding="utf-8").read()
     assert not re.search(r"\.(install|register)\w*\(", text)
+
+
+def test_no_function_imports_a_module_of_fastgrad():
+    # An import inside a function is how a cycle hides; with the layers there is no reason
+    # left for one (optional dependencies such as SciPy or mpi4py are not fastgrad's modules).
+    lazy = []
+    for module, paths in _layers.source_files(PACKAGE).items():
+        for path in paths:
+            text = open(path, encoding="utf-8").read()
+            if path.endswith(".py"):
+                for node in ast.walk(ast.parse(text)):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        lazy += ["%s:%d" % (os.path.relpath(path, PACKAGE), inner.lineno)
+                                 for inner in ast.walk(node)
+                                 if isinstance(inner, (ast.Import, ast.ImportFrom))
+                                 and any(name.startswith("fastgrad") for name, _ in
+                                         _imported_names(inner))]
+            else:
+                lazy += ["%s:%d" % (os.path.relpath(path, PACKAGE), number)
+                         for number, line in enumerate(text.splitlines(), 1)
+                         if re.match(r"\s+(from|c?import)\s+fastgrad", line)]
+    assert not lazy, "imports inside functions: %s" % lazy
+
+
+def _imported_names(node):
+    if isinstance(node, ast.Import):
+        return [(alias.name, node.lineno) for alias in node.names]
+    return [("fastgrad" if node.level else node.module or "", node.lineno)]
