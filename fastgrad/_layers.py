@@ -4,10 +4,11 @@ Note [Layers]
 ~~~~~~~~~~~~~
 The modules of ``fastgrad/`` form layers, listed below from the bottom up. A module imports
 only modules of its own layer or of layers below it, never above, and the imports inside one
-layer form no cycle; imports inside functions count like any other, so a lazy import cannot
-hide a cycle. ``tests/test_layers.py`` reads every module's imports (the syntax tree of a
-``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd``) and fails on a cycle
-or an import that goes up.
+layer form no cycle. Modules of fastgrad are imported at the top of a file, never inside a
+function, where an import could hide a cycle (optional dependencies such as SciPy are still
+imported on first use). ``tests/test_layers.py`` reads every module's imports (the syntax
+tree of a ``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd``) and fails on
+a cycle, an import that goes up, or an import inside a function.
 
 Where a lower layer needs something that an upper layer defines, the dependency is inverted:
 the lower module declares a table (a ``register_*`` function and the variable it fills) and
