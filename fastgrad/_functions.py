@@ -2,9 +2,9 @@
 
 Elementwise operations are the primitives themselves (``fastgrad.np.sin`` is the ``sin`` op).
 Functions with NumPy signatures (``sum(a, axis=None, dtype=None, out=None, keepdims=False)``)
-normalize their arguments here and call one primitive. Linear algebra is in ``_linalg.py``;
-``_dispatch.py`` maps NumPy's functions to these, for NumPy calls on fastgrad arrays
-(``numpy.sum(a)``, ``__array_function__``).
+normalize their arguments here and call one primitive. Creation is in ``_creation.py``
+(re-exported here), linear algebra in ``_linalg.py``; ``_dispatch.py`` maps NumPy's functions
+to these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_function__``).
 """
 
 import builtins as _builtins
@@ -21,10 +21,12 @@ from fastgrad._kernels import normalize_axis
 from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
                                     check_numeric as _check_numeric)
 from fastgrad._registry import REGISTRY, UFUNC_OPS
+from fastgrad._creation import default_float as _default_float
+from fastgrad._creation import (array, asarray, zeros, ones, empty, full, zeros_like,  # noqa: F401
+                                ones_like, empty_like, full_like, arange, eye)
 from fastgrad._registry import register_graph_functions as _register_graph_functions
 
 _P = REGISTRY
-_DEFAULT_FLOAT = _np.float32
 _max, _min = _builtins.max, _builtins.min
 
 # ---------------------------------------------------------------- elementwise primitives
@@ -930,119 +932,7 @@ def copy(a, order="K"):
     return _P["copy"](a)
 
 
-# ---------------------------------------------------------------- creation (no history)
-def _float_default(obj, dtype):
-    if dtype is not None:
-        return _np.dtype(dtype)
-    if isinstance(obj, (ndarray, _np.ndarray, _np.generic)):
-        return obj.dtype          # NumPy arrays and scalars keep their dtype
-    try:
-        probe = _np.asarray(obj)
-    except ValueError as exc:          # NumPy's "inhomogeneous shape"
-        raise TypeError("fastgrad.array: argument 'object' is ragged or not numeric (%s)"
-                        % exc) from None
-    if probe.dtype.kind in "fiu":
-        return _np.dtype(_DEFAULT_FLOAT)
-    return probe.dtype
-
-
-def array(object, dtype=None, ctx=None, copy=True, device=None):
-    """Create an array. Python numbers and lists give float32 (MXNet's default); a NumPy
-    array keeps its dtype unless ``dtype`` is given.
-
-    A recorded array, or a list or tuple holding recorded arrays, gives a recorded result
-    with NumPy's result dtype (Note [History through construction]). Values that are not
-    numbers, and ragged sequences, raise ``TypeError``.
-
-    Examples
-    --------
-    >>> import fastgrad as mx
-    >>> mx.np.array([[1, 2], [3, 4]])
-    array([[1., 2.],
-           [3., 4.]])
-    """
-    _check_device(ctx or device)
-    if isinstance(object, ndarray) and object.node is not None:
-        if dtype is not None and _np.dtype(dtype) != object.dtype:
-            return astype(object, dtype)
-        return _P["copy"](object) if copy else object
-    if (type(object) is list or type(object) is tuple) and _holds_array(object):
-        return _as_recorded(_from_sequence(object, dtype))
-    data = unwrap(object)
-    if isinstance(data, _np.ndarray) and data.dtype.kind == "O" and dtype is None:
-        try:
-            data = _np.array(data.tolist())
-        except ValueError as exc:
-            raise TypeError("fastgrad.array: argument 'object' is a ragged object array (%s)"
-                            % exc) from None
-        _check_numeric(data.dtype, "fastgrad.array: argument 'object'")
-    dt = _float_default(data if isinstance(data, _np.ndarray) else object, dtype)
-    _check_numeric(dt, "fastgrad.array: argument 'object'")
-    try:
-        return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
-    except (ValueError, TypeError) as exc:
-        raise TypeError("fastgrad.array: argument 'object' cannot be converted to %s (%s)"
-                        % (dt, exc)) from None
-
-
-def _as_recorded(out):
-    return out if isinstance(out, ndarray) else _wrap(out)
-
-
-def asarray(a, dtype=None, ctx=None, device=None):
-    """``a`` as a fastgrad array, without a copy when it already is one of that dtype."""
-    if isinstance(a, ndarray) and (dtype is None or _np.dtype(dtype) == a.dtype):
-        return a
-    return array(a, dtype=dtype, copy=False)
-
-
-def _creation(fn, name):
-    def create(shape, dtype=None, order="C", ctx=None, device=None):
-        _check_device(ctx or device)
-        return _wrap(fn(shape, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
-    create.__name__ = create.__qualname__ = name
-    create.__doc__ = ("A new array of the given shape (``numpy.%s``); float32 unless "
-                      "``dtype`` is given. Not recorded." % name)
-    return create
-
-
-zeros = _creation(_np.zeros, "zeros")
-ones = _creation(_np.ones, "ones")
-empty = _creation(_np.empty, "empty")
-
-
-def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
-    """A new array filled with ``fill_value`` (float32 unless ``dtype`` is given)."""
-    _check_device(ctx or device)
-    return _wrap(_np.full(shape, unwrap(fill_value),
-                          dtype=_DEFAULT_FLOAT if dtype is None else dtype))
-
-
-def _like(fn, name):
-    def like(a, dtype=None, order="C", subok=True, shape=None, ctx=None, device=None):
-        return _wrap(fn(unwrap(a), dtype=dtype, shape=shape), type(a) if isinstance(a, ndarray)
-                     else None)
-    like.__name__ = like.__qualname__ = name
-    like.__doc__ = "A new array with the shape and dtype of ``a`` (``numpy.%s``)." % name
-    return like
-
-
-zeros_like = _like(_np.zeros_like, "zeros_like")
-ones_like = _like(_np.ones_like, "ones_like")
-empty_like = _like(_np.empty_like, "empty_like")
-
-
-def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, ctx=None):
-    """A new array with the shape and dtype of ``a``, filled with ``fill_value``."""
-    return _wrap(_np.full_like(unwrap(a), unwrap(fill_value), dtype=dtype, shape=shape))
-
-
-def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
-    """Evenly spaced values in an interval (float32 unless ``dtype`` is given)."""
-    _check_device(ctx or device)
-    return _wrap(_np.arange(start, stop, step, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
-
-
+# ---------------------------------------------------------------- linspace
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
     """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given).
 
@@ -1054,7 +944,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         return _linspace_recorded(start, stop, int(num), endpoint, retstep, dtype, axis)
     _check_device(ctx)
     res = _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
-                       dtype=_DEFAULT_FLOAT if dtype is None else dtype, axis=axis)
+                       dtype=_default_float() if dtype is None else dtype, axis=axis)
     if retstep:
         return _wrap(res[0]), res[1]
     return _wrap(res)
@@ -1082,12 +972,6 @@ def _linspace_recorded(start, stop, num, endpoint, retstep, dtype, axis):
     if dtype is not None:
         y = y.astype(dtype)
     return (y, step) if retstep else y
-
-
-def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
-    """The identity matrix (float32 unless ``dtype`` is given)."""
-    _check_device(ctx or device)
-    return _wrap(_np.eye(N, M, k, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
 
 
 # ---------------------------------------------------------------- not differentiable
@@ -1267,7 +1151,7 @@ permute_dims = transpose
 
 # The table's names and the public functions defined above (Note [Generated namespaces]);
 # type checkers read fastgrad/numpy/__init__.pyi, generated from this by fastgrad._stubgen.
-__all__ = _namespaces.public_names(globals(), _TABLE_NAMES)
+__all__ = _namespaces.public_names(globals(), _TABLE_NAMES, ["fastgrad._creation"])
 
 # Files and DLPack (fastgrad/_io.py); numpy.save(f, a) on a fastgrad array dispatches here.
 from fastgrad._io import from_dlpack, load, save, savez, savez_compressed  # noqa: E402

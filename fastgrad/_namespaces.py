@@ -39,17 +39,18 @@ def npx_names():
     return {op.name: REGISTRY[op.name] for op in TABLE if op.npx}
 
 
-def public_names(namespace, table_names):
+def public_names(namespace, table_names, modules=()):
     """The sorted public names of a module whose globals are ``namespace``: those of
     ``table_names`` it still binds to the table's op, and the functions it defines (a name
-    bound to such a function, like ``concat = concatenate``, counts)."""
-    module = namespace["__name__"]
+    bound to such a function, like ``concat = concatenate``, counts) or re-exports from the
+    ``modules`` named."""
+    module = {namespace["__name__"], *modules}
     names = set()
     for name, value in namespace.items():
         if name.startswith("_"):
             continue
         if table_names.get(name) is value:
             names.add(name)
-        elif isinstance(value, types.FunctionType) and value.__module__ == module:
+        elif isinstance(value, types.FunctionType) and value.__module__ in module:
             names.add(name)
     return sorted(names)

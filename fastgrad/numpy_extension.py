@@ -8,7 +8,7 @@ any order. ``COMPOSITES`` lists the ones that are compositions (checked by
 import numpy as _onp
 
 from fastgrad import _functions as F
-from fastgrad import _namespaces
+from fastgrad import _creation, _namespaces
 from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
@@ -469,17 +469,17 @@ def set_np(shape=True, array=True, dtype=False):
     """fastgrad always has NumPy semantics; ``dtype=True`` makes float64 the default float
     type of new arrays (``np.array([1, 2])``, ``np.zeros``, ``np.random``), as in MXNet, and
     ``dtype=False`` restores float32."""
-    F._DEFAULT_FLOAT = _onp.float64 if dtype else _onp.float32
+    _creation.set_default_float(_onp.float64 if dtype else _onp.float32)
 
 
 def reset_np():
     """Back to MXNet's defaults: float32 is the default float type again."""
-    F._DEFAULT_FLOAT = _onp.float32
+    _creation.set_default_float(_onp.float32)
 
 
 def is_np_default_dtype():
     """Whether new arrays default to float64 (after ``set_np(dtype=True)``)."""
-    return F._DEFAULT_FLOAT is _onp.float64
+    return _creation.default_float() is _onp.float64
 
 
 def is_np_array():
