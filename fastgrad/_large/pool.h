@@ -2,7 +2,7 @@
  *
  * Note [Kernel pool]
  * ~~~~~~~~~~~~~~~~~~
- * A large elementwise ufunc call is cut into chunks (Note [Parallel kernels] in _parallel.pyx
+ * A large elementwise ufunc call is cut into chunks (Note [Parallel kernels] in kernels.pyx
  * says which calls, and why the results are bit-identical). The loop each chunk runs is the
  * one NumPy itself would run, obtained once per ufunc and dtypes through NumPy's
  * ``ufunc._get_strided_loop`` (the "numpy_1.24_ufunc_call_info" capsule). Only loops that do

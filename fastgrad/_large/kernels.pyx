@@ -20,11 +20,11 @@ NumPy's pairwise order, bit for bit) and sums over leading axes (``sum_rows``, N
 sums]); a mask cast for relu's gradient (``cast_mask``); and every slice goes to the same
 thread each time (thread ``t`` takes chunk ``t``), so consecutive ops find their data in the
 cache of the core that wrote it. Fresh outputs come from a cache of freed buffers (Note
-[Buffer cache] in ``_pool.h``): page faults in two threads at once cost more than the work.
+[Buffer cache] in ``pool.h``): page faults in two threads at once cost more than the work.
 
 There are two ways to run the slices:
 
-* The kernel pool (``_c_call``, Note [Kernel pool] in ``_pool.h``): when every array operand
+* The kernel pool (``_c_call``, Note [Kernel pool] in ``pool.h``): when every array operand
   is C-contiguous and already of the dtype of NumPy's loop for these operands (float or
   bool loops only), C threads call that very loop. Operands may broadcast: the output is cut
   into rows along the broadcast axes, each row one call of the loop, as NumPy's iterator cuts
@@ -52,24 +52,26 @@ encountered in <ufunc>" attributed to the caller's frame, ``'raise'`` raises
 ``FloatingPointError``). Under an ``errstate`` mode of ``'call'``, ``'print'`` or ``'log'``
 nothing is split.
 
-Hooks, each a C-level size test on the hot path: ``Primitive.apply`` for kernels that are
-ufuncs; the engine's in-place gradient accumulation; the engine picks, for a node whose
-gradient is a large array, the rule's third binding (Note [Two bindings]), whose operators
-and ufunc names call this module; ``relu``'s kernel.
+Callers reach this module only through the interface of ``kernels.pxd`` and
+``fastgrad._large`` (Note [Large-array kernels]), each call starting with a C-level size
+test: ``Primitive.apply`` for kernels that are ufuncs; the engine's gradient accumulation and
+sums over leading axes; the rules' large binding (Note [Bindings] in ``_bindings.py``), whose
+operators and ufunc names call ``op_*`` and ``Split`` here; ``relu``'s kernel, full sums and
+``Filled``'s mask casts.
 """
 
 cimport cython
 cimport numpy as cnp
 from cpython.exc cimport PyErr_WarnEx
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport Py_REFCNT
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
+from cpython.pythread cimport PyThread_get_thread_ident
 from libc.string cimport memcpy
 
 
-cdef extern from "_pool.h":
-    # See Note [Kernel pool] in _pool.h.
+cdef extern from "pool.h":
+    # See Note [Kernel pool] in pool.h.
     ctypedef int (*fg_loop_fn)(void *context, char *const *data, const cnp.npy_intp *dims,
                                const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     ctypedef struct fg_call_info:
@@ -132,6 +134,7 @@ import os
 import threading
 from _thread import allocate_lock
 from queue import SimpleQueue
+from weakref import ref as _ref
 
 import numpy as _np
 
@@ -292,12 +295,34 @@ cdef bint is_large(object a) noexcept:
             and _nthreads != 1)
 
 
-cdef bint any_large(tuple args) noexcept:
+cdef inline bint any_large(tuple args) noexcept:
     cdef Py_ssize_t i
     for i in range(PyTuple_GET_SIZE(args)):
         if is_large(<object>PyTuple_GET_ITEM(args, i)):
             return True
     return False
+
+
+# ------------------------------------------------------------------ the interface
+# (kernels.pxd; Note [Large-array kernels])
+
+cdef object elementwise(object ufunc, tuple args):
+    if any_large(args):
+        return call(ufunc, args)
+    return None
+
+
+cdef bint add_into(object acc, object g) except -1:
+    return is_large(acc) and call(_add, (acc, g), acc) is not None
+
+
+cdef object add(object a, object b):
+    return call(_add, (a, b)) if is_large(a) else None
+
+
+cdef inline bint _reusable(cnp.ndarray a) noexcept:
+    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISWRITEABLE(a)
+            and cnp.PyArray_BASE(a) == NULL and cnp.PyArray_NDIM(a) > 0)
 
 
 cdef inline bint _all_zero_strides(cnp.ndarray a) noexcept:
@@ -321,11 +346,6 @@ cdef inline bint _disjoint(cnp.ndarray a, cnp.ndarray out) noexcept:
     return p + na <= q or q + cnp.PyArray_NBYTES(out) <= p
 
 
-cdef inline bint _reusable(cnp.ndarray a) noexcept:
-    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISWRITEABLE(a)
-            and cnp.PyArray_BASE(a) == NULL and cnp.PyArray_NDIM(a) > 0)
-
-
 # ------------------------------------------------------------------ the C path
 
 cdef object _HANDLER = PyCapsule_New(&fg_mem_handler, b"mem_handler", NULL)
@@ -342,7 +362,7 @@ cdef object _out(object shape, object dtype):
 
 def set_cache_limit(limit):
     """Keep at most ``limit`` bytes of freed output buffers for reuse (Note [Buffer cache]
-    in ``_pool.h``; ``0`` frees them all and keeps none). Returns the previous limit."""
+    in ``pool.h``; ``0`` frees them all and keeps none). Returns the previous limit."""
     global fg_cache_limit
     old = fg_cache_limit
     limit = int(limit)
@@ -509,10 +529,10 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
             a = ops[i]
             if elide & (1 << i) and _reusable(<cnp.ndarray>a) and a.shape == shape \
                     and a.dtype == odtype:
-                out = a                 # a temporary takes the result, as NumPy's elision
+                out = a                 # a temporary the caller owns takes the result
                 break
         else:
-            out = _out(shape, odtype)
+            out = _out(shape, odtype)   # fresh, from the buffer cache (Note [Buffer cache])
         o = <cnp.ndarray>out
     for i in range(n):
         if not _disjoint(<cnp.ndarray>ops[i], o):
@@ -745,7 +765,7 @@ def sum_all(x):
 SUM_ROWS_MIN = 1 << 17
 
 
-def sum_rows(x, Py_ssize_t nlead):
+cpdef object sum_rows(object x, Py_ssize_t nlead):
     """The sum over the first ``nlead`` axes of a large C-contiguous float array, as the sum
     of two halves of its rows; ``None`` for arrays that do not qualify (the caller then calls
     ``numpy.add.reduce``).
@@ -864,8 +884,9 @@ def cast_mask(mask, dtype):
 cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     """``ufunc(*args)`` (or ``ufunc(*args, out=out)``) run in chunks on several threads, or
     ``None`` when that is not possible or not worth it (Note [Parallel kernels]). Bit ``i``
-    of ``elide``: argument ``i`` is a temporary nothing else references, which may become
-    the output when its dtype is the result's, as NumPy's own temporary elision does."""
+    of ``elide``: the caller owns argument ``i``, a temporary nothing else holds (Note [Owned
+    temporaries]), which may then become the output when its dtype and shape are the
+    result's. Otherwise a fresh output comes from the buffer cache (Note [Buffer cache])."""
     cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, k, size, lo, hi, step
     cdef object shape = None
     cdef object a
@@ -954,7 +975,7 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     step = (size + _nthreads - 1) // _nthreads
     step = (step + ALIGN - 1) // ALIGN * ALIGN
     if small or step >= size:
-        # Not worth splitting; but a temporary can still take the result, in one call.
+        # Not worth splitting; but an owned temporary can still take the result, in one call.
         for i in range(n):
             if out is <object>PyTuple_GET_ITEM(args, i):
                 return ufunc(*args, out=out)
@@ -1019,29 +1040,104 @@ def apply(ufunc, *args):
     return ufunc(*args)
 
 
+# ------------------------------------------------------------------ the large binding
+# (Note [Bindings] in _bindings.py)
+#
+# Note [Owned temporaries]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A rule such as ``g * cos(x)`` makes a temporary (``cos(x)``) that only the expression
+# holds; NumPy would reuse it as the output of the ``*`` (its temporary elision), which on a
+# large backward saves one array in three. The large binding does the same from ownership it
+# tracks itself, never from reference counts: a rule of this binding runs inside a *scope*
+# (``rule_begin``/``rule_end``, which the rewritten rule calls), and every array that one of
+# its operators or ufunc calls allocates is recorded in the scope of the running thread. An
+# operand that is in the scope is a temporary of this rule's expression: the rule's own
+# arguments (``g``, saved inputs, ``result``) were made outside the scope, and an expression
+# without names can use a temporary only once, so nothing else holds it. The operation that
+# takes it as an operand removes it from the scope and may write its result into it. When
+# the rule returns, its scope ends: what it returns is handed out and is never reused. The
+# scope holds weak references, so it keeps no temporary alive.
+
+cdef dict _scopes = {}          # thread ident -> {id(array): weakref} of its running rule
+
+
+def rule_begin():
+    """Open the scope of a large-binding rule in this thread (Note [Owned temporaries]);
+    returns the enclosing scope, for ``rule_end``."""
+    cdef unsigned long t = PyThread_get_thread_ident()
+    outer = _scopes.get(t)
+    _scopes[t] = {}
+    return outer
+
+
+def rule_end(outer):
+    """Close this thread's scope, restoring ``outer``."""
+    cdef unsigned long t = PyThread_get_thread_ident()
+    if outer is None:
+        _scopes.pop(t, None)
+    else:
+        _scopes[t] = outer
+
+
+cdef inline int _own(object r) except -1:
+    """Record ``r``, just allocated by the large binding, as owned by the running rule."""
+    if type(r) is NP_NDARRAY and _reusable(<cnp.ndarray>r):
+        scope = _scopes.get(PyThread_get_thread_ident())
+        if scope is not None:
+            scope[id(r)] = _ref(r)
+    return 0
+
+
+cdef inline bint _take(object a):
+    """Whether ``a`` is a temporary the running rule owns; it leaves the scope either way."""
+    if type(a) is not NP_NDARRAY:
+        return False
+    scope = _scopes.get(PyThread_get_thread_ident())
+    if scope is None:
+        return False
+    ref = scope.pop(id(a), None)
+    return ref is not None and ref() is a
+
+
+cdef inline object _fresh(object r, tuple args):
+    """``r``, a result computed from ``args``, recorded as owned when it is new."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(args)):
+        if r is <object>PyTuple_GET_ITEM(args, i):
+            return r                    # an operand handed back (Filled's ``1 * x``)
+    _own(r)
+    return r
+
+
 cdef class Split:
-    """A ufunc called through ``apply`` (the names of the rules' third binding)."""
+    """A ufunc of the large binding: through the kernels when large, its result owned by
+    the running rule (Note [Owned temporaries])."""
     cdef readonly object ufunc
 
     def __init__(self, ufunc):
         self.ufunc = ufunc
 
     def __call__(self, *args, **kwargs):
+        cdef int elide = 0
+        cdef Py_ssize_t i
         if not kwargs and any_large(args):
-            r = call(self.ufunc, args)
+            for i in range(PyTuple_GET_SIZE(args)):
+                if _take(<object>PyTuple_GET_ITEM(args, i)):
+                    elide |= 1 << i
+            r = call(self.ufunc, args, None, elide)
             if r is not None:
-                return r
-        return self.ufunc(*args, **kwargs)
+                return _fresh(r, args)
+        return _fresh(self.ufunc(*args, **kwargs), args)
 
     def __getattr__(self, name):
         return getattr(self.ufunc, name)
 
     def __repr__(self):
-        return "<split %r>" % (self.ufunc,)
+        return "<large %r>" % (self.ufunc,)
 
 
-# Operators of the rules' third binding: the ufunc an ndarray operator calls, split when large,
-# else the operator itself (so scalar-only arithmetic keeps Python's semantics).
+# Operators of the large binding: the ufunc an ndarray operator calls, through the kernels
+# when large, else the operator itself (so scalar-only arithmetic keeps Python's semantics).
 
 cdef object _add = _np.add, _subtract = _np.subtract, _multiply = _np.multiply
 cdef object _divide = _np.divide, _negative = _np.negative
@@ -1051,68 +1147,69 @@ cdef object _equal = _np.equal, _not_equal = _np.not_equal
 
 
 cdef inline object _bin(object uf, object a, object b):
-    # A reference count of 2 here (the caller's stack and this function's argument): a
-    # temporary of the rule's expression, which the result may overwrite.
     cdef int elide
     if is_large(a) or is_large(b):
-        elide = (Py_REFCNT(a) == 2) | ((Py_REFCNT(b) == 2) << 1)    # before (a, b) exists
-        return call(uf, (a, b), None, elide)
+        elide = _take(a) | (_take(b) << 1)
+        r = call(uf, (a, b), None, elide)
+        if r is not None:
+            _own(r)
+        return r
     return None
 
 
 def op_add(a, b):
     r = _bin(_add, a, b)
-    return a + b if r is None else r
+    return _fresh(a + b, (a, b)) if r is None else r
 
 
 def op_sub(a, b):
     r = _bin(_subtract, a, b)
-    return a - b if r is None else r
+    return _fresh(a - b, (a, b)) if r is None else r
 
 
 def op_mul(a, b):
     r = _bin(_multiply, a, b)
-    return a * b if r is None else r
+    return _fresh(a * b, (a, b)) if r is None else r
 
 
 def op_div(a, b):
     r = _bin(_divide, a, b)
-    return a / b if r is None else r
+    return _fresh(a / b, (a, b)) if r is None else r
 
 
 def op_neg(a):
-    cdef int elide = Py_REFCNT(a) == 2
-    r = call(_negative, (a,), None, elide) if is_large(a) else None
-    return -a if r is None else r
+    r = call(_negative, (a,), None, _take(a)) if is_large(a) else None
+    if r is None:
+        return _fresh(-a, (a,))
+    _own(r)
+    return r
 
 
 def op_gt(a, b):
     r = _bin(_greater, a, b)
-    return a > b if r is None else r
+    return _fresh(a > b, (a, b)) if r is None else r
 
 
 def op_ge(a, b):
     r = _bin(_greater_equal, a, b)
-    return a >= b if r is None else r
+    return _fresh(a >= b, (a, b)) if r is None else r
 
 
 def op_lt(a, b):
     r = _bin(_less, a, b)
-    return a < b if r is None else r
+    return _fresh(a < b, (a, b)) if r is None else r
 
 
 def op_le(a, b):
     r = _bin(_less_equal, a, b)
-    return a <= b if r is None else r
+    return _fresh(a <= b, (a, b)) if r is None else r
 
 
 def op_eq(a, b):
     r = _bin(_equal, a, b)
-    return a == b if r is None else r
+    return _fresh(a == b, (a, b)) if r is None else r
 
 
 def op_ne(a, b):
     r = _bin(_not_equal, a, b)
-    return a != b if r is None else r
-
-
+    return _fresh(a != b, (a, b)) if r is None else r
