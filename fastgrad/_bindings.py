@@ -28,10 +28,11 @@ large     as numpy, but elementwise ufuncs and the     a first-order pass on a n
 Operators are not names: under the numpy and graph bindings ``a * b`` is the operands' own
 operator (NumPy's, or fastgrad's, which records). For the large binding they are written as
 calls (``_large_op_mul(a, b)``) by ``large_source``, the one place a formula's text is
-rewritten; that binding therefore runs a second compiled code of the same text. Which binding
-runs is decided in one place, the engine's rule call (``_call_rule`` in ``_engine.pyx``):
-``backward_graph`` under ``create_graph``, else ``backward_large`` when the gradient is
-large, else ``backward``.
+rewritten; that binding therefore runs a second compiled code of the same text, whose body also
+opens the scope in which the binding owns the temporaries it makes (Note [Owned temporaries] in
+``_large/kernels.pyx``). Which binding runs is decided in one place, the engine's rule call
+(``_call_rule`` in ``_engine.pyx``): ``backward_graph`` under ``create_graph``, else
+``backward_large`` when the gradient is large, else ``backward``.
 """
 
 import ast

@@ -91,7 +91,8 @@ from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
-from fastgrad._large.kernels cimport add_into, add as large_add, sum_rows, is_large, min_size
+from fastgrad._large.kernels cimport (add_into, add as large_add, sum_rows, large_rule,
+                                      large_rule_size)
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
@@ -501,7 +502,7 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
     if create and op.backward_graph is not None:
         return op.backward_graph(*args)
     if not create and op.backward_large is not None and (
-            is_large(g) or (type(g) is FILLED and g.size >= min_size())):
+            large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
         return op.backward_large(*args)         # Note [Bindings] in _bindings.py
     return op.backward(*args)
 

@@ -561,3 +561,52 @@ def test_rule_scopes_belong_to_their_thread():
     assert r is not t
     _same(t, t0)
     _same(r, t0 * 2.0)
+
+
+# ---------------------------------------------------------------- switching kernels off
+
+
+@pytest.mark.parametrize("name", _large.KERNELS)
+def test_each_kernel_can_be_switched_off_alone(name):
+    """Every kernel off in turn: the same values, and the kernel switched off makes no call."""
+    x = _data(onp.float64, (700, 512), seed=40)
+    b = _data(onp.float64, (512,), seed=41)
+    m = x > 0
+    try:
+        assert _large.disable([name]) == []
+        before = _large.pool_calls()
+        if name == "apply":
+            _same(_large.apply(onp.sin, x), onp.sin(x))
+            assert _large.pool_calls() == before
+        elif name == "sum_all":
+            assert _large.sum_all(x) is None
+        elif name == "cast_mask":
+            assert _large.cast_mask(m, onp.float64) is None
+        elif name == "sum_rows":
+            assert _large.sum_rows(x, 1) is None
+        # Gradients of a large broadcast (elementwise, both accumulations, the large rule,
+        # the row sum) are those of the kernels all on, except for sum_rows's own order.
+        xs, bs = fnp.array(x), fnp.array(b)
+        xs.attach_grad()
+        bs.attach_grad()
+        with autograd.record():
+            y = fnp.sin(xs + bs) * xs + xs * xs
+        y.backward()
+        got = (xs.grad.asnumpy(), bs.grad.asnumpy())
+        assert _large.disable() == [name]
+        with autograd.record():
+            y = fnp.sin(xs + bs) * xs + xs * xs
+        y.backward()
+        _same(got[0], xs.grad.asnumpy())
+        if name != "sum_rows":
+            _same(got[1], bs.grad.asnumpy())
+        else:
+            onp.testing.assert_allclose(got[1], bs.grad.asnumpy(), rtol=1e-12)
+    finally:
+        _large.disable()
+
+
+def test_disable_names_the_kernels():
+    with pytest.raises(ValueError, match="unknown kernel 'threads'"):
+        _large.disable(["threads"])
+    assert _large.disable() == []

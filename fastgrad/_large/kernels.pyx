@@ -306,18 +306,50 @@ cdef inline bint any_large(tuple args) noexcept:
 # ------------------------------------------------------------------ the interface
 # (kernels.pxd; Note [Large-array kernels])
 
+# Each kernel can be switched off on its own, to measure what it brings (``disable``).
+cdef dict _KERNELS = {"elementwise": 1, "add_into": 2, "add": 4, "sum_rows": 8,
+                      "sum_all": 16, "cast_mask": 32, "apply": 64, "large_rules": 128}
+cdef int _off = 0
+
+
+def disable(names=()):
+    """Switch off the kernels in ``names`` (keys of ``KERNELS``), and on all the others;
+    their callers then call NumPy. Returns the names that were off. For measuring what each
+    kernel brings; ``set_num_threads(1)`` switches them all off."""
+    global _off
+    cdef int bits = 0
+    for name in names:
+        if name not in _KERNELS:
+            raise ValueError("unknown kernel %r; the kernels are %s" % (name, sorted(_KERNELS)))
+        bits |= <int>_KERNELS[name]
+    old = sorted(k for k, v in _KERNELS.items() if _off & <int>v)
+    _off = bits
+    return old
+
+
+KERNELS = tuple(sorted(_KERNELS))
+
+
 cdef object elementwise(object ufunc, tuple args):
-    if any_large(args):
+    if not (_off & 1) and any_large(args):
         return call(ufunc, args)
     return None
 
 
 cdef bint add_into(object acc, object g) except -1:
-    return is_large(acc) and call(_add, (acc, g), acc) is not None
+    return not (_off & 2) and is_large(acc) and call(_add, (acc, g), acc) is not None
 
 
 cdef object add(object a, object b):
-    return call(_add, (a, b)) if is_large(a) else None
+    return call(_add, (a, b)) if not (_off & 4) and is_large(a) else None
+
+
+cdef bint large_rule(object g) noexcept:
+    return not (_off & 128) and is_large(g)
+
+
+cdef Py_ssize_t large_rule_size() noexcept:
+    return PY_SSIZE_T_MAX if _off & 128 else min_size()
 
 
 cdef inline bint _reusable(cnp.ndarray a) noexcept:
@@ -698,7 +730,7 @@ def sum_all(x):
     cdef int nthreads, depth, leaves, c, bits
     cdef double dv[32]
     cdef float fv[32]
-    if type(x) is not NP_NDARRAY or get_num_threads() < 2:
+    if type(x) is not NP_NDARRAY or get_num_threads() < 2 or _off & 16:
         return None
     arr = <cnp.ndarray>x
     size = cnp.PyArray_SIZE(arr)
@@ -787,7 +819,7 @@ cpdef object sum_rows(object x, Py_ssize_t nlead):
     cdef fg_job job
     cdef Py_ssize_t size, rows = 1, cols = 1, k, half
     cdef int bits = -1
-    if type(x) is not NP_NDARRAY:
+    if type(x) is not NP_NDARRAY or _off & 8:
         return None
     arr = <cnp.ndarray>x
     size = cnp.PyArray_SIZE(arr)
@@ -846,7 +878,7 @@ def cast_mask(mask, dtype):
     cdef Py_ssize_t size
     cdef int nthreads, bits
     cdef fg_loop_fn fn
-    if type(mask) is not NP_NDARRAY or get_num_threads() < 2:
+    if type(mask) is not NP_NDARRAY or get_num_threads() < 2 or _off & 32:
         return None
     m = <cnp.ndarray>mask
     size = cnp.PyArray_SIZE(m)
@@ -1033,7 +1065,7 @@ cdef int _report(str name, int bits, dict errs) except -1:
 
 def apply(ufunc, *args):
     """``ufunc(*args)``, split across threads when the arrays are large enough."""
-    if any_large(args):
+    if not (_off & 64) and any_large(args):
         r = call(ufunc, args)
         if r is not None:
             return r
