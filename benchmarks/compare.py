@@ -55,8 +55,34 @@ def _limit_threads(argv: Sequence[str]) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
 
 
+#: Variables that make OpenBLAS pick an older CPU's kernels (set on this project's machines for
+#: old OpenBLAS builds); a user's machine does not have them, so benchmarks run without them.
+BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+#: Environment of MXNet's process: the OpenBLAS bundled with MXNet 1.9.1 does not recognise
+#: the benchmark machine's CPU and needs to be told a core type.
+MXNET_ENVIRONMENT = {"OPENBLAS_CORETYPE": "Haswell"}
+
+#: The BLAS overrides removed from this process's environment (name -> former value).
+REMOVED_OVERRIDES: dict[str, str] = {}
+
+
+def _unset_blas_overrides(argv: Sequence[str]) -> None:
+    """Remove :data:`BLAS_OVERRIDES` before NumPy loads OpenBLAS (unless ``--keep-blas-env``).
+
+    Only for the benchmark's own processes: the backends' processes inherit the environment
+    made here, and a ``--child`` process takes what it is given.
+    """
+    if "--keep-blas-env" in argv or "--child" in argv:
+        return
+    for var in BLAS_OVERRIDES:
+        if var in os.environ:
+            REMOVED_OVERRIDES[var] = os.environ.pop(var)
+
+
 if __name__ == "__main__":
     _limit_threads(sys.argv[1:])
+    _unset_blas_overrides(sys.argv[1:])
 
 import numpy as onp  # noqa: E402
 
@@ -160,7 +186,7 @@ class Result:
 
     workload: wl.Workload
     backend: str
-    status: str = "ok"  # ok | missing | error
+    status: str = "ok"  # ok | missing | error | n/a (the backend does not run this workload)
     times: list[float] = field(default_factory=list)
     first_time: float | None = None
     number: int = 1
@@ -303,6 +329,34 @@ def blas_info() -> str:
         return "unknown BLAS"
 
 
+def blas_kernel() -> str | None:
+    """The BLAS library NumPy loaded, its kernel and threads, from threadpoolctl (if installed)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+    # NumPy's own BLAS first (numpy.libs/ in its wheel); torch and others bring their own
+    pools.sort(key=lambda p: "numpy" not in p.get("filepath", ""))
+    if not pools:
+        return "no BLAS loaded"
+    p = pools[0]
+    arch = f" {p['architecture']} kernel" if p.get("architecture") else ""
+    n = p.get("num_threads")
+    return f"{p.get('internal_api', '?')} {p.get('version') or ''}{arch}, {n} thread{'s' * (n != 1)}"
+
+
+def blas_environment() -> str:
+    """What this run did with the :data:`BLAS_OVERRIDES` variables."""
+    if REMOVED_OVERRIDES:
+        was = ", ".join(f"{k}={v}" for k, v in REMOVED_OVERRIDES.items())
+        return f"{' and '.join(REMOVED_OVERRIDES)} unset for the benchmark (were {was})"
+    kept = [f"{k}={os.environ[k]}" for k in BLAS_OVERRIDES if k in os.environ]
+    if kept:
+        return f"kept {', '.join(kept)} (--keep-blas-env): NumPy may run an older CPU's kernels"
+    return f"{' and '.join(BLAS_OVERRIDES)} not set"
+
+
 def _thread_setting() -> str:
     limits = [f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ]
     return ", ".join(limits) if limits else "default threads"
@@ -320,6 +374,8 @@ def machine_lines(backends: Sequence[wl.Backend]) -> list[str]:
         f"OS: {platform.system()} {platform.release()} {platform.machine()}",
         f"Python: {platform.python_version()} ({platform.python_implementation()})",
         f"NumPy: {onp.__version__} (BLAS: {blas_info()}, {_thread_setting()})",
+        f"NumPy's BLAS at run time: {blas_kernel() or 'unknown (pip install threadpoolctl to see it)'}",
+        f"BLAS environment: {blas_environment()}",
     ]
     for b in backends:
         if b.name == "numpy":
@@ -392,7 +448,7 @@ def table_rows(results: Sequence[Result]) -> tuple[list[tuple[str, list[tuple[st
         rows = []
         for name in wl.BACKEND_NAMES:
             r = cells.get(name)
-            if r is None:
+            if r is None or r.status == "n/a":
                 continue
             if r.status != "ok":
                 rows.append((name, r.status) + ("",) * (len(HEADERS) - 2))
@@ -443,6 +499,26 @@ FOOTER = [
     "runs: number of timing samples (x steps per sample, for steps shorter than"
     f" {MIN_SAMPLE * 1e3:g} ms; the garbage collector runs before each sample).",
 ]
+
+
+#: Pairs of backends whose ratio is printed after the table: (faster way, usual way, label).
+PAIRS = (
+    ("fastgrad-exec", "fastgrad", "fastgrad bound Executor / imperative (record + backward)"),
+    ("jax-jit", "jax", "JAX jit / JAX eager"),
+)
+
+
+def pair_lines(results: Sequence[Result]) -> list[str]:
+    """One line per :data:`PAIRS` entry that ran: the ratio of the medians per workload."""
+    cells = {(r.workload.key, r.backend): r for r in results if r.status == "ok"}
+    keys = list(dict.fromkeys(r.workload.key for r in results))
+    lines = []
+    for top, bottom, label in PAIRS:
+        parts = [f"[{k}] {fmt_ratio(cells[k, top].median / cells[k, bottom].median)}"
+                 for k in keys if (k, top) in cells and (k, bottom) in cells]
+        if parts:
+            lines.append(f"{label}: " + ", ".join(parts))
+    return lines
 
 
 def render_text(groups, notes, lines_before: Sequence[str]) -> str:
@@ -523,6 +599,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="cap BLAS/OpenMP/torch threads (sets OMP_NUM_THREADS etc.; default: libraries' defaults)",
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure everything this many times, one backend process after another each "
+        "round, and pool the samples of each cell (default 1)",
+    )
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--chart", default=None, metavar="FILE",
                    help="also draw the ratios to NumPy as a chart (.svg, .png; needs matplotlib)")
@@ -531,8 +614,43 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="run every backend in this process (default: one process per backend)",
     )
+    p.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="BACKEND=PATH",
+        help="run BACKEND's process with the Python interpreter PATH (repeatable), e.g. "
+        "torch=/opt/venv/bin/python; default: this interpreter",
+    )
+    p.add_argument(
+        "--mxnet-python",
+        default=None,
+        metavar="PATH",
+        help="the interpreter of a virtual environment with MXNet 1.9 (it needs numpy<1.24); "
+        "short for --python mxnet=PATH. Its process gets "
+        + ", ".join(f"{k}={v}" for k, v in MXNET_ENVIRONMENT.items()),
+    )
+    p.add_argument(
+        "--keep-blas-env",
+        action="store_true",
+        help=f"keep {' and '.join(BLAS_OVERRIDES)} (by default they are unset for the benchmark)",
+    )
+    p.add_argument(
+        "--targets",
+        action="store_true",
+        help="after the table, print issue 17's performance targets with the ratios measured",
+    )
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.pythons = {}
+    for item in args.python + ([f"mxnet={args.mxnet_python}"] if args.mxnet_python else []):
+        name, sep, path = item.partition("=")
+        if not sep or name not in wl.BACKEND_NAMES or not path:
+            p.error(f"--python takes BACKEND=PATH with BACKEND among {', '.join(wl.BACKEND_NAMES)}, "
+                    f"not {item!r}")
+        args.pythons[name] = path
+    if args.pythons and args.in_process:
+        p.error("--python and --mxnet-python need a process per backend (drop --in-process)")
     args.workloads = [k.strip() for k in args.workloads.split(",") if k.strip()]
     for key in args.workloads:
         try:
@@ -549,6 +667,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.budget = 0.25 if args.quick else 2.0
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     return args
 
 
@@ -587,6 +707,9 @@ def run_cells(
         for i, w in enumerate(works, 1):
             r = Result(w, b.name)
             results.append(r)
+            if not w.supports(b):
+                r.status = "n/a"
+                continue
             if not b.available:
                 r.status = "missing"
                 continue
@@ -608,7 +731,7 @@ def run_cells(
             except Exception as exc:
                 r.status = "error"
                 r.times = []
-                r.message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                r.message = error_message(exc)
             log(
                 where + " "
                 + (f"{fmt_time(r.median)} median of {len(r.times)}" if r.status == "ok" else r.status)
@@ -617,6 +740,16 @@ def run_cells(
             )
             gc.collect()
     return results
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for the table's notes: the exception's type and the last line of its message.
+
+    The last line, because some libraries (MXNet) put a C++ traceback before the reason.
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[-1][:200] if lines else ""
+    return text if text.startswith(type(exc).__name__) else f"{type(exc).__name__}: {text}"
 
 
 def _measure_here(backends: Sequence[wl.Backend], works, args, reference=None) -> list[Result]:
@@ -656,7 +789,18 @@ def _result_from_dict(d: dict, works: Sequence[wl.Workload]) -> Result:
 def child_main(args: argparse.Namespace, works: Sequence[wl.Workload]) -> int:
     """``--child NAME``: measure one backend, print its results as JSON."""
     b = wl.get_backend(args.child)
+    works = [w for w in works if w.supports(b)]
     reference = None if b.name == "numpy" or not b.load() else reference_gradients(works)
+    if b.available:
+        kernel = blas_kernel()
+        if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "autograd"):
+            b.details["BLAS"] = kernel
+        coretype = os.environ.get("OPENBLAS_CORETYPE")
+        if b.name == "mxnet" and coretype:
+            b.details["kept"] = (f"OPENBLAS_CORETYPE={coretype}: its bundled OpenBLAS does not "
+                                 f"recognise this CPU without it")
+        elif coretype:
+            b.details["kept"] = f"OPENBLAS_CORETYPE={coretype}"
     results = _measure_here([b], works, args, reference)
     json.dump({"available": b.available, "error": b.error, "version": b.version,
                "details": b.details, "results": [_result_to_dict(r) for r in results]},
@@ -665,7 +809,7 @@ def child_main(args: argparse.Namespace, works: Sequence[wl.Workload]) -> int:
 
 
 def _child_argv(args: argparse.Namespace, name: str) -> list[str]:
-    argv = [sys.executable, os.path.abspath(__file__), "--child", name,
+    argv = [args.pythons.get(name, sys.executable), os.path.abspath(__file__), "--child", name,
             "--repeat", str(args.repeat), "--budget", repr(args.budget), "--memory", args.memory]
     if args.quick:
         argv.append("--quick")
@@ -678,20 +822,53 @@ def _measure_apart(backends: Sequence[wl.Backend], works, args) -> list[Result]:
     """Each backend in a fresh Python process (progress on our standard error)."""
     results: list[Result] = []
     for i, b in enumerate(backends, 1):
-        log(f"backend {i}/{len(backends)}: {b.name}, {len(works)} workloads in a fresh process")
-        proc = subprocess.run(_child_argv(args, b.name), stdout=subprocess.PIPE, text=True)
+        mine = [w for w in works if w.supports(b)]
+        if not mine:
+            continue
+        argv = _child_argv(args, b.name)
+        env = dict(os.environ)
+        if b.name == "mxnet":
+            env.update(MXNET_ENVIRONMENT)
+        where = "" if argv[0] == sys.executable else f" ({argv[0]})"
+        log(f"backend {i}/{len(backends)}: {b.name}, {len(mine)} workloads in a fresh process{where}")
+        if not os.path.isfile(argv[0]):
+            b._state, b.error = False, f"no interpreter {argv[0]}"
+            results += [Result(w, b.name, status="missing") for w in mine]
+            continue
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, env=env)
         try:
             data = json.loads(proc.stdout) if proc.returncode == 0 else None
         except ValueError:
             data = None
         if data is None:
             b._state, b.error = False, f"its benchmark process failed (exit code {proc.returncode})"
-            results += [Result(w, b.name, status="error", message=b.error) for w in works]
+            results += [Result(w, b.name, status="error", message=b.error) for w in mine]
             continue
         b._state, b.error, b.version = data["available"], data["error"], data["version"]
         b.details = dict(data["details"])
-        results += [_result_from_dict(d, works) for d in data["results"]]
+        results += [_result_from_dict(d, mine) for d in data["results"]]
     return results
+
+
+def merge_rounds(rounds: Sequence[Sequence[Result]]) -> list[Result]:
+    """One result per cell from several rounds: the samples of all rounds pooled.
+
+    The median then is over every sample of every round, so that a slow period of the machine
+    during one round moves it less.  A cell that failed in any round keeps that round's
+    status and message; the gradient check and the memory are the first round's.
+    """
+    merged: dict[tuple[str, str], Result] = {}
+    for results in rounds:
+        for r in results:
+            key = (r.workload.key, r.backend)
+            first = merged.get(key)
+            if first is None:
+                merged[key] = r
+            elif r.status != "ok" and first.status == "ok":
+                merged[key] = r
+            elif first.status == "ok":
+                first.times = first.times + r.times
+    return list(merged.values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -704,17 +881,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = ["numpy"] + [n for n in wl.BACKEND_NAMES if n in names and n != "numpy"]
     backends = [wl.get_backend(n) for n in names]
 
+    backends = [b for b in backends if any(w.supports(b) for w in works)]
+
     contention = CpuContention()
     started = time.perf_counter()
-    if args.in_process:
-        results = _measure_here(backends, works, args)
-    else:
-        results = _measure_apart(backends, works, args)
+    rounds = []
+    for k in range(args.rounds):
+        if args.rounds > 1:
+            log(f"round {k + 1}/{args.rounds}")
+        rounds.append(_measure_here(backends, works, args) if args.in_process
+                      else _measure_apart(backends, works, args))
+    results = merge_rounds(rounds)
     log(f"total {time.perf_counter() - started:.1f} s")
 
     others = contention.cores()
     head = machine_lines(backends)
     run = "--quick, " if args.quick else ""
+    run += f"{args.rounds} rounds pooled, " if args.rounds > 1 else ""
     run += f"at most {args.repeat} samples or {args.budget:g} s per cell, "
     run += f"wall time {time.perf_counter() - started:.0f} s"
     if others is not None:
@@ -725,6 +908,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     groups, notes = table_rows(results)
     render = render_markdown if args.markdown else render_text
     print(render(groups, notes, head))
+    pairs = pair_lines(results)
+    if pairs:
+        print("\nRatios of medians (below 1: the first is faster):")
+        print("\n".join(("- " if args.markdown else "  ") + line for line in pairs))
+    if args.targets:
+        import targets
+        print("\n" + targets.render(results, markdown=args.markdown))
     if args.chart:
         try:
             import chart

@@ -7,7 +7,12 @@ checks the gradients it returned (values, never timing):
 * ``[numpy]``: the hand-written gradients agree with a central finite
   difference of the loss (this validates the reference itself);
 * ``[fastgrad]``: fastgrad's gradients equal the hand-written NumPy ones
-  within the workload's tolerance, with the same shapes and dtypes.
+  within the workload's tolerance, with the same shapes and dtypes;
+* ``[fastgrad-exec]`` (workloads 2, 8 and 9): the same for the bound ``Executor``.
+
+The LeNet and LSTM steps (workloads 8 and 9) run at smaller sizes here (see
+:data:`SIZES`), so that the suite stays quick as a CI check; ``compare.py``
+times them at full size.
 
 ``test_compare_script_runs`` also runs ``compare.py`` briefly, so that the
 comparison script keeps working.
@@ -38,13 +43,21 @@ if _HERE not in sys.path:
 
 import workloads as wl  # noqa: E402
 
-#: Backends tracked for regressions.
-BACKENDS = ("numpy", "fastgrad")
+#: Backends tracked for regressions (``fastgrad-exec`` only where the workload has it).
+BACKENDS = ("numpy", "fastgrad", "fastgrad-exec")
+
+#: Smaller sizes of the slower workloads for this suite (workload key -> attributes).
+SIZES = {"8": {"batch": 4}, "9": {"steps": 5, "batch": 4}}
 
 #: Largest accepted relative error of the finite-difference check.
 FD_TOLERANCE = 1e-4
 
 _reference_cache: dict[str, list[onp.ndarray]] = {}
+
+
+def _workload(key: str) -> wl.Workload:
+    """Workload ``key`` at the sizes of this suite."""
+    return wl.get_workload(key).resized(**SIZES.get(key, {}))
 
 
 def _reference(work: wl.Workload, inputs: dict[str, onp.ndarray]) -> list[onp.ndarray]:
@@ -67,9 +80,9 @@ def _bench(benchmark, key: str, backend_name: str) -> None:
     key : str
         Workload number.
     backend_name : str
-        ``"numpy"`` or ``"fastgrad"``.
+        One of :data:`BACKENDS`.
     """
-    work = wl.get_workload(key)
+    work = _workload(key)
     backend = wl.get_backend(backend_name)
     if not backend.load():
         pytest.fail(f"{backend_name} cannot be imported: {backend.error}")
@@ -101,11 +114,21 @@ WORKLOADS = {
     "fourth_derivative": "5",   # 4th derivative of sum(sin(x) * x) by nested create_graph
     "broadcast_relu": "6",      # sum(relu(x + b)): gradient reduced over a broadcast axis
     "recurrent_tanh": "7",      # 2,000 steps of h = tanh(h @ W): many small matmuls
+    "lenet_step": "8",          # LeNet training step (conv, max-pool, dense), float32
+    "lstm_step": "9",           # hand-written LSTM, 35 steps (5 here), float32
 }
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("workload", list(WORKLOADS))
+#: (workload, backend) pairs: every workload on every backend that runs it.
+CASES = [
+    (slug, name)
+    for slug, key in WORKLOADS.items()
+    for name in BACKENDS
+    if wl.get_workload(key).supports(wl.get_backend(name))
+]
+
+
+@pytest.mark.parametrize(("workload", "backend"), CASES)
 def test_workload(benchmark, workload, backend):
     """One workload on one backend: timed, then its gradients checked (see _bench)."""
     _bench(benchmark, WORKLOADS[workload], backend)

@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 #: Backends in the order in which they are run and printed.
-BACKEND_NAMES = ("numpy", "fastgrad", "autograd", "torch", "jax")
+BACKEND_NAMES = ("numpy", "fastgrad", "fastgrad-exec", "autograd", "torch", "jax", "jax-jit", "mxnet")
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -102,6 +102,9 @@ class Backend:
     name = ""
     label = ""
     memory_method = "tracemalloc"
+    #: Whether every workload runs on this backend; if False, only those that name it in
+    #: :attr:`Workload.optional_backends`.
+    generic = True
 
     def __init__(self) -> None:
         self._state: bool | None = None
@@ -225,6 +228,8 @@ class FastgradBackend(Backend):
             sum=lambda x, axis=None, keepdims=False: fnp.sum(x, axis=axis, keepdims=keepdims),
             relu=npx.relu,
             log_softmax=log_softmax,
+            sigmoid=npx.sigmoid,
+            split=lambda x, n: fnp.split(x, n, axis=-1),
         )
 
     def _log_softmax_composed(self, z):
@@ -278,6 +283,8 @@ class HipsAutogradBackend(Backend):
             sum=lambda x, axis=None, keepdims=False: anp.sum(x, axis=axis, keepdims=keepdims),
             relu=lambda x: anp.maximum(x, 0.0),
             log_softmax=lambda z: z - logsumexp(z, axis=-1, keepdims=True),
+            sigmoid=lambda x: 0.5 * (anp.tanh(0.5 * x) + 1.0),
+            split=_split_by_slicing,
         )
 
     def gradient_step(self, loss, params, consts):
@@ -309,6 +316,8 @@ class TorchBackend(Backend):
             sum=self._sum,
             relu=torch.relu,
             log_softmax=lambda z: torch.log_softmax(z, dim=-1),
+            sigmoid=torch.sigmoid,
+            split=lambda x, n: torch.chunk(x, n, dim=-1),
         )
 
     def _sum(self, x, axis=None, keepdims=False):
@@ -360,6 +369,8 @@ class JaxBackend(Backend):
             sum=lambda x, axis=None, keepdims=False: jnp.sum(x, axis=axis, keepdims=keepdims),
             relu=jax.nn.relu,
             log_softmax=lambda z: jax.nn.log_softmax(z, axis=-1),
+            sigmoid=jax.nn.sigmoid,
+            split=lambda x, n: jnp.split(x, n, axis=-1),
         )
 
     def array(self, a: onp.ndarray):
@@ -377,6 +388,135 @@ class JaxBackend(Backend):
         return lambda: tuple(grad_fn(xs, cs))
 
 
+class JaxJitBackend(JaxBackend):
+    """JAX with the whole gradient step compiled by ``jax.jit`` (64-bit floats enabled).
+
+    Only for the workloads that list it in :attr:`Workload.optional_backends` (the training
+    steps): compiling a 100,000-op chain would take longer than running it.  The compilation
+    happens in the warm-up run, which is not timed.
+    """
+
+    name = "jax-jit"
+    label = "JAX jit"
+    generic = False
+
+    def gradient_step(self, loss, params, consts):
+        ops = self.ops
+        grad_fn = self.jax.jit(self.jax.grad(lambda xs, cs: loss(ops, *xs, *cs)))
+        xs = tuple(self.array(p) for p in params)
+        cs = tuple(self.array(c) for c in consts)
+        return lambda: tuple(grad_fn(xs, cs))
+
+
+class FastgradExecutorBackend(FastgradBackend):
+    """fastgrad's bound ``Executor``: a symbol bound once, then ``forward``/``backward``.
+
+    Only for the workloads that list it in :attr:`Workload.optional_backends`; each writes its
+    model with ``fastgrad.sym`` (``<workload>.fastgrad_exec_step``).
+    """
+
+    name = "fastgrad-exec"
+    label = "fastgrad bound Executor"
+    generic = False
+
+    def _load(self) -> None:
+        super()._load()
+        self.sym = self.fg.sym
+
+    def bind_step(self, symbol, inputs: dict[str, onp.ndarray], params: Sequence[str]) -> Step:
+        """Bind ``symbol`` to ``inputs`` (gradients for ``params`` only) and return its step.
+
+        Parameters
+        ----------
+        symbol : fastgrad.sym.Symbol
+            A scalar loss.
+        inputs : dict of numpy.ndarray
+            A value for every argument of ``symbol``.
+        params : sequence of str
+            The arguments whose gradients the step returns, in this order.
+        """
+        fg, fnp = self.fg, self.fnp
+        names = symbol.list_arguments()
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise ValueError(f"no value for the symbol's arguments {missing}")
+        wanted = set(params)
+        ex = symbol.bind(fg.cpu(), {n: fnp.array(inputs[n]) for n in names},
+                         grad_req={n: "write" if n in wanted else "null" for n in names})
+        grad_dict = ex.grad_dict
+
+        def step():
+            ex.forward(is_train=True)
+            ex.backward()
+            return tuple(grad_dict[n] for n in params)
+
+        return step
+
+
+class MxnetBackend(Backend):
+    """Apache MXNet (1.9) through its NumPy interface: ``mx.np``, ``mx.npx``, ``mx.autograd``.
+
+    MXNet 1.9 needs ``numpy<1.24``, so it usually lives in a virtual environment of its own;
+    ``compare.py --mxnet-python PATH`` runs this backend with that interpreter.  MXNet runs
+    operations asynchronously: :meth:`block` waits for them (``mx.npx.waitall()``).
+    """
+
+    name = "mxnet"
+    label = "Apache MXNet"
+    memory_method = "rss"
+
+    def _load(self) -> None:
+        import mxnet as mx
+
+        mx.npx.set_np()
+        self.mx, self.mnp, self.npx = mx, mx.np, mx.npx
+        self.version = getattr(mx, "__version__", None) or _dist_version("mxnet") or "?"
+        self.details["numpy"] = onp.__version__
+        mnp, npx = mx.np, mx.npx
+        self.ops = SimpleNamespace(
+            sin=mnp.sin,
+            cos=mnp.cos,
+            exp=mnp.exp,
+            tanh=mnp.tanh,
+            sum=lambda x, axis=None, keepdims=False: mnp.sum(x, axis=axis, keepdims=keepdims),
+            relu=npx.relu,
+            log_softmax=lambda z: npx.log_softmax(z, axis=-1),
+            sigmoid=npx.sigmoid,
+            split=lambda x, n: mnp.split(x, n, axis=-1),
+        )
+
+    def array(self, a: onp.ndarray):
+        """An MXNet array holding a copy of ``a`` (same dtype)."""
+        return self.mnp.array(a, dtype=a.dtype)
+
+    def to_numpy(self, value):
+        return onp.array(value.asnumpy(), copy=True)
+
+    def block(self, value):
+        self.npx.waitall()
+
+    def gradient_step(self, loss, params, consts):
+        mx, ops = self.mx, self.ops
+        xs = [self.array(p) for p in params]
+        for x in xs:
+            x.attach_grad()
+        cs = [self.array(c) for c in consts]
+
+        def step():
+            with mx.autograd.record():
+                out = loss(ops, *xs, *cs)
+            out.backward()
+            return tuple(x.grad for x in xs)
+
+        return step
+
+
+def _split_by_slicing(x, n):
+    """``x`` cut into ``n`` equal parts along its last axis, by basic slicing."""
+    width = x.shape[-1] // n
+    return [x[..., k * width:(k + 1) * width] for k in range(n)]
+
+
 def _np_log_softmax(z):
     z = z - z.max(axis=-1, keepdims=True)
     return z - onp.log(onp.sum(onp.exp(z), axis=-1, keepdims=True))
@@ -392,10 +532,14 @@ NUMPY_OPS = SimpleNamespace(
     sum=lambda x, axis=None, keepdims=False: onp.sum(x, axis=axis, keepdims=keepdims),
     relu=lambda x: onp.maximum(x, 0),
     log_softmax=_np_log_softmax,
+    sigmoid=lambda x: 0.5 * (onp.tanh(0.5 * x) + 1.0),
+    split=lambda x, n: onp.split(x, n, axis=-1),
 )
 
 _BACKEND_CLASSES = {
-    cls.name: cls for cls in (NumpyBackend, FastgradBackend, HipsAutogradBackend, TorchBackend, JaxBackend)
+    cls.name: cls
+    for cls in (NumpyBackend, FastgradBackend, FastgradExecutorBackend, HipsAutogradBackend,
+                TorchBackend, JaxBackend, JaxJitBackend, MxnetBackend)
 }
 _BACKENDS: dict[str, Backend] = {}
 
@@ -534,6 +678,12 @@ class Workload:
     seed = 0
     #: Attribute values of the reduced ``--quick`` variant.
     quick_overrides: dict[str, Any] = {}
+    #: Backends that run only some workloads (``Backend.generic`` False) and run this one.
+    optional_backends: tuple[str, ...] = ()
+
+    def supports(self, backend: Backend) -> bool:
+        """Whether this workload runs on ``backend`` (see :attr:`Backend.generic`)."""
+        return backend.generic or backend.name in self.optional_backends
 
     @property
     def title(self) -> str:
@@ -557,6 +707,21 @@ class Workload:
             return self
         new = copy.copy(self)
         new.__dict__.update(self.quick_overrides)
+        return new
+
+    def resized(self, **sizes: Any) -> Workload:
+        """A shallow copy with other sizes, e.g. ``get_workload("8").resized(batch=4)``.
+
+        Raises
+        ------
+        AttributeError
+            If the workload has no attribute of one of the given names.
+        """
+        for name in sizes:
+            if not hasattr(self, name):
+                raise AttributeError(f"workload {self.key} has no size {name!r}")
+        new = copy.copy(self)
+        new.__dict__.update(sizes)
         return new
 
     def make_inputs(self) -> dict[str, onp.ndarray]:
@@ -591,7 +756,9 @@ class Workload:
         """
         if backend.name == "numpy":
             return self.numpy_step(inputs)
-        custom = getattr(self, f"{backend.name}_step", None)
+        if not self.supports(backend):
+            raise ValueError(f"workload {self.key} does not run on {backend.name}")
+        custom = getattr(self, f"{backend.name.replace('-', '_')}_step", None)
         if custom is not None:
             return custom(backend, inputs)
         return backend.gradient_step(
@@ -720,6 +887,7 @@ class MLPStep(Workload):
     rtol = 1e-4
     sizes = (784, 256, 256, 10)
     batch = 128
+    optional_backends = ("fastgrad-exec", "jax-jit")
 
     @property
     def title(self):
@@ -742,6 +910,15 @@ class MLPStep(Workload):
         h = ops.relu(h @ W2 + b2)
         logp = ops.log_softmax(h @ W3 + b3)
         return -ops.sum(logp * onehot) / X.shape[0]
+
+    def fastgrad_exec_step(self, backend, inputs):
+        sym = backend.sym
+        v = {n: sym.var(n) for n in self.params + self.consts}
+        h = sym.relu(sym.matmul(v["X"], v["W1"]) + v["b1"])
+        h = sym.relu(sym.matmul(h, v["W2"]) + v["b2"])
+        logp = sym.log_softmax(sym.matmul(h, v["W3"]) + v["b3"], axis=-1)
+        loss = -sym.sum(logp * v["onehot"]) / float(self.batch)
+        return backend.bind_step(loss, inputs, self.params)
 
     def numpy_step(self, inputs):
         W1, b1, W2, b2, W3, b3 = (inputs[n] for n in self.params)
@@ -948,6 +1125,23 @@ class FourthDerivative(Workload):
 
         return step
 
+    def mxnet_step(self, backend, inputs):
+        mx, mnp = backend.mx, backend.mnp
+        x = backend.array(inputs["x"])
+        x.attach_grad()
+        order = self.order
+
+        def step():
+            with mx.autograd.record():
+                y = mnp.sum(mnp.sin(x) * x)
+                for _ in range(order - 1):
+                    d = mx.autograd.grad(y, [x], create_graph=True, retain_graph=True)[0]
+                    y = mnp.sum(d.as_np_ndarray())  # autograd.grad returns a legacy NDArray
+            y.backward()
+            return (x.grad,)
+
+        return step
+
     def _nested(self, grad, xp):
         fn = lambda x: xp.sum(xp.sin(x) * x)  # noqa: E731
         for _ in range(self.order - 1):
@@ -1078,6 +1272,410 @@ class RecurrentTanh(Workload):
         return step
 
 
+def _windows(x: onp.ndarray, k: int) -> onp.ndarray:
+    """im2col of an NHWC array: the (N*OH*OW, C*k*k) matrix of its k x k windows (a copy).
+
+    The columns are ordered (channel, row, column), like a (F, C, k, k) weight flattened.
+    """
+    view = onp.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(1, 2))  # N,OH,OW,C,k,k
+    n, oh, ow = view.shape[:3]
+    return view.reshape(n * oh * ow, -1)
+
+
+def _lenet_loss_numpy(p: dict[str, onp.ndarray], X: onp.ndarray, labels: onp.ndarray) -> float:
+    """The LeNet loss by plain NumPy in the inputs' dtype (for finite differences)."""
+    h = onp.pad(X.transpose(0, 2, 3, 1), ((0, 0), (2, 2), (2, 2), (0, 0)))
+    for i in (1, 2):
+        W, b = p[f"W{i}"], p[f"b{i}"]
+        n, oh, ow = h.shape[0], h.shape[1] - 4, h.shape[2] - 4
+        a = onp.maximum(_windows(h, 5) @ W.reshape(W.shape[0], -1).T + b, 0)
+        h = a.reshape(n, oh // 2, 2, ow // 2, 2, -1).max(axis=(2, 4))
+    h = h.transpose(0, 3, 1, 2).reshape(h.shape[0], -1)
+    h = onp.maximum(h @ p["W3"].T + p["b3"], 0)
+    h = onp.maximum(h @ p["W4"].T + p["b4"], 0)
+    logp = _np_log_softmax(h @ p["W5"].T + p["b5"])
+    return float(-logp[onp.arange(len(labels)), labels].mean())
+
+
+class LeNetStep(Workload):
+    """One LeNet-5 training step, batch 64 of 1x28x28, float32.
+
+    ``conv 5x5x6 pad 2 + bias -> relu -> max-pool 2x2 -> conv 5x5x16 + bias -> relu ->
+    max-pool 2x2 -> flatten -> dense 120 -> relu -> dense 84 -> relu -> dense 10``, then the
+    mean softmax cross-entropy against integer labels; gradients of all ten weights and
+    biases.  Convolution weights are (F, C, 5, 5) and dense weights (out, in), as in MXNet
+    and PyTorch.  Each backend is written the way its users write a LeNet: fastgrad and MXNet
+    with ``npx.convolution``, ``npx.pooling``, ``npx.fully_connected`` and
+    ``-npx.pick(npx.log_softmax(z), labels).mean()``; PyTorch with ``torch.nn.functional``;
+    JAX with ``lax.conv_general_dilated`` and ``lax.reduce_window``; the hand-written NumPy
+    version with im2col and one matrix product per convolution (channels-last inside), and
+    pooling by reshaping.  Measures a small convolutional training step.
+    """
+
+    key, slug = "8", "lenet_step"
+    params = ("W1", "b1", "W2", "b2", "W3", "b3", "W4", "b4", "W5", "b5")
+    consts = ("X", "labels")
+    rtol = 1e-4
+    batch = 64
+    optional_backends = ("fastgrad-exec", "jax-jit")
+    quick_overrides = {"batch": 16}
+
+    @property
+    def title(self):
+        return f"LeNet step, batch {self.batch} of 1x28x28, f32"
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 8)
+        f32 = onp.float32
+        shapes = {"W1": (6, 1, 5, 5), "W2": (16, 6, 5, 5), "W3": (120, 400), "W4": (84, 120),
+                  "W5": (10, 84)}
+        out: dict[str, onp.ndarray] = {}
+        for name, shape in shapes.items():
+            fan_in = int(onp.prod(shape[1:]))
+            out[name] = (rng.standard_normal(shape) * onp.sqrt(2.0 / fan_in)).astype(f32)
+            out["b" + name[1:]] = (0.1 * rng.standard_normal(shape[0])).astype(f32)
+        out["X"] = rng.standard_normal((self.batch, 1, 28, 28)).astype(f32)
+        out["labels"] = rng.integers(0, 10, size=self.batch)
+        return {n: out[n] for n in self.params + self.consts}
+
+    def value(self, inputs):
+        p = {n: onp.asarray(inputs[n], dtype=onp.float64) for n in self.params}
+        return _lenet_loss_numpy(p, onp.asarray(inputs["X"], dtype=onp.float64), inputs["labels"])
+
+    def numpy_step(self, inputs):
+        W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = (inputs[n] for n in self.params)
+        X, labels = inputs["X"], inputs["labels"]
+        n = X.shape[0]
+        rows = onp.arange(n)
+        W1m, W2m = W1.reshape(6, -1), W2.reshape(16, -1)
+        inv_n = onp.float32(1.0 / n)
+        # Note [Max-pool ties]: the backward pass routes a pooled gradient to every input
+        # equal to the window's maximum.  Exact ties of positive values do not occur with
+        # these random inputs; ties of zeros (relu's output) do, and their gradient is
+        # removed by multiplying with (pooled > 0) first, which is relu's derivative there.
+        padded = onp.zeros((n, 32, 32, 1), onp.float32)
+
+        def step():
+            # forward, channels-last
+            padded[:, 2:30, 2:30, :] = X.transpose(0, 2, 3, 1)
+            cols1 = _windows(padded, 5)                       # (n*784, 25)
+            a1 = cols1 @ W1m.T
+            a1 += b1
+            onp.maximum(a1, 0, out=a1)
+            r1 = a1.reshape(n, 14, 2, 14, 2, 6)
+            p1 = r1.max(axis=(2, 4))                          # (n, 14, 14, 6)
+            cols2 = _windows(p1, 5)                           # (n*100, 150)
+            a2 = cols2 @ W2m.T
+            a2 += b2
+            onp.maximum(a2, 0, out=a2)
+            r2 = a2.reshape(n, 5, 2, 5, 2, 16)
+            p2 = r2.max(axis=(2, 4))                          # (n, 5, 5, 16)
+            f = p2.transpose(0, 3, 1, 2).reshape(n, 400)      # flatten in (C, H, W) order
+            h3 = f @ W3.T
+            h3 += b3
+            onp.maximum(h3, 0, out=h3)
+            h4 = h3 @ W4.T
+            h4 += b4
+            onp.maximum(h4, 0, out=h4)
+            z = h4 @ W5.T
+            z += b5
+            z -= z.max(axis=1, keepdims=True)
+            onp.exp(z, out=z)
+            s = z.sum(axis=1, keepdims=True)
+            z /= s
+            _ = -onp.log(z[rows, labels]).mean()  # the loss value
+            # backward: d loss / d logits = (softmax - onehot) / n
+            z[rows, labels] -= 1
+            z *= inv_n
+            dW5 = z.T @ h4
+            db5 = z.sum(axis=0)
+            d4 = z @ W5
+            d4 *= h4 > 0
+            dW4 = d4.T @ h3
+            db4 = d4.sum(axis=0)
+            d3 = d4 @ W4
+            d3 *= h3 > 0
+            dW3 = d3.T @ f
+            db3 = d3.sum(axis=0)
+            dp2 = (d3 @ W3).reshape(n, 16, 5, 5).transpose(0, 2, 3, 1)
+            dp2 = dp2 * (p2 > 0)                              # Note [Max-pool ties]
+            da2 = (r2 == p2[:, :, None, :, None, :]) * dp2[:, :, None, :, None, :]
+            da2 = da2.reshape(-1, 16)
+            dW2 = (da2.T @ cols2).reshape(W2.shape)
+            db2 = da2.sum(axis=0)
+            dcols2 = (da2 @ W2m).reshape(n, 10, 10, 6, 5, 5)
+            dp1 = onp.zeros_like(p1)                          # col2im: 25 shifted adds
+            for i in range(5):
+                for j in range(5):
+                    dp1[:, i:i + 10, j:j + 10, :] += dcols2[..., i, j]
+            dp1 *= p1 > 0                                     # Note [Max-pool ties]
+            da1 = (r1 == p1[:, :, None, :, None, :]) * dp1[:, :, None, :, None, :]
+            da1 = da1.reshape(-1, 6)
+            dW1 = (da1.T @ cols1).reshape(W1.shape)
+            db1 = da1.sum(axis=0)
+            return (dW1, db1, dW2, db2, dW3, db3, dW4, db4, dW5, db5)
+
+        return step
+
+    def fastgrad_step(self, backend, inputs):
+        fnp, npx, fg_autograd = backend.fnp, backend.npx, backend.autograd
+        ps = [fnp.array(inputs[n]) for n in self.params]
+        for p in ps:
+            p.attach_grad()
+        W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
+        X, labels = fnp.array(inputs["X"]), fnp.array(inputs["labels"])
+
+        def step():
+            with fg_autograd.record():
+                h = npx.convolution(X, W1, b1, kernel=(5, 5), num_filter=6, pad=(2, 2))
+                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+                h = npx.convolution(h, W2, b2, kernel=(5, 5), num_filter=16)
+                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+                h = npx.relu(npx.fully_connected(h, W3, b3, num_hidden=120))
+                h = npx.relu(npx.fully_connected(h, W4, b4, num_hidden=84))
+                z = npx.fully_connected(h, W5, b5, num_hidden=10)
+                loss = -npx.pick(npx.log_softmax(z, axis=-1), labels).mean()
+            loss.backward()
+            return tuple(p.grad for p in ps)
+
+        return step
+
+    def fastgrad_exec_step(self, backend, inputs):
+        sym = backend.sym
+        v = {n: sym.var(n) for n in self.params + self.consts}
+        h = sym.Convolution(v["X"], v["W1"], v["b1"], kernel=(5, 5), num_filter=6, pad=(2, 2))
+        h = sym.Pooling(sym.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+        h = sym.Convolution(h, v["W2"], v["b2"], kernel=(5, 5), num_filter=16)
+        h = sym.Pooling(sym.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+        h = sym.relu(sym.FullyConnected(h, v["W3"], v["b3"], num_hidden=120))
+        h = sym.relu(sym.FullyConnected(h, v["W4"], v["b4"], num_hidden=84))
+        z = sym.FullyConnected(h, v["W5"], v["b5"], num_hidden=10)
+        loss = -sym.mean(sym.pick(sym.log_softmax(z, axis=-1), v["labels"]))
+        return backend.bind_step(loss, inputs, self.params)
+
+    def mxnet_step(self, backend, inputs):
+        mx, mnp, npx = backend.mx, backend.mnp, backend.npx
+        ps = [backend.array(inputs[n]) for n in self.params]
+        for p in ps:
+            p.attach_grad()
+        W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
+        X, labels = backend.array(inputs["X"]), backend.array(inputs["labels"])
+
+        def step():
+            with mx.autograd.record():
+                h = npx.convolution(X, W1, b1, kernel=(5, 5), num_filter=6, pad=(2, 2))
+                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+                h = npx.convolution(h, W2, b2, kernel=(5, 5), num_filter=16)
+                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+                h = npx.relu(npx.fully_connected(h, W3, b3, num_hidden=120))
+                h = npx.relu(npx.fully_connected(h, W4, b4, num_hidden=84))
+                z = npx.fully_connected(h, W5, b5, num_hidden=10)
+                loss = -npx.pick(npx.log_softmax(z, axis=-1), labels).mean()
+            loss.backward()
+            return tuple(p.grad for p in ps)
+
+        return step
+
+    def torch_step(self, backend, inputs):
+        torch = backend.torch
+        F = torch.nn.functional
+        ps = [backend.tensor(inputs[n], requires_grad=True) for n in self.params]
+        W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
+        X, labels = backend.tensor(inputs["X"]), backend.tensor(inputs["labels"])
+
+        def step():
+            h = F.max_pool2d(F.relu(F.conv2d(X, W1, b1, padding=2)), 2)
+            h = F.max_pool2d(F.relu(F.conv2d(h, W2, b2)), 2)
+            h = F.relu(F.linear(h.flatten(1), W3, b3))
+            h = F.relu(F.linear(h, W4, b4))
+            loss = F.cross_entropy(F.linear(h, W5, b5), labels)
+            return torch.autograd.grad(loss, ps)
+
+        return step
+
+    def _jax_loss(self, backend):
+        jax, jnp = backend.jax, backend.jnp
+        lax = jax.lax
+
+        def conv(x, w, b, pad):
+            y = lax.conv_general_dilated(x, w, (1, 1), ((pad, pad), (pad, pad)),
+                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
+            return y + b[None, :, None, None]
+
+        def pool(x):
+            return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+        def loss(ps, X, labels):
+            W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
+            h = pool(jax.nn.relu(conv(X, W1, b1, 2)))
+            h = pool(jax.nn.relu(conv(h, W2, b2, 0)))
+            h = jax.nn.relu(h.reshape(h.shape[0], -1) @ W3.T + b3)
+            h = jax.nn.relu(h @ W4.T + b4)
+            logp = jax.nn.log_softmax(h @ W5.T + b5, axis=-1)
+            return -jnp.take_along_axis(logp, labels[:, None], axis=1).mean()
+
+        return loss
+
+    def jax_step(self, backend, inputs, jit=False):
+        grad_fn = backend.jax.grad(self._jax_loss(backend))
+        if jit:
+            grad_fn = backend.jax.jit(grad_fn)
+        ps = tuple(backend.array(inputs[n]) for n in self.params)
+        X, labels = backend.array(inputs["X"]), backend.array(inputs["labels"])
+        return lambda: tuple(grad_fn(ps, X, labels))
+
+    def jax_jit_step(self, backend, inputs):
+        return self.jax_step(backend, inputs, jit=True)
+
+    def autograd_step(self, backend, inputs):
+        # HIPS autograd has no convolution or pooling op: written as users of its
+        # examples/convnet.py do, with autograd.scipy.signal.convolve (which flips the kernel)
+        # and pooling by reshaping.
+        anp = backend.anp
+        from autograd.scipy.signal import convolve
+
+        def conv(x, w, b, pad):
+            if pad:
+                x = anp.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+            y = convolve(x, w[:, :, ::-1, ::-1], axes=([2, 3], [2, 3]), dot_axes=([1], [1]),
+                         mode="valid")                     # (N, F, OH, OW)
+            return y + b[None, :, None, None]
+
+        def pool(x):
+            n, c, hh, ww = x.shape
+            return anp.max(anp.reshape(x, (n, c, hh // 2, 2, ww // 2, 2)), axis=(3, 5))
+
+        def loss(ps, X, labels):
+            W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
+            relu = backend.ops.relu
+            h = pool(relu(conv(X, W1, b1, 2)))
+            h = pool(relu(conv(h, W2, b2, 0)))
+            h = relu(anp.dot(anp.reshape(h, (h.shape[0], -1)), W3.T) + b3)
+            h = relu(anp.dot(h, W4.T) + b4)
+            logp = backend.ops.log_softmax(anp.dot(h, W5.T) + b5)
+            return -anp.mean(logp[onp.arange(len(labels)), labels])
+
+        grad_fn = backend.autograd.grad(loss)
+        ps = [onp.array(inputs[n], copy=True) for n in self.params]
+        X, labels = onp.array(inputs["X"], copy=True), inputs["labels"]
+        return lambda: tuple(grad_fn(ps, X, labels))
+
+
+class LSTMStep(Workload):
+    """An LSTM written by hand: 35 steps, batch 32, input 64, hidden 128, float32.
+
+    ``gates = x_t @ Wx + h @ Wh + b``, split into ``i, f, g, o``; ``c = sigmoid(f) * c +
+    sigmoid(i) * tanh(g)``; ``h = sigmoid(o) * tanh(c)``, from ``h = c = 0``; loss ``sum(h**2)``
+    of the last ``h``; gradients of ``Wx``, ``Wh``, ``b``.  Measures a recurrent training
+    step: a long graph of mid-sized matrix products and elementwise ops.
+    """
+
+    key, slug = "9", "lstm_step"
+    params = ("Wx", "Wh", "b")
+    consts = ("xs", "h0", "c0")
+    rtol = 1e-4
+    steps = 35
+    batch, n_in, hidden = 32, 64, 128
+    optional_backends = ("fastgrad-exec", "jax-jit")
+    quick_overrides = {"steps": 8}
+
+    @property
+    def title(self):
+        return (f"LSTM {self.steps} steps, batch {self.batch}, {self.n_in}->{self.hidden}, f32")
+
+    def make_inputs(self):
+        rng = onp.random.default_rng(self.seed + 9)
+        f32, H = onp.float32, self.hidden
+        return {
+            "Wx": (rng.standard_normal((self.n_in, 4 * H)) / onp.sqrt(self.n_in)).astype(f32),
+            "Wh": (rng.standard_normal((H, 4 * H)) / onp.sqrt(H)).astype(f32),
+            "b": (0.1 * rng.standard_normal(4 * H)).astype(f32),
+            "xs": rng.standard_normal((self.steps, self.batch, self.n_in)).astype(f32),
+            "h0": onp.zeros((self.batch, H), f32),
+            "c0": onp.zeros((self.batch, H), f32),
+        }
+
+    def loss(self, ops, Wx, Wh, b, xs, h0, c0):
+        h, c = h0, c0
+        for t in range(xs.shape[0]):
+            gates = xs[t] @ Wx + h @ Wh + b
+            i, f, g, o = ops.split(gates, 4)
+            c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+            h = ops.sigmoid(o) * ops.tanh(c)
+        return ops.sum(h * h)
+
+    def numpy_step(self, inputs):
+        Wx, Wh, b, xs, h0, c0 = (inputs[n] for n in self.params + self.consts)
+        T, N, H = xs.shape[0], xs.shape[1], self.hidden
+        WhT = Wh.T.copy()
+        xs2 = xs.reshape(T * N, -1)
+
+        def step():
+            # all input projections in one product; acts[t] holds sigmoid(i, f), tanh(g),
+            # sigmoid(o) after step t
+            acts = (xs2 @ Wx).reshape(T, N, 4 * H)
+            acts += b
+            hs = onp.empty((T + 1, N, H), onp.float32)
+            cs = onp.empty((T + 1, N, H), onp.float32)
+            tcs = onp.empty((T, N, H), onp.float32)
+            hs[0], cs[0] = h0, c0
+            for t in range(T):
+                a = acts[t]
+                a += hs[t] @ Wh
+                a[:, 2 * H:3 * H] = onp.tanh(a[:, 2 * H:3 * H])
+                for sl in (slice(0, 2 * H), slice(3 * H, 4 * H)):  # sigmoid = (tanh(x/2)+1)/2
+                    s = a[:, sl]
+                    s *= 0.5
+                    onp.tanh(s, out=s)
+                    s += 1
+                    s *= 0.5
+                i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+                onp.multiply(f, cs[t], out=cs[t + 1])
+                cs[t + 1] += i * g
+                onp.tanh(cs[t + 1], out=tcs[t])
+                onp.multiply(o, tcs[t], out=hs[t + 1])
+            _ = float(onp.sum(hs[T] * hs[T]))  # the loss value
+            # backward; dgates[t] = d loss / d (pre-activation gates of step t)
+            dgates = onp.empty_like(acts)
+            dh = 2 * hs[T]
+            dc = onp.zeros((N, H), onp.float32)
+            for t in range(T - 1, -1, -1):
+                a, tc, d = acts[t], tcs[t], dgates[t]
+                i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+                dc += dh * o * (1 - tc * tc)
+                onp.multiply(dh, tc, out=d[:, 3 * H:])          # d o
+                onp.multiply(dc, g, out=d[:, :H])               # d i
+                onp.multiply(dc, cs[t], out=d[:, H:2 * H])      # d f
+                onp.multiply(dc, i, out=d[:, 2 * H:3 * H])      # d g
+                d[:, 2 * H:3 * H] *= 1 - g * g
+                for sl in (slice(0, 2 * H), slice(3 * H, 4 * H)):
+                    s = a[:, sl]
+                    d[:, sl] *= s * (1 - s)
+                dc *= f
+                dh = d @ WhT
+            dg2 = dgates.reshape(T * N, 4 * H)
+            dWx = xs2.T @ dg2
+            dWh = hs[:-1].reshape(T * N, H).T @ dg2
+            db = dg2.sum(axis=0)
+            return (dWx, dWh, db)
+
+        return step
+
+    def fastgrad_exec_step(self, backend, inputs):
+        sym = backend.sym
+        Wx, Wh, b = sym.var("Wx"), sym.var("Wh"), sym.var("b")
+        h, c = sym.var("h0"), sym.var("c0")
+        values = {n: inputs[n] for n in ("Wx", "Wh", "b", "h0", "c0")}
+        for t in range(inputs["xs"].shape[0]):
+            values[f"x{t}"] = inputs["xs"][t]
+            gates = sym.matmul(sym.var(f"x{t}"), Wx) + sym.matmul(h, Wh) + b
+            parts = sym.split(gates, num_outputs=4, axis=-1)
+            i, f, g, o = (parts[k] for k in range(4))
+            c = sym.sigmoid(f) * c + sym.sigmoid(i) * sym.tanh(g)
+            h = sym.sigmoid(o) * sym.tanh(c)
+        return backend.bind_step(sym.sum(h * h), values, self.params)
+
+
 #: All workloads, in command-line order.
 WORKLOADS: list[Workload] = [
     OpChain(),
@@ -1087,6 +1685,8 @@ WORKLOADS: list[Workload] = [
     FourthDerivative(),
     Broadcasting(),
     RecurrentTanh(),
+    LeNetStep(),
+    LSTMStep(),
 ]
 
 
