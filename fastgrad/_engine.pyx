@@ -91,8 +91,7 @@ from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
-from fastgrad._large.kernels cimport (add_into, add as large_add, sum_rows, large_rule,
-                                      large_rule_size)
+from fastgrad._large.kernels cimport add_into, large_rule, large_rule_size
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
@@ -296,13 +295,7 @@ cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_s
         else:
             _check_fit(gshape, shape, consumer, i)
     if axes:
-        r = None
-        if axes[len(axes) - 1] == len(axes) - 1:
-            r = sum_rows(g, len(axes))          # leading axes (Note [Row sums])
-        if r is None:
-            g = _add_reduce(g, axis=tuple(axes), keepdims=True)
-        else:
-            g = r.reshape((1,) * len(axes) + r.shape)
+        g = _add_reduce(g, axis=tuple(axes), keepdims=True)
     if lead:
         g = g.reshape(g.shape[lead:])
     if widen:
@@ -659,8 +652,7 @@ cdef class _Pass:
                 self.set_acc(slot, g)
                 self.slots[slot].flags |= OWNED
             else:
-                r = large_add(acc, g)
-                acc = acc + g if r is None else r
+                acc = acc + g
                 if type(acc) is not NP_NDARRAY:
                     acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
                 self.set_acc(slot, acc)
