@@ -466,7 +466,11 @@ class MxnetBackend(Backend):
     memory_method = "rss"
 
     def _load(self) -> None:
-        import mxnet as mx
+        try:
+            import mxnet as mx
+        except ImportError as exc:
+            raise ImportError(f"{exc} (give compare.py --mxnet-python PATH, the interpreter of "
+                              f"an environment with MXNet 1.9)") from exc
 
         mx.npx.set_np()
         self.mx, self.mnp, self.npx = mx, mx.np, mx.npx
