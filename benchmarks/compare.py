@@ -914,7 +914,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(("- " if args.markdown else "  ") + line for line in pairs))
     if args.targets:
         import targets
-        print("\n" + targets.render(results, markdown=args.markdown))
+        caveats = []
+        if args.quick:
+            caveats.append("--quick shrinks workloads 3, 4, 7, 8 and 9; the targets are about "
+                           "their full sizes")
+        if others is not None and others > CONTENTION_WARNING:
+            caveats.append(f"other processes used {others:.2f} cores on average: the ratios "
+                           "are unreliable")
+        print("\n" + targets.render(results, markdown=args.markdown, caveats=caveats))
     if args.chart:
         try:
             import chart

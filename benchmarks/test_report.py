@@ -125,3 +125,11 @@ def test_workloads_8_and_9_are_measured_on_the_executor_and_jit_only_where_defin
     on_exec = [w.key for w in wl.WORKLOADS if w.supports(executor)]
     on_jit = [w.key for w in wl.WORKLOADS if w.supports(jit)]
     assert on_exec == on_jit == ["2", "8", "9"]
+
+
+def test_caveats_follow_the_targets_table():
+    results = [_cell("8", "fastgrad", [1.0]), _cell("8", "torch", [2.0])]
+    text = targets.render(results, caveats=["--quick sizes"])
+    assert text.splitlines()[-1] == "  Caveat: --quick sizes"
+    assert "| 8 (fastgrad/torch) | LeNet step no slower than PyTorch | 4.7x | 0.50x | yes |" in (
+        targets.render(results, markdown=True))
