@@ -1324,8 +1324,9 @@ class LeNetStep(Workload):
     with ``npx.convolution``, ``npx.pooling``, ``npx.fully_connected`` and
     ``-npx.pick(npx.log_softmax(z), labels).mean()``; PyTorch with ``torch.nn.functional``;
     JAX with ``lax.conv_general_dilated`` and ``lax.reduce_window``; the hand-written NumPy
-    version with im2col and one matrix product per convolution (channels-last inside), and
-    pooling by reshaping.  Measures a small convolutional training step.
+    version with im2col and one matrix product per convolution (channels-first inside), and
+    pooling as the maximum of four strided views of a reshape.  Measures a small
+    convolutional training step.
     """
 
     key, slug = "8", "lenet_step"
