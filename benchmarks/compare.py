@@ -14,7 +14,15 @@ Usage::
 
     python benchmarks/compare.py [--quick] [--workloads 1,2] [--repeat N]
                                  [--backends numpy,fastgrad] [--markdown]
-                                 [--in-process]
+                                 [--in-process] [--rounds N] [--targets]
+                                 [--mxnet-python PATH] [--python NAME=PATH]
+                                 [--keep-blas-env]
+
+``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` are removed from the environment
+of the benchmark (this process, before NumPy loads, and the backends'
+processes) unless ``--keep-blas-env``; MXNet's process gets
+``OPENBLAS_CORETYPE=Haswell``, which its bundled OpenBLAS needs on this
+project's machine.
 
 Progress goes to standard error; the machine description and the table go
 to standard output.
@@ -742,6 +750,19 @@ def run_cells(
     return results
 
 
+def _describe_blas(b: wl.Backend) -> None:
+    """Add the BLAS facts of this process that concern backend ``b`` to its details."""
+    kernel = blas_kernel()
+    if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "autograd"):
+        b.details["BLAS"] = kernel
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    if b.name == "mxnet" and coretype:
+        b.details["kept"] = (f"OPENBLAS_CORETYPE={coretype}: its bundled OpenBLAS does not "
+                             f"recognise this CPU without it")
+    elif coretype:
+        b.details["kept"] = f"OPENBLAS_CORETYPE={coretype}"
+
+
 def error_message(exc: BaseException) -> str:
     """One line for the table's notes: the exception's type and the last line of its message.
 
@@ -756,6 +777,8 @@ def _measure_here(backends: Sequence[wl.Backend], works, args, reference=None) -
     for b in backends:
         b.load()
         log(f"{b.name}: " + (f"{b.version}" if b.available else f"missing ({b.error})"))
+        if b.available:
+            _describe_blas(b)
     # Objects that exist now (the imported libraries) are moved out of the
     # collector's reach, so that the collections before each sample only
     # scan what the workloads create, and take microseconds, not 0.1 s.
@@ -791,16 +814,6 @@ def child_main(args: argparse.Namespace, works: Sequence[wl.Workload]) -> int:
     b = wl.get_backend(args.child)
     works = [w for w in works if w.supports(b)]
     reference = None if b.name == "numpy" or not b.load() else reference_gradients(works)
-    if b.available:
-        kernel = blas_kernel()
-        if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "autograd"):
-            b.details["BLAS"] = kernel
-        coretype = os.environ.get("OPENBLAS_CORETYPE")
-        if b.name == "mxnet" and coretype:
-            b.details["kept"] = (f"OPENBLAS_CORETYPE={coretype}: its bundled OpenBLAS does not "
-                                 f"recognise this CPU without it")
-        elif coretype:
-            b.details["kept"] = f"OPENBLAS_CORETYPE={coretype}"
     results = _measure_here([b], works, args, reference)
     json.dump({"available": b.available, "error": b.error, "version": b.version,
                "details": b.details, "results": [_result_to_dict(r) for r in results]},
