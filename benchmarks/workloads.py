@@ -19,6 +19,13 @@ inputs.  It is implemented once for each *backend*:
     JAX ``jax.grad`` *without* ``jax.jit`` (eager, op-by-op dispatch) with
     64-bit floats enabled, if installed.  Compiled JAX would be much faster
     on the long op chains; eager mode is what is comparable to a tape.
+``fastgrad-exec``, ``jax-jit``
+    The compiled ways, for the training steps only (workloads 2, 8, 9): fastgrad's
+    bound ``Executor`` (the model written with ``fastgrad.sym``, bound once) and
+    ``jax.jit(jax.grad(...))``.
+``mxnet``
+    Apache MXNet 1.9 through ``mx.np``/``mx.npx``/``mx.autograd``, usually run
+    with the interpreter of its own environment (``compare.py --mxnet-python``).
 
 A backend that cannot be imported is *missing*; it is reported, never an
 error.
