@@ -47,8 +47,10 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-#: Environment variables that cap the threads of BLAS and OpenMP pools.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: Environment variables that cap the threads of BLAS and OpenMP pools, and of fastgrad's
+#: kernel threads (which split large elementwise operations).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "FASTGRAD_NUM_THREADS")
 
 
 def _limit_threads(argv: Sequence[str]) -> None:
@@ -605,7 +607,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--threads",
         type=int,
         default=None,
-        help="cap BLAS/OpenMP/torch threads (sets OMP_NUM_THREADS etc.; default: libraries' defaults)",
+        help="cap BLAS/OpenMP/torch/XLA/fastgrad threads (sets OMP_NUM_THREADS, "
+        "FASTGRAD_NUM_THREADS etc.; default: libraries' defaults)",
     )
     p.add_argument(
         "--rounds",
