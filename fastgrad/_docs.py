@@ -54,6 +54,11 @@ SUMMARIES = {
     "conv2d": "2-D convolution (cross-correlation) of NCHW data with OIHW weights.",
     "max_pool2d": "2-D max pooling of NCHW data.",
     "avg_pool2d": "2-D average pooling of NCHW data.",
+    "im2col": "The receptive fields of NCHW data as the columns of a (C*KH*KW, N*OH*OW) "
+              "matrix.",
+    "col2im": "The adjoint of ``im2col``: every column added back onto its receptive field.",
+    "conv2d_product": "(F, C*KH*KW) weights times ``im2col``'s columns.",
+    "conv2d_product_bias": "``conv2d_product`` plus a (F,) bias on every row.",
     "convolve_full": "The full discrete linear convolution of two 1-D arrays.",
     "convolve_valid": "The discrete linear convolution of two 1-D arrays where they overlap "
                       "completely.",

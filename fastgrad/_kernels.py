@@ -8,6 +8,7 @@ import math as _math
 
 import numpy as np
 
+from fastgrad import _workspace
 from fastgrad._parallel import apply as _split_apply
 from fastgrad._parallel import get_min_size as _split_min_size
 from fastgrad._parallel import sum_all as _split_sum
@@ -185,7 +186,14 @@ def relu(x):
 def sigmoid(x):
     # Note [Stable sigmoid]: 1/(1+exp(-x)) overflows exp for very negative x; the tanh form
     # is exact and finite everywhere.
-    return 0.5 * np.tanh(0.5 * x) + 0.5
+    # The three steps after the first write into its result (no temporaries).
+    t = np.multiply(x, 0.5)
+    if not isinstance(t, np.ndarray):
+        return 0.5 * np.tanh(t) + 0.5
+    np.tanh(t, out=t)
+    t *= 0.5
+    t += 0.5
+    return t
 
 
 def concatenate(*args):
@@ -199,7 +207,14 @@ def stack(*args):
 
 
 def split(x, indices, axis):
-    return tuple(np.split(x, indices, axis=axis))
+    # What ``np.split`` does (the same slices of the same bounds), without its Python-level
+    # swapaxes round trips: split is on the per-op path of recurrent cells (gates).
+    if x.ndim == 0 or not isinstance(indices, (tuple, list)):
+        return tuple(np.split(x, indices, axis=axis))      # sections, or NumPy's error
+    axis = normalize_axis(axis, x.ndim)[0]
+    bounds = (0,) + tuple(indices) + (x.shape[axis],)
+    lead = (slice(None),) * axis
+    return tuple(x[lead + (slice(start, stop),)] for start, stop in zip(bounds, bounds[1:]))
 
 
 def clip(x, lo, hi):
@@ -529,11 +544,27 @@ def pinv(x, rtol):
 
 # ---------------------------------------------------------------- convolution and pooling
 # Note [Convolution layout]: data is NCHW, weights are (F, C, KH, KW). ``stride``, ``pad`` and
-# ``dilate`` are pairs of ints. The forward gathers the receptive fields with
-# ``sliding_window_view`` (a view, no copy) and contracts them with the weights in one
-# ``tensordot``; the two backward kernels are the adjoints of that map, one in the data and one
-# in the weights, and are table ops themselves so that convolution is differentiable to any
-# order.
+# ``dilate`` are pairs of ints. Convolution is one matrix product over an im2col buffer:
+# ``im2col`` copies every receptive field of the (padded) data into the columns of a
+# (C*KH*KW, N*OH*OW) matrix, laid out C, KH, KW by N, OH, OW, so that the forward is one sgemm
+# ``w.reshape(F, -1) @ cols`` giving (F, N*OH*OW), which is the output in CNHW memory order
+# (returned as an NCHW-shaped transposed view: elementwise ops downstream keep that order and
+# nothing copies it back). The weight gradient is the one sgemm ``(cols @ g.T).T`` (the
+# same product as ``g @ cols.T``, which OpenBLAS runs 2-3x slower for these shapes) and the
+# data gradient the one sgemm ``w.T @ g`` followed by ``col2im``, which adds the KH*KW shifted
+# slices of those columns into the padded image (slice adds, no ``np.add.at``). ``im2col`` and
+# ``col2im`` are each other's adjoints and both are table ops, so convolution is
+# differentiable to any order. When the data has its batch axis innermost in memory (CHWN:
+# max pooling leaves its output so), ``batch_last`` orders the columns OH, OW, N instead: the
+# gather then copies runs of N contiguous elements, ``col2im`` adds runs of OW*N, and the
+# product's rows are the output in FHWN order (7x and 3x faster than N, OH, OW order for
+# LeNet's second layer); data in NCHW order, like a user's input, keeps N, OH, OW, whose
+# gather reads whole rows. ``npx.convolution`` records im2col and the product (with the bias
+# added in place) as separate nodes so that the backward reuses the forward's buffer instead
+# of gathering the windows again (Note [Convolution as recorded ops] in
+# ``numpy_extension.py``); ``conv2d`` and its two adjoints below (used by 1-D/3-D
+# convolution, deconvolution, the symbol API and second-order rules) use the same kernels in
+# one call.
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
@@ -552,68 +583,234 @@ def conv_out_size(n, k, stride, pad, dilate):
     return (n + 2 * pad - dilate * (k - 1) - 1) // stride + 1
 
 
-def conv2d(x, w, stride, pad, dilate):
-    win = _windows(_pad2(x, pad), w.shape[2:], stride, dilate)      # N C OH OW KH KW
-    out = np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3]))         # N OH OW F
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+def batch_innermost(x):
+    """Whether ``x`` (NCHW) has its batch axis innermost in memory (CHWN order)."""
+    return x.ndim == 4 and x.shape[0] > 1 and x.strides[0] < min(x.strides[1:])
 
 
-def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
-    """The adjoint of ``conv2d`` in its data: scatter ``g`` back through the weights."""
-    n, _, oh, ow = g.shape
-    _, c, kh, kw = w.shape
-    hp, wp = x_hw[0] + 2 * pad[0], x_hw[1] + 2 * pad[1]
-    out = np.zeros((n, c, hp, wp), dtype=np.result_type(g, w))
-    # cols[n, oh, ow, c, kh, kw]: each output position's contribution to its receptive field
-    cols = np.tensordot(g, w, axes=([1], [0])).transpose(0, 3, 4, 5, 1, 2)
+def _pad2_batch_last(x, pad):
+    """``x`` zero-padded in H and W, the result in CHWN memory order like ``x``."""
+    if pad[0] == 0 and pad[1] == 0:
+        return x
+    n, c, h, w = x.shape
+    out = np.zeros((c, h + 2 * pad[0], w + 2 * pad[1], n), dtype=x.dtype).transpose(3, 0, 1, 2)
+    out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
+    return out
+
+
+def im2col(x, kernel, stride, pad, dilate, batch_last=False):
+    """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW), or
+    (C*KH*KW, OH*OW*N) with ``batch_last`` (Note [Convolution layout])."""
+    if batch_last:
+        win = _windows(_pad2_batch_last(x, pad), kernel, stride, dilate)
+    else:
+        win = _windows(_pad2(x, pad), kernel, stride, dilate)       # N C OH OW KH KW
+    n, c, oh, ow, kh, kw = win.shape
+    if batch_last:
+        cols = _workspace.empty((c, kh, kw, oh, ow, n), x.dtype)  # Note [Reused buffers]
+        cols[...] = win.transpose(1, 4, 5, 2, 3, 0)
+    else:
+        cols = _workspace.empty((c, kh, kw, n, oh, ow), x.dtype)
+        cols[...] = win.transpose(1, 4, 5, 0, 2, 3)
+    return cols.reshape(c * kh * kw, n * oh * ow)
+
+
+def col2im(cols, x_shape, kernel, stride, pad, dilate, batch_last=False):
+    """The adjoint of ``im2col``: add every column back onto its receptive field."""
+    n, c, h, w = x_shape
+    kh, kw = kernel
+    oh = conv_out_size(h, kh, stride[0], pad[0], dilate[0])
+    ow = conv_out_size(w, kw, stride[1], pad[1], dilate[1])
+    hp, wp = h + 2 * pad[0], w + 2 * pad[1]
+    if batch_last:      # (C, H, W, N): every slice add runs over OW*N contiguous elements
+        cols = cols.reshape(c, kh, kw, oh, ow, n)
+        out = np.zeros((c, hp, wp, n), dtype=cols.dtype)
+    else:
+        cols = cols.reshape(c, kh, kw, n, oh, ow)
+        out = np.zeros((c, n, hp, wp), dtype=cols.dtype)
+    spatial = out.transpose(0, 3, 1, 2) if batch_last else out        # C N H W
     for i in range(kh):
         hi = i * dilate[0]
         for j in range(kw):
             wj = j * dilate[1]
-            out[:, :, hi:hi + stride[0] * (oh - 1) + 1:stride[0],
-                wj:wj + stride[1] * (ow - 1) + 1:stride[1]] += cols[:, :, i, j]
-    return out[:, :, pad[0]:pad[0] + x_hw[0], pad[1]:pad[1] + x_hw[1]]
+            target = spatial[:, :, hi:hi + stride[0] * (oh - 1) + 1:stride[0],
+                             wj:wj + stride[1] * (ow - 1) + 1:stride[1]]
+            target += cols[:, i, j].transpose(0, 3, 1, 2) if batch_last else cols[:, i, j]
+    return spatial[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
+
+
+def _cnhw_to_nchw(y2d, n, oh, ow):
+    """(F, N*OH*OW) product rows as an NCHW array (a transposed view, Note [Convolution layout])."""
+    return y2d.reshape(-1, n, oh, ow).transpose(1, 0, 2, 3)
+
+
+def _nchw_to_rows(g):
+    """NCHW ``g`` as (F, N*OH*OW) rows, the layout of ``conv2d``'s product."""
+    n, f, oh, ow = g.shape
+    return g.transpose(1, 0, 2, 3).reshape(f, n * oh * ow)
+
+
+def conv2d_product(w, cols):
+    """(F, C*KH*KW) weights times im2col's columns: the convolution as (F, N*OH*OW) rows."""
+    return np.matmul(w, cols)
+
+
+def conv2d_product_bias(w, cols, b):
+    """``conv2d_product`` plus the (F,) bias on every row, added into the product in place."""
+    out = np.matmul(w, cols)
+    dtype = np.result_type(out, b)
+    if out.dtype != dtype:
+        out = out.astype(dtype)
+    out += b[:, None]
+    return out
+
+
+def conv2d(x, w, stride, pad, dilate):
+    cols = im2col(x, w.shape[2:], stride, pad, dilate)
+    n = x.shape[0]
+    oh, ow = (conv_out_size(x.shape[2], w.shape[2], stride[0], pad[0], dilate[0]),
+              conv_out_size(x.shape[3], w.shape[3], stride[1], pad[1], dilate[1]))
+    dtype = np.result_type(x, w)
+    y2d = np.matmul(w.reshape(w.shape[0], -1).astype(dtype, copy=False),
+                    cols.astype(dtype, copy=False))
+    return _cnhw_to_nchw(y2d, n, oh, ow)
+
+
+def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
+    """The adjoint of ``conv2d`` in its data: one product with the weights, then ``col2im``."""
+    n = g.shape[0]
+    f, c, kh, kw = w.shape
+    dtype = np.result_type(g, w)
+    dcols = np.matmul(w.reshape(f, -1).T.astype(dtype, copy=False),
+                      _nchw_to_rows(g).astype(dtype, copy=False))
+    return col2im(dcols, (n, c) + tuple(x_hw), (kh, kw), stride, pad, dilate)
 
 
 def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
-    """The adjoint of ``conv2d`` in its weights: correlate the data with ``g``."""
-    win = _windows(_pad2(x, pad), kernel, stride, dilate)           # N C OH OW KH KW
-    return np.tensordot(g, win, axes=([0, 2, 3], [0, 2, 3]))        # F C KH KW
+    """The adjoint of ``conv2d`` in its weights: one product of ``g`` with the data's columns."""
+    cols = im2col(x, kernel, stride, pad, dilate)
+    dtype = np.result_type(x, g)
+    dw = np.matmul(_nchw_to_rows(g).astype(dtype, copy=False), cols.T.astype(dtype, copy=False))
+    return dw.reshape((g.shape[1], x.shape[1]) + tuple(kernel))
+
+
+# Note [Max pooling by offsets]: a pooling window has KH*KW offsets (i, j); the elements at
+# offset (i, j) of all windows form one strided slice of the padded data. The maximum is the
+# elementwise maximum of those KH*KW slices (KH*KW - 1 ufunc calls over whole arrays, no 6-D
+# reduction). The gradient goes to one element per window, the first maximum in row-major
+# order within the window (what ``argmax`` picks; MXNet and PyTorch also route a tie to one
+# element), and a window whose maximum is NaN routes it to its first NaN. ``_first_maxima``
+# gives, per offset, the mask of windows whose first maximum sits there (three boolean ufuncs
+# per offset), and the scatter adds ``g`` times that mask into the offset's slice: slice adds,
+# no ``np.add.at`` (overlapping windows add into shared elements correctly, since one slice
+# never holds an element twice; windows that do not overlap write the product straight into
+# the slice). When the masks hold as many hits as there are windows, every window has exactly
+# one maximum and the step that keeps only the first is skipped.
+def _offset_slices(kernel, stride, out_hw):
+    oh, ow = max(out_hw[0], 0), max(out_hw[1], 0)
+    return [(slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
+                                             stride[0]),
+             slice(j, j + stride[1] * (ow - 1) + 1 if ow else j, stride[1]))
+            for i in range(kernel[0]) for j in range(kernel[1])]
 
 
 def _pool_windows(x, kernel, stride, pad, value):
     return _windows(_pad2(x, pad, value), kernel, stride, (1, 1))
 
 
+def _pool_out_hw(shape, kernel, stride, pad):
+    return ((shape[2] + 2 * pad[0] - kernel[0]) // stride[0] + 1,
+            (shape[3] + 2 * pad[1] - kernel[1]) // stride[1] + 1)
+
+
+def _max_of_slices(xp, slices):
+    # The result is CHWN in memory: a convolution that reads it then gathers its columns
+    # with the batch innermost (Note [Convolution layout]).
+    first = xp[slices[0]]
+    n, c, oh, ow = first.shape
+    out = np.empty((c, oh, ow, n), dtype=first.dtype).transpose(3, 0, 1, 2)
+    out[...] = first
+    for key in slices[1:]:
+        np.maximum(out, xp[key], out=out)
+    return out
+
+
 def max_pool2d(x, kernel, stride, pad):
-    return _pool_windows(x, kernel, stride, pad, -np.inf).max(axis=(4, 5))
+    xp = _pad2(x, pad, -np.inf)
+    return _max_of_slices(xp, _offset_slices(kernel, stride,
+                                             _pool_out_hw(x.shape, kernel, stride, pad)))
 
 
-def _argmax_key(x, kernel, stride, pad):
-    """Index arrays into the padded ``x`` at the maximum of every pooling window."""
-    win = _pool_windows(x, kernel, stride, pad, -np.inf)
-    n, c, oh, ow, kh, kw = win.shape
-    flat = win.reshape(n, c, oh, ow, kh * kw).argmax(axis=-1)
-    row = flat // kw + (np.arange(oh) * stride[0])[:, None]
-    col = flat % kw + (np.arange(ow) * stride[1])[None, :]
-    return (np.arange(n)[:, None, None, None], np.arange(c)[None, :, None, None], row, col)
+def _first_maxima(xp, slices):
+    """Per offset, the windows whose first maximum (or first NaN) is at that offset."""
+    top = _max_of_slices(xp, slices)
+    nan = top.dtype.kind in "fc" and bool(np.isnan(top).any())
+    hits = []
+    for key in slices:
+        hit = xp[key] == top
+        if nan:
+            hit |= np.isnan(xp[key])
+        hits.append(hit)
+    # Every window has at least one hit, so as many hits as windows means one in each.
+    if sum(np.count_nonzero(hit) for hit in hits) != top.size:
+        seen = hits[0].copy()
+        for k in range(1, len(hits)):
+            hit = hits[k]
+            hits[k] = np.greater(hit, seen)
+            seen |= hit
+    return hits
+
+
+def _masked(g, mask, out=None):
+    """``g`` where ``mask``, else 0 (a product unless ``g`` has an infinity or NaN)."""
+    if g.dtype.kind in "fc" and not np.isfinite(g).all():
+        picked = np.where(mask, g, np.zeros((), dtype=g.dtype))
+        if out is None:
+            return picked
+        out[...] = picked
+        return out
+    return np.multiply(g, mask, out=out)
 
 
 def max_pool2d_scatter(g, x, kernel, stride, pad):
     """``g`` added at the position of each window's maximum of ``x`` (max pooling's adjoint)."""
     n, c, h, w = x.shape
-    out = np.zeros((n, c, h + 2 * pad[0], w + 2 * pad[1]), dtype=g.dtype)
-    np.add.at(out, _argmax_key(x, kernel, stride, pad), g)
+    xp = _pad2(x, pad, -np.inf)
+    slices = _offset_slices(kernel, stride, g.shape[2:])
+    # In x's memory order (a convolution's output is CNHW in memory; Note [Convolution
+    # layout]), so that relu's backward and the product's reshape need no copy.
+    out = np.zeros_like(xp, dtype=g.dtype)
+    disjoint = stride[0] >= kernel[0] and stride[1] >= kernel[1]
+    for key, first in zip(slices, _first_maxima(xp, slices)):
+        if disjoint:
+            _masked(g, first, out=out[key])
+        else:
+            out[key] += _masked(g, first)
     return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w]
 
 
 def max_pool2d_select(h, x, kernel, stride, pad):
     """``h`` at the position of each window's maximum of ``x``."""
-    return _pad2(h, pad)[_argmax_key(x, kernel, stride, pad)]
+    xp = _pad2(x, pad, -np.inf)
+    slices = _offset_slices(kernel, stride, _pool_out_hw(x.shape, kernel, stride, pad))
+    hp = _pad2(h, pad)
+    out = None
+    for key, first in zip(slices, _first_maxima(xp, slices)):
+        term = _masked(hp[key], first)
+        out = term if out is None else np.add(out, term, out=out)
+    return out
 
 
 def avg_pool2d(x, kernel, stride, pad, count_include_pad):
-    total = _pool_windows(x, kernel, stride, pad, 0).sum(axis=(4, 5))
+    if x.dtype.kind not in "fc":     # integers: sum in NumPy's wider accumulator
+        total = _pool_windows(x, kernel, stride, pad, 0).sum(axis=(4, 5))
+        return total / pool_counts(x.shape, kernel, stride, pad, count_include_pad,
+                                   total.dtype)
+    out_hw = _pool_out_hw(x.shape, kernel, stride, pad)
+    xp = _pad2(x, pad, 0)
+    total = None
+    for key in _offset_slices(kernel, stride, out_hw):
+        total = xp[key].copy() if total is None else np.add(total, xp[key], out=total)
     return total / pool_counts(x.shape, kernel, stride, pad, count_include_pad, total.dtype)
 
 

@@ -8,6 +8,7 @@ any order. ``COMPOSITES`` lists the ones that are compositions (checked by
 import numpy as _onp
 
 from fastgrad import _functions as F
+from fastgrad import _kernels
 from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
@@ -233,11 +234,32 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     if dshape[1] != wshape[1]:
         raise ValueError("npx.convolution: data has %d channels, the weight expects %d"
                          % (dshape[1], wshape[1]))
-    out = _P["conv2d"](data, weight, _pair("convolution", stride, (1, 1)),
-                       _pair("convolution", pad, (0, 0)), _pair("convolution", dilate, (1, 1)))
+    stride = _pair("convolution", stride, (1, 1))
+    pad = _pair("convolution", pad, (0, 0))
+    dilate = _pair("convolution", dilate, (1, 1))
+    # Note [Convolution as recorded ops]: im2col and the product (with the bias added into it
+    # in place) are recorded as two nodes rather than as one conv2d node, so that the
+    # backward's weight gradient reads the columns the forward built (the product node keeps
+    # them) instead of gathering the windows again (Note [Convolution layout] in
+    # _kernels.py).
+    oh = _kernels.conv_out_size(dshape[2], kernel[0], stride[0], pad[0], dilate[0])
+    ow = _kernels.conv_out_size(dshape[3], kernel[1], stride[1], pad[1], dilate[1])
+    if oh <= 0 or ow <= 0:
+        raise ValueError("npx.convolution: the kernel %s (dilated %s, padded %s) is larger "
+                         "than the data's %s" % (kernel, dilate, pad, dshape[2:]))
+    batch_last = _kernels.batch_innermost(unwrap(data))
+    cols = _P["im2col"](data, kernel, stride, pad, dilate, batch_last)
+    weight = F.reshape(weight, (wshape[0], -1))
     if not no_bias and bias is not None:
-        out = out + F.reshape(bias, (1, -1, 1, 1))
-    return out
+        if _onp.size(unwrap(bias)) != wshape[0]:
+            raise ValueError("npx.convolution: bias has shape %s, the weight has %d filters"
+                             % (_onp.shape(unwrap(bias)), wshape[0]))
+        out = _P["conv2d_product_bias"](weight, cols, F.reshape(bias, (-1,)))
+    else:
+        out = _P["conv2d_product"](weight, cols)
+    if batch_last:
+        return F.transpose(F.reshape(out, (wshape[0], oh, ow, dshape[0])), (3, 0, 1, 2))
+    return F.transpose(F.reshape(out, (wshape[0], dshape[0], oh, ow)), (1, 0, 2, 3))
 
 
 def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",

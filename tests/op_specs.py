@@ -171,6 +171,37 @@ def _conv_weight_grad_ref(x, dy, stride, pad, dilate, kernel):
     return (onp.array(cols) @ dy.ravel()).reshape(f, c, *kernel)
 
 
+def _im2col_ref(x, kernel, stride, pad, dilate, batch_last=False):
+    """Row (c, i, j), column (n, oh, ow) (or (oh, ow, n) with ``batch_last``): the padded x
+    at that receptive field's (i, j)."""
+    n, c, h, w = x.shape
+    xp = onp.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    oh = (h + 2 * pad[0] - dilate[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * pad[1] - dilate[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    out = onp.zeros((c, kernel[0], kernel[1], n, oh, ow), dtype=x.dtype)
+    for a in range(kernel[0]):
+        for b in range(kernel[1]):
+            for i in range(oh):
+                for j in range(ow):
+                    out[:, a, b, :, i, j] = xp[:, :, i * stride[0] + a * dilate[0],
+                                               j * stride[1] + b * dilate[1]].T
+    if batch_last:
+        out = out.transpose(0, 1, 2, 4, 5, 3)
+    return out.reshape(c * kernel[0] * kernel[1], n * oh * ow)
+
+
+def _col2im_ref(cols, x_shape, kernel, stride, pad, dilate, batch_last=False):
+    """The adjoint of ``_im2col_ref``, by linearity: the transpose of its matrix."""
+    size = int(onp.prod(x_shape))
+    rows = []
+    for k in range(size):
+        e = onp.zeros(size)
+        e[k] = 1
+        rows.append(_im2col_ref(e.reshape(x_shape), kernel, stride, pad, dilate,
+                                batch_last).ravel())
+    return (onp.array(rows) @ cols.ravel()).reshape(x_shape).astype(cols.dtype)
+
+
 def _pool_ref(x, kernel, stride, pad, reduce, fill):
     n, c, h, w = x.shape
     xp = onp.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), constant_values=fill)
@@ -474,6 +505,22 @@ SPECS["conv2d_weight_grad"] = Spec(
     [C((2, 2, 4, 4), (2, 3, 4, 4), stride=(1, 1), pad=(1, 1), dilate=(1, 1), kernel=(3, 3)),
      C((1, 2, 6, 5), (1, 2, 2, 6), stride=(2, 1), pad=(0, 1), dilate=(2, 1), kernel=(2, 2))],
     ref=_conv_weight_grad_ref)
+SPECS["im2col"] = Spec(
+    [C((2, 2, 4, 4), kernel=(3, 3), stride=(1, 1), pad=(1, 1), dilate=(1, 1)),
+     C((1, 2, 6, 5), kernel=(2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1)),
+     C((2, 2, 6, 5), kernel=(2, 3), stride=(2, 1), pad=(1, 1), dilate=(1, 2),
+       batch_last=True)],
+    ref=_im2col_ref)
+SPECS["conv2d_product"] = Spec([C((3, 4), (4, 5)), C((1, 6), (6, 2))], ref=onp.matmul)
+SPECS["conv2d_product_bias"] = Spec([C((3, 4), (4, 5), (3,)), C((1, 6), (6, 2), (1,))],
+                                   ref=lambda w, cols, b: w @ cols + b[:, None])
+SPECS["col2im"] = Spec(
+    [C((18, 32), x_shape=(2, 2, 4, 4), kernel=(3, 3), stride=(1, 1), pad=(1, 1),
+       dilate=(1, 1)),
+     C((8, 12), x_shape=(1, 2, 6, 5), kernel=(2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1)),
+     C((12, 24), x_shape=(2, 2, 6, 5), kernel=(2, 3), stride=(2, 1), pad=(1, 1), dilate=(1, 2),
+       batch_last=True)],
+    ref=_col2im_ref)
 _POOL = [C((2, 2, 4, 4), kernel=(2, 2), stride=(2, 2), pad=(0, 0)),
          C((1, 2, 5, 4), kernel=(3, 2), stride=(1, 2), pad=(1, 1))]
 SPECS["max_pool2d"] = Spec(_POOL, make={0: distinct}, ref=_max_pool_ref)
