@@ -651,19 +651,72 @@ def absent(g):
     return not np.any(g)
 
 
+def _numeric(a):
+    """The values of ``a`` as a NumPy array (a recorded array's data, never recorded)."""
+    return a.asnumpy() if isinstance(a, ndarray) else np.asarray(a)
+
+
+def repeated_pairs(values):
+    """``mask[..., i, j]``: whether ``values[..., i]`` and ``values[..., j]`` (``i != j``) are
+    equal to rounding, ``|v_i - v_j| <= 1000 eps max|v|`` (Note [Repeated eigenvalues])."""
+    v = _numeric(values)
+    k = v.shape[-1]
+    eps = np.finfo(v.dtype).eps if v.dtype.kind in "fc" else np.finfo(np.float64).eps
+    scale = np.max(np.abs(v), axis=-1, keepdims=True) if k else np.zeros(v.shape)
+    tol = np.expand_dims(1000 * eps * scale, -1)
+    close = np.abs(np.expand_dims(v, -2) - np.expand_dims(v, -1)) <= tol
+    return close & ~np.eye(k, dtype=bool)
+
+
+def refuse_repeated(op, repeated, *vector_grads):
+    """Raise when the loss uses a vector of a repeated eigenvalue (singular value) of ``op``:
+    a pair in ``repeated`` whose column of any of ``vector_grads`` is not zero. Returns
+    ``repeated`` (whose pairs then contribute nothing; Note [Repeated eigenvalues])."""
+    if not np.any(repeated):
+        return repeated
+    used = np.zeros(repeated.shape[:-1], dtype=bool)
+    for grad in vector_grads:
+        if not absent(grad):
+            used = used | np.any(_numeric(grad) != 0, axis=-2)
+    if np.any(repeated & (np.expand_dims(used, -1) | np.expand_dims(used, -2))):
+        what = "eigenvalue" if op == "eigh" else "singular value"
+        raise ValueError(
+            "fastgrad.linalg.%s: the loss uses the %s vectors of a repeated %s, whose "
+            "gradient the %s values and vectors do not determine (they are any basis of a "
+            "subspace); use only the %ss there, or break the tie" % (
+                op, "eigen" if op == "eigh" else "singular", what, op, what))
+    return repeated
+
+
+# Note [Repeated eigenvalues]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The eigenvector term of eigh's gradient is ``(M[i, j] - M[j, i]) / (2 (w[j] - w[i]))`` after
+# symmetrizing (``M = V^T gV``). At a repeated eigenvalue both parts vanish and the term is a
+# limit that depends on how the loss changes as the eigenvalues split, which the gradients of
+# the outputs at the point do not tell: ``sum(S * V exp(w) V^T)`` (a matrix function) and
+# ``exp(mean(w)) * sum(S * P)`` (``P`` the projector on the repeated pair's subspace) give the
+# same ``gw`` and ``M`` there and have different gradients. Evaluating the term divides
+# rounding noise by a gap of 1e-16 and gave a silently wrong gradient (found by
+# tests/test_breaking_inputs.py); it is now an error. A function of the eigenvalues alone
+# needs no ``F`` and is fine, and so is a loss that uses no vector of the repeated pair (its
+# term is exactly 0, kept out of ``F``). svd is the same (``s[j]^2 - s[i]^2``, the columns of
+# U and of V). Pairs count as repeated within 1000 eps of the largest value: NumPy's eigenvalues
+# of an exactly repeated one spread over 20 eps for a 200 x 200 matrix, and at gaps below
+# 1000 eps the term is not resolved to better than 0.1% anyway.
 def eigh_backward(g, result):
-    """Gradient of ``eigh`` of the symmetric part of the input (distinct eigenvalues):
+    """Gradient of ``eigh`` of the symmetric part of the input:
     ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized.
     Without an eigenvector gradient the ``F`` term is left out, so a function of the
-    eigenvalues alone is differentiable at repeated eigenvalues too."""
+    eigenvalues alone is differentiable at repeated eigenvalues too; with one, repeated
+    eigenvalues are an error (Note [Repeated eigenvalues])."""
     gw, gv = g
     w, v = result
     n = np.shape(w)[-1]
     inner = np.expand_dims(gw, -1) * np.eye(n) if not absent(gw) else None
     if not absent(gv):
-        eye = np.eye(n, dtype=bool)
+        skip = np.eye(n, dtype=bool) | refuse_repeated("eigh", repeated_pairs(w), gv)
         gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-        f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
+        f = np.where(skip, 0, 1 / np.where(skip, 1, gaps))
         term = f * np.matmul(mT(v), gv)
         inner = term if inner is None else inner + term
     if inner is None:
@@ -701,8 +754,9 @@ def svd_backward(g, result):
     k = np.shape(s)[-1]
     eye = np.eye(k, dtype=bool)
     s2 = s * s
+    skip = eye | refuse_repeated("svd", repeated_pairs(s), gu, gv)  # Note [Repeated eigenvalues]
     gaps = np.expand_dims(s2, -2) - np.expand_dims(s2, -1)           # s_j^2 - s_i^2
-    f = np.where(eye, 0, 1 / np.where(eye, 1, gaps))
+    f = np.where(skip, 0, 1 / np.where(skip, 1, gaps))
     su = np.matmul(mT(u), gu)
     sv = np.matmul(mT(v), gv)
     srow = np.expand_dims(s, -2)

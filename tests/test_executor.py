@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fastgrad as mx  # noqa: E402
 
-from _helpers import assert_close, numerical_grad, reset_autograd_state  # noqa: E402
+from _helpers import assert_close, assert_fd_close, fd_gradient, reset_autograd_state  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -97,6 +97,13 @@ def test_gradients_equal_imperative_exactly():
         assert onp.array_equal(out.asnumpy(), y.asnumpy())
         for k, a in arrays.items():
             assert onp.array_equal(ex.grad_dict[k].asnumpy(), a.grad.asnumpy()), k
+    _assert_grads_match_fd(ex, lambda F, v: _mlp_numpy(v))
+
+
+def _mlp_numpy(v):
+    h1 = onp.tanh(v["x"] @ v["w1"] + v["b1"])
+    h2 = onp.maximum(h1 @ v["w2"] + v["b2"], 0)
+    return onp.sum(onp.square(h2 @ v["w3"] + v["b3"]) + h1.sum() * 0.5)
 
 
 def test_gradients_match_finite_differences():
@@ -106,9 +113,55 @@ def test_gradients_match_finite_differences():
     ex = y.bind(mx.cpu(), {"x": mx.np.array(xv), "w": mx.np.array(wv)})
     ex.forward(is_train=True)
     ex.backward()
-    gx, gw = numerical_grad(lambda a, b: (onp.sin(a * b) / (1 + onp.exp(b))).sum(0), xv, wv)
-    assert_close(ex.grad_dict["x"], gx, rtol=1e-6, atol=1e-8)
-    assert_close(ex.grad_dict["w"], gw, rtol=1e-6, atol=1e-8)
+    gx, gw = fd_gradient(lambda a, b: (onp.sin(a * b) / (1 + onp.exp(b))).sum(0), xv, wv)
+    assert_fd_close(ex.grad_dict["x"], gx, "x")
+    assert_fd_close(ex.grad_dict["w"], gw, "w")
+
+
+# ---------------------------------------------------------------- against NumPy
+# The tests below that compare the executor with the tape compare fastgrad with itself: a
+# wrong rule would pass them. Each also checks the executor's gradients against finite
+# differences of the same program run by NumPy (the ``NP`` namespace).
+
+class _NumPyNamespace:
+    """NumPy with the few npx names the programs use, for reference values."""
+
+    def __getattr__(self, name):
+        return getattr(onp, name)
+
+    @staticmethod
+    def relu(x):
+        return onp.maximum(x, 0)
+
+    @staticmethod
+    def log_softmax(x, axis=-1):
+        shifted = x - x.max(axis=axis, keepdims=True)
+        return shifted - onp.log(onp.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+NP = _NumPyNamespace()
+
+
+def _assert_grads_match_fd(ex, prog, head_grads=None, times=None, what=""):
+    """``ex.grad_dict`` against finite differences of ``sum(<head, prog(NP, args)>)``.
+
+    ``times`` maps an argument to the number of backward passes accumulated into its
+    gradient (``grad_req='add'``); arguments without a gradient are skipped.
+    """
+    names = [k for k in ex.arg_dict]
+    values = {k: ex.arg_dict[k].asnumpy().astype(onp.float64) for k in names}
+    with_grad = [k for k in names if ex.grad_dict.get(k) is not None]
+
+    def loss(*args):
+        outs = prog(NP, dict(values, **dict(zip(with_grad, args))))
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        heads = head_grads or [onp.ones(onp.shape(o)) for o in outs]
+        return sum(float(onp.sum(o * h)) for o, h in zip(outs, heads))
+
+    expected = fd_gradient(loss, *[values[k] for k in with_grad])
+    for k, e in zip(with_grad, expected):
+        n = (times or {}).get(k, 1)
+        assert_fd_close(ex.grad_dict[k].asnumpy(), n * e, "%s %s" % (what, k))
 
 
 def test_many_uses_of_one_argument_accumulate_like_the_tape():
@@ -124,6 +177,8 @@ def test_many_uses_of_one_argument_accumulate_like_the_tape():
         z = mx.np.exp(a) * a + mx.np.sin(a) * a + a * a * 3.0 + mx.np.tanh(a) / a
     z.backward()
     assert onp.array_equal(ex.grad_dict["x"].asnumpy(), a.grad.asnumpy())
+    _assert_grads_match_fd(ex, lambda F, v: F.exp(v["x"]) * v["x"] + F.sin(v["x"]) * v["x"]
+                           + v["x"] * v["x"] * 3.0 + F.tanh(v["x"]) / v["x"])
 
 
 def test_grad_req_per_argument_and_add_accumulates():
@@ -175,9 +230,10 @@ def test_forward_keyword_inputs_and_buffer_reuse():
     assert ex.grad_dict["w"] is grad_buf                   # gradients too
     assert ex.output_dict[ex._output_names[0]] is first[0]
     out = ex.forward(x=mx.np.ones((5, 3)))                 # a new batch size
-    assert out[0].shape == (5, 4)
+    onp.testing.assert_array_equal(out[0].asnumpy(), onp.full((5, 4), 3.0))
     ex.backward()
-    assert ex.grad_dict["x"].shape == (5, 3)
+    onp.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), onp.full((5, 3), 4.0))
+    onp.testing.assert_array_equal(ex.grad_dict["w"].asnumpy(), onp.full((3, 4), 5.0))
     with pytest.raises(ValueError, match="'y' is not an argument"):
         ex.forward(y=mx.np.ones(2))
 
@@ -252,6 +308,7 @@ def test_composite_gradients_match_imperative():
     z.backward()
     assert_close(ex.grad_dict["x"], xa.grad, rtol=1e-12, atol=1e-15)
     assert_close(ex.grad_dict["w"], wa.grad, rtol=1e-12, atol=1e-15)
+    _assert_grads_match_fd(ex, lambda F, v: F.mean(F.log_softmax(v["x"] @ v["w"], axis=-1) ** 2))
 
 
 def test_integer_arguments_get_no_gradient():
@@ -319,12 +376,20 @@ def _mlp_loss_sym():
     return mx.sym.mean(mx.sym.square(out))
 
 
-def _mlp_loss_imperative(p):
+def _mlp_loss_imperative(p, F=None):
+    F = F or _FastgradNamespace
     h = p["x"]
     for i in (1, 2):
-        h = mx.npx.relu(mx.np.matmul(h, p["w%d" % i]) + p["b%d" % i])
-    out = mx.np.matmul(h, p["w3"]) + p["b3"]
-    return mx.np.mean(mx.np.square(out))
+        h = F.relu(F.matmul(h, p["w%d" % i]) + p["b%d" % i])
+    out = F.matmul(h, p["w3"]) + p["b3"]
+    return F.mean(F.square(out))
+
+
+class _FastgradNamespace:
+    relu = staticmethod(mx.npx.relu)
+    matmul = staticmethod(mx.np.matmul)
+    mean = staticmethod(mx.np.mean)
+    square = staticmethod(mx.np.square)
 
 
 @pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
@@ -350,6 +415,8 @@ def test_mlp_gradients_equal_imperative_bit_for_bit(dtype):
         assert (out.asnumpy() == y.asnumpy()).all()
         for k, a in arrays.items():
             assert (ex.grad_dict[k].asnumpy() == a.grad.asnumpy()).all(), (k, step)
+        if dtype == onp.float64:
+            _assert_grads_match_fd(ex, lambda F, v: _mlp_loss_imperative(v, F), what=step)
 
 
 def test_grad_req_add_over_several_steps_equals_imperative():
@@ -398,6 +465,8 @@ def test_softmax_cross_entropy_composite_equals_imperative():
         assert (out.asnumpy() == y.asnumpy()).all()
         for k, a in arrays.items():
             assert (ex.grad_dict[k].asnumpy() == a.grad.asnumpy()).all(), k
+    _assert_grads_match_fd(ex, lambda F, v: -F.mean(F.sum(
+        F.log_softmax(v["x"] @ v["w"] + v["b"], axis=-1) * v["label"], axis=-1)))
 
 
 def test_plan_is_built_once_and_outputs_have_no_history():
@@ -481,6 +550,8 @@ def test_fan_out_shared_inputs_and_broadcasting_equal_imperative(dtype):
         y = imperative()[0]
         assert onp.array_equal(out.asnumpy(), y.asnumpy())
         _assert_grads_equal(ex, arrays, step)
+    if dtype == onp.float64:
+        _assert_grads_match_fd(ex, _fan_out)
 
 
 def test_several_outputs_with_head_gradients_equal_imperative():
@@ -496,11 +567,13 @@ def test_several_outputs_with_head_gradients_equal_imperative():
     ex.backward([mx.np.array(h) for h in hg])
     imperative([mx.np.array(h) for h in hg])
     _assert_grads_equal(ex, arrays)
+    _assert_grads_match_fd(ex, prog, head_grads=hg)
     ex.backward()                                          # ones, twice: same result
     imperative()
     _assert_grads_equal(ex, arrays, "ones")
     ex.backward()
     _assert_grads_equal(ex, arrays, "ones again")
+    _assert_grads_match_fd(ex, prog)
 
 
 def test_output_that_is_an_argument():
@@ -524,6 +597,7 @@ def test_multi_output_steps_equal_imperative():
     ex.backward()
     imperative()
     _assert_grads_equal(ex, arrays)
+    _assert_grads_match_fd(ex, prog)
 
 
 def test_grad_req_add_and_write_mixed_over_steps_equal_imperative():
@@ -536,6 +610,7 @@ def test_grad_req_add_and_write_mixed_over_steps_equal_imperative():
         imperative()
         _assert_grads_equal(ex, arrays, step)
     assert ex.grad_dict["x"] is None
+    _assert_grads_match_fd(ex, _fan_out, times={"w": 4, "c": 4})
 
 
 def test_args_grad_buffers_keep_their_memory_and_get_no_shared_arrays():
@@ -590,6 +665,7 @@ def test_new_shapes_at_forward_refit_the_gradients():
         z.backward()
         assert onp.array_equal(ex.grad_dict["x"].asnumpy(), xa.grad.asnumpy()), n
         assert onp.array_equal(ex.grad_dict["b"].asnumpy(), ba.grad.asnumpy()), n
+        _assert_grads_match_fd(ex, lambda F, v: F.sum(F.tanh(v["x"] + v["b"]) * v["x"]), what=n)
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")

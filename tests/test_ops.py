@@ -1,15 +1,27 @@
-"""Registry-driven tests of every op: forward, first and second derivatives, dtypes.
+"""Registry-driven tests of every op: forward, first, second and third derivatives, dtypes.
 
 Every differentiable op of ``fastgrad._registry.REGISTRY`` and every composite listed in
 ``fastgrad.npx.COMPOSITES`` has a spec in ``op_specs.py`` (its input domain and NumPy
 reference); this module checks, for each spec and case:
 
 (a) the forward equals the NumPy/SciPy reference;
-(b) the gradient of a random weighting of the outputs equals central finite differences of
-    the reference, in float64;
+(b) the gradient of a random weighting of the outputs equals finite differences of the
+    reference, in float64;
 (c) the Hessian-vector product (the gradient of ``<grad, v>`` with ``create_graph=True``)
-    equals central finite differences of the first-order gradient along ``v``;
-(d) float32 inputs give float32 outputs and gradients.
+    equals finite differences of the first-order gradient along ``v``;
+(c') the third derivative along ``v`` (the gradient of ``<Hv, w>`` recorded once more) equals
+    finite differences of the Hessian-vector product: what ``list_ops()`` calls order "any";
+(d) float32 inputs give float32 outputs and gradients, equal to the float64 ones to float32
+    precision.
+
+Note [Finite-difference tolerances]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Derivatives are compared with central differences plus one Richardson step
+(``_helpers.central_difference``, step 1e-3), accurate to about 1e-10 relative to the largest
+value here (measured over every case: worst 1e-9, logit and ndtri near their poles). The
+tolerance is rtol 1e-7 and atol 1e-8 times that largest value, the same for every order, so a
+rule that is wrong by 1e-6 relative fails. The specs' own ``rtol``/``atol`` apply to forward
+values only.
 """
 import os
 import sys
@@ -22,11 +34,11 @@ from fastgrad import _derivatives, _registry
 from fastgrad._registry import REGISTRY
 
 sys.path.insert(0, os.path.dirname(__file__))
+from _helpers import assert_fd_close, central_difference, fd_gradient  # noqa: E402
 from op_specs import COMPOSITE_SPECS, SPECS  # noqa: E402
 
 ALL_SPECS = dict(SPECS, **COMPOSITE_SPECS)
 DIFFERENTIABLE = sorted(name for name, p in REGISTRY.items() if p.differentiable)
-EPS = 1e-6
 
 
 # ---------------------------------------------------------------- driving one spec
@@ -149,10 +161,16 @@ def test_table_size():
     assert len(DIFFERENTIABLE) >= 150
 
 
-def test_every_op_is_differentiable_to_any_order():
+def test_every_op_claimed_differentiable_to_any_order_has_its_higher_orders_checked():
+    """``list_ops()`` reports order "any" for an op whose table entry sets no order limit;
+    that claim is what tests (c) and (c') check, so every such op must have a spec with
+    ``order2`` on, and an op with a limited order must report it."""
     info = mx.list_ops()
+    unchecked = [n for n in DIFFERENTIABLE if info[n]["order"] == "any" and not SPECS[n].order2]
+    assert not unchecked, "ops claimed differentiable to any order, never checked: %s" % unchecked
     for name in DIFFERENTIABLE:
-        assert info[name]["order"] == "any", name
+        limit = REGISTRY[name].order
+        assert info[name]["order"] == ("any" if limit < 0 else limit), name
 
 
 # ---------------------------------------------------------------- (a) forward
@@ -176,12 +194,14 @@ def _numeric_grad(c, i):
     g = onp.zeros(x.shape)
     for idx in onp.ndindex(x.shape):
         orig = x[idx]
-        x[idx] = orig + EPS
-        up = c.numpy_loss(values)
-        x[idx] = orig - EPS
-        down = c.numpy_loss(values)
-        x[idx] = orig
-        g[idx] = (up - down) / (2 * EPS)
+
+        def loss_at(t):
+            x[idx] = orig + t
+            try:
+                return c.numpy_loss(values)
+            finally:
+                x[idx] = orig
+        g[idx] = central_difference(loss_at)
     return g
 
 
@@ -192,7 +212,7 @@ def test_gradient_matches_finite_differences(name, k):
     _, grads = c.grads(c.values)
     for i, g in zip(c.diff, grads):
         assert g.dtype == onp.float64
-        _close(g.asnumpy(), _numeric_grad(c, i), spec, "%s d/d(input %d)" % (name, i), 10)
+        assert_fd_close(g.asnumpy(), _numeric_grad(c, i), "%s d/d(input %d)" % (name, i))
 
 
 # ---------------------------------------------------------------- (c) second order
@@ -203,10 +223,16 @@ def test_hessian_vector_product_matches_finite_differences(name, k):
                                  "%s Hessian-vector product" % name)
 
 
-def check_hessian_vector_product(c, inner, what):
-    """The derivative of ``sum(inner(gradient, tangent))`` (recorded with create_graph) against
-    central differences of the gradients along the case's tangent."""
-    arrs, grads = c.grads(c.values, create_graph=True)
+def _shifted(c, t):
+    values = list(c.values)
+    for i, v in zip(c.diff, c.tangent):
+        values[i] = values[i] + t * v
+    return values
+
+
+def _hessian_vector(c, values, inner, create_graph):
+    """The variables and ``d/dx sum(inner(grad, tangent))`` at ``values``."""
+    arrs, grads = c.grads(values, create_graph=True)
     with mx.autograd.record():
         h = None
         for g, v in zip(grads, c.tangent):
@@ -214,35 +240,91 @@ def check_hessian_vector_product(c, inner, what):
             h = term if h is None else h + term
     variables = [arrs[i] for i in c.diff]
     if h.node is None:
-        hv = [onp.zeros(onp.shape(v)) for v in c.tangent]
+        return variables, [mx.np.zeros(onp.shape(v)) for v in c.tangent]
+    with mx.autograd.record():
+        hv = mx.autograd.grad(h, variables, create_graph=create_graph, allow_unused=True)
+    return variables, hv
+
+
+def check_hessian_vector_product(c, inner, what):
+    """The derivative of ``sum(inner(gradient, tangent))`` (recorded with create_graph) against
+    finite differences of the gradients along the case's tangent (Note [Finite-difference
+    tolerances])."""
+    _, hv = _hessian_vector(c, c.values, inner, create_graph=False)
+
+    def gradients_at(t):
+        return onp.concatenate([onp.ravel(g.asnumpy()) for g in c.grads(_shifted(c, t))[1]])
+
+    expected = central_difference(gradients_at)
+    start = 0
+    for i, got in zip(c.diff, hv):
+        size = int(onp.prod(got.shape))
+        assert_fd_close(got.asnumpy().ravel(), expected[start:start + size],
+                        "%s, input %d" % (what, i))
+        start += size
+
+
+@pytest.mark.parametrize("name,k", SECOND)
+def test_third_derivative_matches_finite_differences(name, k):
+    spec = ALL_SPECS[name]
+    check_third_derivative(Case(name, spec, spec.cases[k]), lambda g, v: g * v,
+                           "%s third derivative" % name)
+
+
+def _numeric_inner(a, b):
+    """``sum(real(a * conj(b)))``: the NumPy value of the ``inner`` of the checks."""
+    return float(onp.sum(onp.real(onp.asarray(a) * onp.conj(b))))
+
+
+def check_third_derivative(c, inner, what):
+    """``d/dt <H(x + t v) v, w>`` at 0 (``w`` the reversed tangent, ``<a, b>`` the sum of
+    ``inner(a, b)``), recorded twice over, against finite differences of the Hessian-vector
+    product."""
+    other = [onp.flip(v) for v in c.tangent]
+    variables, hv = _hessian_vector(c, c.values, inner, create_graph=True)
+    with mx.autograd.record():
+        t = None
+        for h, w in zip(hv, other):
+            term = inner(h, mx.np.array(w)).sum()
+            t = term if t is None else t + term
+    if t.node is None:
+        got = 0.0
     else:
-        hv = [g.asnumpy() for g in mx.autograd.grad(h, variables, allow_unused=True)]
-    eps = 1e-5
+        third = mx.autograd.grad(t, variables, allow_unused=True)
+        got = sum(_numeric_inner(g.asnumpy(), v) for g, v in zip(third, c.tangent))
 
-    def shifted(sign):
-        values = list(c.values)
-        for i, v in zip(c.diff, c.tangent):
-            values[i] = values[i] + sign * eps * v
-        return [g.asnumpy() for g in c.grads(values)[1]]
+    def projected_hv_at(step):
+        _, h = _hessian_vector(c, _shifted(c, step), inner, create_graph=False)
+        return sum(_numeric_inner(g.asnumpy(), w) for g, w in zip(h, other))
 
-    up, down = shifted(1), shifted(-1)
-    for j, (i, got) in enumerate(zip(c.diff, hv)):
-        expected = (up[j] - down[j]) / (2 * eps)
-        _close(got, expected, c.spec, "%s, input %d" % (what, i), 100)
+    expected = central_difference(projected_hv_at)
+    # Three derivatives deep the difference's error grows (1e-8 relative at logit's pole).
+    assert_fd_close(onp.float64(got), onp.float64(expected), what, rtol=1e-6, atol=1e-7)
 
 
 # ---------------------------------------------------------------- (d) float32
 @pytest.mark.parametrize("name,k", CASES)
 def test_float32_in_float32_out(name, k):
+    """float32 in, float32 out, and the values those of float64 to float32 precision (worst
+    case measured: 3e-6 of the largest value, betainc)."""
     spec = ALL_SPECS[name]
     c = Case(name, spec, spec.cases[k])
     arrs, grads = c.grads(c.values, dtype=onp.float32)
+    outs = _as_tuple(c.forward(arrs))
     if spec.f32:
-        for out in _as_tuple(c.forward(arrs)):
+        for out in outs:
             if out.dtype.kind == "f":
                 assert out.dtype == onp.float32, (name, out.dtype)
     for g in grads:
         assert g.dtype == onp.float32, (name, g.dtype)
+    _, grads64 = c.grads(c.values)
+    outs64 = _as_tuple(c.forward(c.arrays(c.values)))
+    for what, got, expected in [("output", o, e) for o, e in zip(outs, outs64)] \
+            + [("gradient", g, e) for g, e in zip(grads, grads64)]:
+        got, expected = got.asnumpy(), expected.asnumpy()
+        kind = onp.complex128 if onp.iscomplexobj(expected) else onp.float64
+        assert_fd_close(got.astype(kind), expected, "%s float32 %s" % (name, what),
+                        rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------- (e) missing rules
@@ -292,14 +374,20 @@ def test_non_differentiable_ops_carry_no_gradient_and_keep_the_graph(name):
 
 # ---------------------------------------------------------------- NumPy interop
 def test_numpy_functions_dispatch_and_record():
-    x = mx.np.array([[1.0, 2.0], [3.0, 4.0]])
+    def program(lib, x):
+        return lib.sum(lib.cumsum(lib.sin(x), axis=1)) + lib.linalg.det(x) \
+            + lib.trace(lib.tensordot(x, x, 1)) + lib.einsum("ij->", lib.tile(x, 2))
+
+    xv = onp.array([[1.0, 2.0], [3.0, 4.0]])
+    x = mx.np.array(xv)
     x.attach_grad()
     with mx.autograd.record():
-        y = onp.sum(onp.cumsum(onp.sin(x), axis=1)) + onp.linalg.det(x) \
-            + onp.trace(onp.tensordot(x, x, 1)) + onp.einsum("ij->", onp.tile(x, 2))
+        y = program(onp, x)          # NumPy's functions, given a fastgrad array
     assert isinstance(y, mx.np.ndarray) and y.node is not None
+    onp.testing.assert_allclose(y.asnumpy(), program(onp, xv), rtol=1e-13)
     y.backward()
-    assert onp.all(onp.isfinite(x.grad.asnumpy()))
+    expected, = fd_gradient(lambda a: program(onp, a), xv)
+    assert_fd_close(x.grad.asnumpy(), expected, "gradient through NumPy's dispatch")
 
 
 def test_every_numpy_named_function_is_dispatched():
@@ -336,12 +424,21 @@ def test_batch_norm_updates_running_statistics_only_in_training():
 def test_max_pool_with_padding_and_conv_double_backward_through_network():
     rng = onp.random.default_rng(2)
     x = mx.np.array(rng.normal(size=(2, 1, 6, 6)))
-    w = mx.np.array(rng.normal(size=(2, 1, 3, 3)))
-    w.attach_grad()
-    with mx.autograd.record():
-        y = mx.npx.pooling(mx.np.tanh(mx.npx.convolution(x, w, kernel=3, pad=1, no_bias=True)),
-                           kernel=2, stride=2, pad=1)
-        gw = mx.autograd.grad((y * y).sum(), [w], create_graph=True)[0]
-        penalty = (gw * gw).sum()
-    penalty.backward()
-    assert w.grad.shape == (2, 1, 3, 3) and onp.all(onp.isfinite(w.grad.asnumpy()))
+    wv = rng.normal(size=(2, 1, 3, 3))
+
+    def penalty_and_gradient(w_values, create_graph):
+        w = mx.np.array(w_values)
+        w.attach_grad()
+        with mx.autograd.record():
+            y = mx.npx.pooling(mx.np.tanh(mx.npx.convolution(x, w, kernel=3, pad=1,
+                                                             no_bias=True)),
+                               kernel=2, stride=2, pad=1)
+            gw = mx.autograd.grad((y * y).sum(), [w], create_graph=create_graph)[0]
+            penalty = (gw * gw).sum()
+        if create_graph:
+            penalty.backward()
+        return float(penalty.asnumpy()), w.grad
+
+    _, double_backward = penalty_and_gradient(wv, create_graph=True)
+    expected, = fd_gradient(lambda w: penalty_and_gradient(w, create_graph=False)[0], wv)
+    assert_fd_close(double_backward.asnumpy(), expected, "gradient of the gradient penalty")

@@ -5,8 +5,8 @@ The ops are found in the registry (``Primitive.complex_mode``; Note [Complex gra
 the real ones. Each differentiable input is given an imaginary part, the outputs are weighted
 into the real loss ``L = sum(Re(out * conj(w)))``, and fastgrad's gradients must equal PyTorch's
 convention ``dL/da + i dL/db`` computed by central finite differences on the real and imaginary
-parts ``a`` and ``b``, to first and second order (the Hessian-vector product). Ops that are not
-checked for complex values must refuse them with an error naming the op.
+parts ``a`` and ``b``, to first, second (the Hessian-vector product) and third order. Ops that
+are not checked for complex values must refuse them with an error naming the op.
 """
 import os
 import sys
@@ -20,11 +20,11 @@ from fastgrad._registry import REGISTRY
 
 sys.path.insert(0, os.path.dirname(__file__))
 import test_ops as base  # noqa: E402
+from _helpers import assert_fd_close, central_difference  # noqa: E402
 from op_specs import SPECS  # noqa: E402
 
 COMPLEX = sorted(n for n, p in REGISTRY.items() if p.differentiable and p.complex_mode)
 UNCHECKED = sorted(n for n, p in REGISTRY.items() if p.differentiable and not p.complex_mode)
-EPS = 1e-6
 
 
 def _complexify(rng, value):
@@ -74,19 +74,20 @@ class ComplexCase(base.Case):
 
 
 def _numeric_grad(c, i):
-    """``dL/da + i dL/db`` of input ``i`` by central differences."""
+    """``dL/da + i dL/db`` of input ``i`` by finite differences (``central_difference``)."""
     values = [onp.array(v) for v in c.values]
     x = values[i]
     out = onp.zeros(x.shape, dtype=complex)
     for idx in onp.ndindex(x.shape):
-        for step in (1, 1j):
-            orig = x[idx]
-            x[idx] = orig + EPS * step
-            up = c.numpy_loss(values)
-            x[idx] = orig - EPS * step
-            down = c.numpy_loss(values)
-            x[idx] = orig
-            out[idx] += step * (up - down) / (2 * EPS)
+        orig = x[idx]
+        for direction in (1, 1j):
+            def loss_at(t):
+                x[idx] = orig + t * direction
+                try:
+                    return c.numpy_loss(values)
+                finally:
+                    x[idx] = orig
+            out[idx] += direction * central_difference(loss_at)
     return out
 
 
@@ -122,7 +123,7 @@ def test_complex_forward_and_gradient_match_finite_differences(name, k):
     _, grads = c.grads(c.values)
     for i, g in zip(c.diff, grads):
         assert g.dtype == onp.complex128, (name, g.dtype)
-        _close(g.asnumpy(), _numeric_grad(c, i), spec, "%s d/d(input %d)" % (name, i), 10)
+        assert_fd_close(g.asnumpy(), _numeric_grad(c, i), "%s d/d(input %d)" % (name, i))
 
 
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
@@ -134,6 +135,17 @@ def test_complex_hessian_vector_product_matches_finite_differences(name, k):
         pytest.skip("a real-input op: NumPy refuses complex values (checked at first order)")
     base.check_hessian_vector_product(c, lambda g, v: mx.np.real(g * mx.np.conj(v)),
                                       "%s complex Hessian-vector product" % name)
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("name,k", SECOND)
+def test_complex_third_derivative_matches_finite_differences(name, k):
+    spec = SPECS[name]
+    c = ComplexCase(name, spec, spec.cases[k])
+    if c.refused:
+        pytest.skip("a real-input op: NumPy refuses complex values (checked at first order)")
+    base.check_third_derivative(c, lambda g, v: mx.np.real(g * mx.np.conj(v)),
+                                "%s complex third derivative" % name)
 
 
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")   # scipy.special kernels

@@ -13,7 +13,9 @@ import fastgrad as mx  # noqa: E402
 from fastgrad._array import REQUIRED  # noqa: E402
 from fastgrad._registry import REGISTRY  # noqa: E402
 
+import test_ops  # noqa: E402
 from _helpers import assert_close, reset_autograd_state  # noqa: E402
+from op_specs import SPECS  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -69,36 +71,81 @@ def _simple_ops():
         yield name, prim
 
 
+# Ops without a spec in op_specs.py (they are not differentiable) whose NumPy kernels take
+# integers only; every other such op gets floats in [-2, 2).
+INTEGER_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm", "left_shift",
+                "right_shift", "invert"}
+
+
+def _head_gradient(name, out):
+    """The output gradient to back-propagate: ones, except where the op defines no gradient
+    for part of its output (complete_basis: the added columns are not unique, and a gradient
+    on them is an error, checked in test_numpy_more.py through svd)."""
+    head = onp.ones(out.shape, dtype=out.dtype)
+    if name == "complete_basis":
+        head[..., 2:] = 0
+    return mx.np.array(head)
+
+
+def _symbol_case(name, prim):
+    """Inputs and parameters for one simple op: its first spec case (the input domain the op
+    tests use: square matrices for det, integer exponents for ldexp, ...), or plain values."""
+    spec = SPECS.get(name)
+    rng = onp.random.default_rng(0)
+    if spec is None:
+        if name in INTEGER_ONLY:
+            return [rng.integers(1, 9, (3, 4)) for _ in range(prim.n_in)], {}
+        return [rng.uniform(-2, 2, (3, 4)) for _ in range(prim.n_in)], {}
+    case = spec.cases[0]
+    return [onp.asarray(v) for v in test_ops._inputs(spec, case, rng)], dict(case.params)
+
+
+def test_integer_only_ops_are_exactly_those_refusing_floats():
+    for name, prim in _simple_ops():
+        if name in SPECS:
+            continue
+        floats = [mx.np.array([[0.5, 1.5]]) for _ in range(prim.n_in)]
+        if name in INTEGER_ONLY:
+            with pytest.raises(TypeError):
+                prim(*floats)
+        else:
+            prim(*floats)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_generic_ops_match_imperative_values_and_gradients():
-    """Every simple op of the table, as a bound symbol, equals the imperative op exactly."""
-    checked = 0
+    """Every simple op of the table (one or two array inputs, one output, no required
+    parameter), as a bound symbol, equals the imperative op exactly, values and gradients of
+    every input that has a rule."""
+    checked = []
     for name, prim in _simple_ops():
-        if any(d == -1 for d in prim.diff):
-            continue   # an input without a rule (gammainc's a) cannot bind with grad_req='write'
-        xs = [f64((3, 4), seed=i, low=0.2, high=0.8) for i in range(prim.n_in)]
-        try:
-            expected = prim(*[mx.np.array(x) for x in xs])
-        except Exception:  # noqa: BLE001 -- ops that reject float inputs (bitwise, ...)
-            continue
+        xs, params = _symbol_case(name, prim)
+        expected = prim(*[mx.np.array(x) for x in xs], **params)
         names = ["x%d" % i for i in range(prim.n_in)]
-        s = mx.sym.symbol_op(name)(*[mx.sym.var(n) for n in names])
-        ex = s.bind(mx.cpu(), {n: mx.np.array(x) for n, x in zip(names, xs)})
+        with_grad = [n for n, x, d in zip(names, xs, prim.diff)
+                     if prim.differentiable and d == 1 and x.dtype.kind == "f"]
+        s = mx.sym.symbol_op(name)(*[mx.sym.var(n) for n in names], **params)
+        ex = s.bind(mx.cpu(), {n: mx.np.array(x) for n, x in zip(names, xs)},
+                    grad_req={n: "write" if n in with_grad else "null" for n in names})
         out = ex.forward(is_train=True)[0]
+        assert out.dtype == expected.dtype, name
         assert onp.array_equal(out.asnumpy(), expected.asnumpy(), equal_nan=True), name
-        if prim.differentiable and all(d == 1 for d in prim.diff):
+        if with_grad:
             vs = [mx.np.array(x) for x in xs]
-            for v in vs:
-                v.attach_grad()
-            with mx.autograd.record():
-                y = prim(*vs)
-            y.backward()
-            ex.backward()
             for n, v in zip(names, vs):
-                assert onp.array_equal(ex.grad_dict[n].asnumpy(), v.grad.asnumpy(),
-                                       equal_nan=True), name
-        checked += 1
-    assert checked >= 20
+                if n in with_grad:
+                    v.attach_grad()
+            with mx.autograd.record():
+                y = prim(*vs, **params)
+            head = _head_gradient(name, y)
+            y.backward(head)
+            ex.backward([head])
+            for n, v in zip(names, vs):
+                if n in with_grad:
+                    assert onp.array_equal(ex.grad_dict[n].asnumpy(), v.grad.asnumpy(),
+                                           equal_nan=True), (name, n)
+        checked.append(name)
+    assert len(checked) >= 150 and {"matmul", "det", "cholesky", "solve", "ldexp"} <= set(checked)
 
 
 def test_reflected_and_unary_operators():
