@@ -200,7 +200,7 @@ class Primitive:
     forward: Callable[..., Any]
     backward: Callable[..., Any] | None
     backward_graph: Callable[..., Any] | None
-    backward_split: Callable[..., Any] | None
+    backward_large: Callable[..., Any] | None
     n_in: int
     n_out: int
     param_names: tuple[str, ...]

@@ -33,7 +33,7 @@ cimport numpy as cnp
 cdef extern from "Python.h":
     Py_ssize_t _refcount "Py_REFCNT"(PyObject* o)   # no temporary reference, unlike Py_REFCNT
 from fastgrad._state cimport is_recording_c, is_anomaly_c
-from fastgrad._parallel cimport any_large, call as split_call
+from fastgrad._large.kernels cimport elementwise
 
 import weakref
 import numpy as _np
@@ -261,11 +261,11 @@ cdef class Primitive:
         self.views = views
         self.zero = zero
         self.differentiable_outputs = differentiable_outputs
-        self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
-                      and forward.nout == 1 and forward.nin == n_in and not param_names)
+        self.elementwise = (isinstance(forward, _np.ufunc) and forward.signature is None
+                            and forward.nout == 1 and forward.nin == n_in and not param_names)
 
     def _set_graph_rule(self, fn):
-        """Set the rule used under ``create_graph`` (once, at import; Note [Two bindings])."""
+        """Set the rule used under ``create_graph`` (once, at import; Note [Bindings])."""
         if self.backward_graph is not None:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.backward_graph = fn
@@ -278,11 +278,11 @@ cdef class Primitive:
         self.complex_mode = mode
         self.complex_variant = variant
 
-    def _set_split_rule(self, fn):
-        """Set the rule used on large arrays (once, at import; Note [Parallel kernels])."""
-        if self.backward_split is not None:
+    def _set_large_rule(self, fn):
+        """Set the rule used on large arrays (once, at import; Note [Bindings])."""
+        if self.backward_large is not None:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
-        self.backward_split = fn
+        self.backward_large = fn
 
     @property
     def saves(self):
@@ -396,8 +396,8 @@ cdef class Primitive:
         try:
             if PyTuple_GET_SIZE(params):
                 out = self.forward(*raws, *params)
-            elif self.split and any_large(raws):
-                out = split_call(self.forward, raws)    # Note [Parallel kernels]
+            elif self.elementwise:
+                out = elementwise(self.forward, raws)   # Note [Large-array kernels]
                 if out is None:
                     out = self.forward(*raws)
             else:

@@ -366,7 +366,7 @@ TABLE = [
 # A family of ops with kernels and rule helpers of its own (complex parts, FFTs, SciPy's
 # special functions) lives in a module ``_table_<family>.py``: its ``entries(Op, NONDIFF)``
 # returns its entries, which join TABLE here, so TABLE stays the one list of every op; its
-# ``HELPERS`` join the names rule formulas can use (``_registry._namespace``). The modules
+# ``HELPERS`` join the names rule formulas can use (``_bindings.numpy_namespace``). The modules
 # import only NumPy (SciPy on first use) and the state layer, never this one.
 SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special)
 for _section in SECTIONS:

@@ -91,8 +91,7 @@ from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
-from fastgrad._parallel cimport is_large, call as split_call, min_size as split_min_size
-from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_MIN
+from fastgrad._large.kernels cimport add_into, large_rule, large_rule_size
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
@@ -106,7 +105,6 @@ cdef object _asarray = _np.asarray
 cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
 cdef object _add_reduce = _np.add.reduce
-cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
 cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
 # Installed once by fastgrad._registry at import.
@@ -297,14 +295,7 @@ cdef object _sum_to_raw(object g, tuple gshape, tuple shape, Node consumer, Py_s
         else:
             _check_fit(gshape, shape, consumer, i)
     if axes:
-        r = None
-        if axes[len(axes) - 1] == len(axes) - 1 and type(g) is NP_NDARRAY and \
-                cnp.PyArray_SIZE(<cnp.ndarray>g) >= SUM_ROWS_MIN:
-            r = _sum_rows(g, len(axes))         # leading axes (Note [Row sums])
-        if r is None:
-            g = _add_reduce(g, axis=tuple(axes), keepdims=True)
-        else:
-            g = r.reshape((1,) * len(axes) + r.shape)
+        g = _add_reduce(g, axis=tuple(axes), keepdims=True)
     if lead:
         g = g.reshape(g.shape[lead:])
     if widen:
@@ -503,9 +494,9 @@ cdef tuple _call_rule(Node n, object g, int mask, bint create):
         j += 1
     if create and op.backward_graph is not None:
         return op.backward_graph(*args)
-    if not create and op.backward_split is not None and (
-            is_large(g) or (type(g) is FILLED and g.size >= split_min_size())):
-        return op.backward_split(*args)         # Note [Parallel kernels]
+    if not create and op.backward_large is not None and (
+            large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
+        return op.backward_large(*args)         # Note [Bindings] in _bindings.py
     return op.backward(*args)
 
 
@@ -651,19 +642,17 @@ cdef class _Pass:
             if create:
                 self.set_acc(slot, P_ADD.apply((acc, g), ()))
             elif self.slots[slot].flags & OWNED:
-                # a buffer only this pass holds: add in place (split when large,
-                # Note [Parallel kernels])
-                if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
+                # a buffer only this pass holds: add in place
+                if not add_into(acc, g):
                     acc += g
             elif exclusive and g.shape == acc.shape:
                 # the new contribution is ours: add the old into it
-                if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
+                if not add_into(g, acc):
                     g += acc
                 self.set_acc(slot, g)
                 self.slots[slot].flags |= OWNED
             else:
-                r = split_call(_npadd, (acc, g)) if is_large(acc) else None
-                acc = acc + g if r is None else r
+                acc = acc + g
                 if type(acc) is not NP_NDARRAY:
                     acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
                 self.set_acc(slot, acc)

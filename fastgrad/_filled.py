@@ -23,7 +23,7 @@ view. The engine's ``_collect`` copies a gradient that is held elsewhere as well
 
 import numpy as np
 
-from fastgrad._parallel import cast_mask as _cast_mask
+from fastgrad._large import cast_mask as _cast_mask
 
 MIN_SIZE = 1 << 12
 
