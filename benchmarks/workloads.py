@@ -221,11 +221,13 @@ class FastgradBackend(Backend):
         self.fg, self.fnp, self.npx, self.autograd = fg, fnp, npx, fg_autograd
         self.version = getattr(fg, "__version__", None) or _dist_version("fastgrad") or "?"
         self.details["path"] = os.path.dirname(os.path.abspath(fg.__file__))
-        try:
-            from fastgrad._parallel import get_num_threads
-            self.details["kernel threads"] = str(get_num_threads())
-        except ImportError:  # a fastgrad without kernel threads
-            pass
+        for where in ("fastgrad._large", "fastgrad._parallel"):  # newer, older fastgrad
+            try:
+                module = importlib.import_module(where)
+            except ImportError:
+                continue
+            self.details["kernel threads"] = str(module.get_num_threads())
+            break
         if hasattr(npx, "log_softmax"):
             log_softmax = lambda z: npx.log_softmax(z, axis=-1)  # noqa: E731
             self.details["log_softmax"] = "npx.log_softmax"
