@@ -28,13 +28,14 @@ DIRECTIVES = {
     "binding": False,
 }
 
-MODULES = ["_state", "_node", "_parallel", "_array", "_engine", "_plan"]
+# Dotted names below fastgrad; "_large.kernels" is fastgrad/_large/kernels.pyx.
+MODULES = ["_state", "_node", "_large.kernels", "_array", "_engine", "_plan"]
 
 extensions = [
     Extension(
         "fastgrad.%s" % name,
-        ["fastgrad/%s.pyx" % name],
-        include_dirs=["fastgrad", numpy.get_include()],
+        ["fastgrad/%s.pyx" % name.replace(".", "/")],
+        include_dirs=["fastgrad", "fastgrad/_large", numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
         + ([] if DEBUG else [("CYTHON_WITHOUT_ASSERTIONS", None), ("NDEBUG", None)]),
         extra_compile_args=["-O0", "-g"] if DEBUG and os.name != "nt" else [],
@@ -59,16 +60,18 @@ BUILD_DIR = "build/cython-debug" if DEBUG else "build/cython"
 def _digests():
     config = hashlib.sha256(repr((Cython.__version__, numpy.__version__, DIRECTIVES)).encode())
     sources = hashlib.sha256()
-    for name in sorted(os.listdir("fastgrad")):
-        if name.endswith((".pyx", ".pxd", ".h")):
-            with open(os.path.join("fastgrad", name), "rb") as source:
-                sources.update(name.encode() + b"\0" + source.read())
+    for folder in ("fastgrad", os.path.join("fastgrad", "_large")):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".pyx", ".pxd", ".h")):
+                with open(os.path.join(folder, name), "rb") as source:
+                    sources.update(name.encode() + b"\0" + source.read())
     return "%s %s\n" % (config.hexdigest(), sources.hexdigest())
 
 
 def _extensions():
     digests, stamp = _digests(), os.path.join(BUILD_DIR, "sources.sha256")
-    generated = [os.path.join(BUILD_DIR, "fastgrad", "%s.c" % name) for name in MODULES]
+    generated = [os.path.join(BUILD_DIR, "fastgrad", *name.split(".")[:-1],
+                              "%s.c" % name.split(".")[-1]) for name in MODULES]
     recorded = ""
     if os.path.exists(stamp) and all(map(os.path.exists, generated)):
         with open(stamp) as file:

@@ -3,9 +3,15 @@
 Run with ``python benchmarks/bench_executor.py [--batch 8] [--hidden 64] [--steps 2000]``.
 Prints the time per step of each way, the bound executor's forward and backward alone, and the
 ratio of the two ways. Not a test: the numbers depend on the machine.
+
+``--workload 2`` (or 8, 9: the MLP, LeNet and LSTM steps of ``compare.py``) times that
+workload's ``fastgrad`` and ``fastgrad-exec`` steps instead, in alternating rounds, after
+checking that their gradients agree.
 """
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as onp
@@ -58,14 +64,45 @@ def time_both(f, g, steps, repeats=5):
     return best_f, best_g
 
 
+def compare_workload(key, steps):
+    """Time workload ``key``'s imperative and bound-executor steps; print both and the ratio."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import workloads as wl
+
+    work = wl.get_workload(key)
+    imperative, bound = wl.get_backend("fastgrad"), wl.get_backend("fastgrad-exec")
+    if not work.supports(bound):
+        raise SystemExit("workload %s has no bound-executor version (try 2, 8 or 9)" % key)
+    imperative.load()
+    bound.load()
+    inputs = work.make_inputs()
+    imperative_step, bound_step = work.build(imperative, inputs), work.build(bound, inputs)
+    check = wl.check_gradients([g.asnumpy() for g in bound_step()],
+                               [g.asnumpy() for g in imperative_step()], work.rtol)
+    if not check.ok:
+        raise SystemExit("the executor's gradients differ from the imperative ones: %r" % check)
+    t_bound, t_imp = time_both(bound_step, imperative_step, steps)
+    print("[%s] %s, forward+backward per step" % (work.key, work.title))
+    print("  bound executor : %8.1f us" % (t_bound * 1e6))
+    print("  imperative     : %8.1f us" % (t_imp * 1e6))
+    print("  bound / imperative : %.2f (speed-up %.2fx)" % (t_bound / t_imp, t_imp / t_bound))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--din", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--dout", type=int, default=10)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="steps per round (default 2000, with --workload 20)")
+    ap.add_argument("--workload", default=None,
+                    help="time compare.py's workload 2, 8 or 9 instead of the small MLP")
     args = ap.parse_args()
+    if args.workload:
+        compare_workload(args.workload, args.steps or 20)
+        return
+    args.steps = args.steps or 2000
     values = params(args.batch, args.din, args.hidden, args.dout)
 
     ex = build_symbol().bind(mx.cpu(), {k: mx.np.array(v) for k, v in values.items()},

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import workloads as wl
 
 # One colour per backend, the same in every chart.
-COLORS = {"numpy": "#4c72b0", "fastgrad": "#dd8452", "autograd": "#55a868", "torch": "#c44e52",
-          "jax": "#8172b3"}
+COLORS = {"numpy": "#4c72b0", "fastgrad": "#dd8452", "fastgrad-exec": "#f2b880",
+          "autograd": "#55a868", "torch": "#c44e52", "jax": "#8172b3", "jax-jit": "#b8aee0",
+          "mxnet": "#64b5cd"}
 
 
 def ratios(results) -> tuple[list[str], dict[str, list[float | None]]]:

@@ -14,7 +14,15 @@ Usage::
 
     python benchmarks/compare.py [--quick] [--workloads 1,2] [--repeat N]
                                  [--backends numpy,fastgrad] [--markdown]
-                                 [--in-process]
+                                 [--in-process] [--rounds N] [--targets]
+                                 [--mxnet-python PATH] [--python NAME=PATH]
+                                 [--keep-blas-env]
+
+``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` are removed from the environment
+of the benchmark (this process, before NumPy loads, and the backends'
+processes) unless ``--keep-blas-env``; MXNet's process gets
+``OPENBLAS_CORETYPE=Haswell``, which its bundled OpenBLAS needs on this
+project's machine.
 
 Progress goes to standard error; the machine description and the table go
 to standard output.
@@ -39,8 +47,10 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-#: Environment variables that cap the threads of BLAS and OpenMP pools.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: Environment variables that cap the threads of BLAS and OpenMP pools, and of fastgrad's
+#: kernel threads (which split large elementwise operations).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "FASTGRAD_NUM_THREADS")
 
 
 def _limit_threads(argv: Sequence[str]) -> None:
@@ -597,7 +607,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--threads",
         type=int,
         default=None,
-        help="cap BLAS/OpenMP/torch threads (sets OMP_NUM_THREADS etc.; default: libraries' defaults)",
+        help="cap BLAS/OpenMP/torch/XLA/fastgrad threads (sets OMP_NUM_THREADS, "
+        "FASTGRAD_NUM_THREADS etc.; default: libraries' defaults)",
     )
     p.add_argument(
         "--rounds",
@@ -742,6 +753,19 @@ def run_cells(
     return results
 
 
+def _describe_blas(b: wl.Backend) -> None:
+    """Add the BLAS facts of this process that concern backend ``b`` to its details."""
+    kernel = blas_kernel()
+    if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "autograd"):
+        b.details["BLAS"] = kernel
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    if b.name == "mxnet" and coretype:
+        b.details["kept"] = (f"OPENBLAS_CORETYPE={coretype}: its bundled OpenBLAS does not "
+                             f"recognise this CPU without it")
+    elif coretype:
+        b.details["kept"] = f"OPENBLAS_CORETYPE={coretype}"
+
+
 def error_message(exc: BaseException) -> str:
     """One line for the table's notes: the exception's type and the last line of its message.
 
@@ -756,6 +780,8 @@ def _measure_here(backends: Sequence[wl.Backend], works, args, reference=None) -
     for b in backends:
         b.load()
         log(f"{b.name}: " + (f"{b.version}" if b.available else f"missing ({b.error})"))
+        if b.available:
+            _describe_blas(b)
     # Objects that exist now (the imported libraries) are moved out of the
     # collector's reach, so that the collections before each sample only
     # scan what the workloads create, and take microseconds, not 0.1 s.
@@ -791,16 +817,6 @@ def child_main(args: argparse.Namespace, works: Sequence[wl.Workload]) -> int:
     b = wl.get_backend(args.child)
     works = [w for w in works if w.supports(b)]
     reference = None if b.name == "numpy" or not b.load() else reference_gradients(works)
-    if b.available:
-        kernel = blas_kernel()
-        if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "autograd"):
-            b.details["BLAS"] = kernel
-        coretype = os.environ.get("OPENBLAS_CORETYPE")
-        if b.name == "mxnet" and coretype:
-            b.details["kept"] = (f"OPENBLAS_CORETYPE={coretype}: its bundled OpenBLAS does not "
-                                 f"recognise this CPU without it")
-        elif coretype:
-            b.details["kept"] = f"OPENBLAS_CORETYPE={coretype}"
     results = _measure_here([b], works, args, reference)
     json.dump({"available": b.available, "error": b.error, "version": b.version,
                "details": b.details, "results": [_result_to_dict(r) for r in results]},
@@ -914,7 +930,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(("- " if args.markdown else "  ") + line for line in pairs))
     if args.targets:
         import targets
-        print("\n" + targets.render(results, markdown=args.markdown))
+        caveats = []
+        if args.quick:
+            caveats.append("--quick shrinks workloads 3, 4, 7, 8 and 9; the targets are about "
+                           "their full sizes")
+        if others is not None and others > CONTENTION_WARNING:
+            caveats.append(f"other processes used {others:.2f} cores on average: the ratios "
+                           "are unreliable")
+        print("\n" + targets.render(results, markdown=args.markdown, caveats=caveats))
     if args.chart:
         try:
             import chart

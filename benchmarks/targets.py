@@ -128,14 +128,16 @@ def rows(results: Sequence, targets: Sequence[Target] = TARGETS) -> list[tuple[s
     return out
 
 
-def render(results: Sequence, markdown: bool = False) -> str:
-    """The targets table, as text or Markdown."""
+def render(results: Sequence, markdown: bool = False, caveats: Sequence[str] = ()) -> str:
+    """The targets table, as text or Markdown, followed by ``caveats`` (one line each)."""
     table = rows(results)
+    title = "Targets of issue 17 (ratios of this run's medians):"
     if markdown:
         lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
         lines += ["| " + " | ".join(r) + " |" for r in table]
-        return "\n".join(["Targets of issue 17 (ratios of this run's medians):", ""] + lines)
+        return "\n".join([title, ""] + lines + [""] * bool(caveats)
+                         + [f"- Caveat: {c}" for c in caveats])
     widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(HEADERS)]
     fmt = lambda row: "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()  # noqa: E731
-    return "\n".join(["Targets of issue 17 (ratios of this run's medians):", "  " + fmt(HEADERS)]
-                     + ["  " + fmt(r) for r in table])
+    return "\n".join([title, "  " + fmt(HEADERS)] + ["  " + fmt(r) for r in table]
+                     + [f"  Caveat: {c}" for c in caveats])

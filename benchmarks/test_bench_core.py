@@ -135,18 +135,27 @@ def test_workload(benchmark, workload, backend):
 
 
 def test_compare_script_runs(capsys):
-    """``compare.py`` runs end to end and its gradient checks pass (no timing asserted)."""
+    """``compare.py`` runs end to end and its gradient checks pass (no timing asserted),
+    including the bound executor, which runs only on the training steps (here workload 9)."""
     import compare
 
     code = compare.main(
-        ["--quick", "--workloads", "1,5", "--backends", "numpy,fastgrad", "--repeat", "1", "--memory", "none"]
+        ["--quick", "--workloads", "1,5,9", "--backends", "numpy,fastgrad,fastgrad-exec",
+         "--repeat", "1", "--memory", "none", "--targets"]
     )
     out = capsys.readouterr().out
     assert code == 0
-    rows = [line.split() for line in out.splitlines() if line.startswith(("  numpy ", "  fastgrad "))]
+    tables = out.split("\nmedian:")[0]          # the lines after the tables explain them
+    rows = [line.split() for line in tables.splitlines()
+            if line.startswith(("  numpy ", "  fastgrad ", "  fastgrad-exec "))]
     assert [(row[0], row[-2]) for row in rows] == [
         ("numpy", "ref"),
         ("fastgrad", "ok"),
         ("numpy", "ref"),
         ("fastgrad", "ok"),
+        ("numpy", "ref"),
+        ("fastgrad", "ok"),
+        ("fastgrad-exec", "ok"),
     ], out
+    assert "fastgrad bound Executor / imperative (record + backward): [9] " in out
+    assert "Targets of issue 17" in out and "Caveat: --quick" in out

@@ -19,6 +19,13 @@ inputs.  It is implemented once for each *backend*:
     JAX ``jax.grad`` *without* ``jax.jit`` (eager, op-by-op dispatch) with
     64-bit floats enabled, if installed.  Compiled JAX would be much faster
     on the long op chains; eager mode is what is comparable to a tape.
+``fastgrad-exec``, ``jax-jit``
+    The compiled ways, for the training steps only (workloads 2, 8, 9): fastgrad's
+    bound ``Executor`` (the model written with ``fastgrad.sym``, bound once) and
+    ``jax.jit(jax.grad(...))``.
+``mxnet``
+    Apache MXNet 1.9 through ``mx.np``/``mx.npx``/``mx.autograd``, usually run
+    with the interpreter of its own environment (``compare.py --mxnet-python``).
 
 A backend that cannot be imported is *missing*; it is reported, never an
 error.
@@ -214,6 +221,13 @@ class FastgradBackend(Backend):
         self.fg, self.fnp, self.npx, self.autograd = fg, fnp, npx, fg_autograd
         self.version = getattr(fg, "__version__", None) or _dist_version("fastgrad") or "?"
         self.details["path"] = os.path.dirname(os.path.abspath(fg.__file__))
+        for where in ("fastgrad._large", "fastgrad._parallel"):  # newer, older fastgrad
+            try:
+                module = importlib.import_module(where)
+            except ImportError:
+                continue
+            self.details["kernel threads"] = str(module.get_num_threads())
+            break
         if hasattr(npx, "log_softmax"):
             log_softmax = lambda z: npx.log_softmax(z, axis=-1)  # noqa: E731
             self.details["log_softmax"] = "npx.log_softmax"
@@ -466,7 +480,11 @@ class MxnetBackend(Backend):
     memory_method = "rss"
 
     def _load(self) -> None:
-        import mxnet as mx
+        try:
+            import mxnet as mx
+        except ImportError as exc:
+            raise ImportError(f"{exc} (give compare.py --mxnet-python PATH, the interpreter of "
+                              f"an environment with MXNet 1.9)") from exc
 
         mx.npx.set_np()
         self.mx, self.mnp, self.npx = mx, mx.np, mx.npx
@@ -1282,6 +1300,18 @@ def _windows(x: onp.ndarray, k: int) -> onp.ndarray:
     return view.reshape(n * oh * ow, -1)
 
 
+def _max_pool_2x2(r: onp.ndarray) -> onp.ndarray:
+    """2x2 max-pooling of ``r``, a (C, N, H/2, 2, W/2, 2) reshape of a (C, N, H, W) array.
+
+    The elementwise maximum of the four strided views: ``r.max(axis=(3, 5))``, a reduction
+    over two axes of length 2, was 25 times slower here.
+    """
+    m = onp.maximum(r[:, :, :, 0, :, 0], r[:, :, :, 0, :, 1])
+    onp.maximum(m, r[:, :, :, 1, :, 0], out=m)
+    onp.maximum(m, r[:, :, :, 1, :, 1], out=m)
+    return m
+
+
 def _lenet_loss_numpy(p: dict[str, onp.ndarray], X: onp.ndarray, labels: onp.ndarray) -> float:
     """The LeNet loss by plain NumPy in the inputs' dtype (for finite differences)."""
     h = onp.pad(X.transpose(0, 2, 3, 1), ((0, 0), (2, 2), (2, 2), (0, 0)))
@@ -1308,8 +1338,9 @@ class LeNetStep(Workload):
     with ``npx.convolution``, ``npx.pooling``, ``npx.fully_connected`` and
     ``-npx.pick(npx.log_softmax(z), labels).mean()``; PyTorch with ``torch.nn.functional``;
     JAX with ``lax.conv_general_dilated`` and ``lax.reduce_window``; the hand-written NumPy
-    version with im2col and one matrix product per convolution (channels-last inside), and
-    pooling by reshaping.  Measures a small convolutional training step.
+    version with im2col and one matrix product per convolution (channels-first inside), and
+    pooling as the maximum of four strided views of a reshape.  Measures a small
+    convolutional training step.
     """
 
     key, slug = "8", "lenet_step"
@@ -1349,28 +1380,41 @@ class LeNetStep(Workload):
         rows = onp.arange(n)
         W1m, W2m = W1.reshape(6, -1), W2.reshape(16, -1)
         inv_n = onp.float32(1.0 / n)
+        # Note [Hand-written LeNet layout]: inside the step, images are channels-first
+        # (C, N, H, W), and im2col is the (C*5*5, N*OH*OW) matrix built by 25 slice copies
+        # (one per kernel offset, all channels at once): the rows of contiguous memory make
+        # the copies fast, and a convolution is one product W (F, C*25) @ cols.  Gathering
+        # 5-wide windows of a channels-last array was 2-5x slower here.  The buffers are
+        # allocated once, like a careful person would.
+        padded = onp.zeros((1, n, 32, 32), onp.float32)
+        cols1 = onp.empty((1, 25, n, 28, 28), onp.float32)
+        cols2 = onp.empty((6, 25, n, 10, 10), onp.float32)
+        offsets = [(k, k // 5, k % 5) for k in range(25)]
         # Note [Max-pool ties]: the backward pass routes a pooled gradient to every input
         # equal to the window's maximum.  Exact ties of positive values do not occur with
         # these random inputs; ties of zeros (relu's output) do, and their gradient is
         # removed by multiplying with (pooled > 0) first, which is relu's derivative there.
-        padded = onp.zeros((n, 32, 32, 1), onp.float32)
 
         def step():
-            # forward, channels-last
-            padded[:, 2:30, 2:30, :] = X.transpose(0, 2, 3, 1)
-            cols1 = _windows(padded, 5)                       # (n*784, 25)
-            a1 = cols1 @ W1m.T
-            a1 += b1
+            # forward
+            padded[:, :, 2:30, 2:30] = X.transpose(1, 0, 2, 3)
+            for k, i, j in offsets:
+                cols1[:, k] = padded[:, :, i:i + 28, j:j + 28]
+            c1 = cols1.reshape(25, -1)
+            a1 = W1m @ c1                                     # (6, n*784)
+            a1 += b1[:, None]
             onp.maximum(a1, 0, out=a1)
-            r1 = a1.reshape(n, 14, 2, 14, 2, 6)
-            p1 = r1.max(axis=(2, 4))                          # (n, 14, 14, 6)
-            cols2 = _windows(p1, 5)                           # (n*100, 150)
-            a2 = cols2 @ W2m.T
-            a2 += b2
+            r1 = a1.reshape(6, n, 14, 2, 14, 2)
+            p1 = _max_pool_2x2(r1)                            # (6, n, 14, 14)
+            for k, i, j in offsets:
+                cols2[:, k] = p1[:, :, i:i + 10, j:j + 10]
+            c2 = cols2.reshape(150, -1)
+            a2 = W2m @ c2                                     # (16, n*100)
+            a2 += b2[:, None]
             onp.maximum(a2, 0, out=a2)
-            r2 = a2.reshape(n, 5, 2, 5, 2, 16)
-            p2 = r2.max(axis=(2, 4))                          # (n, 5, 5, 16)
-            f = p2.transpose(0, 3, 1, 2).reshape(n, 400)      # flatten in (C, H, W) order
+            r2 = a2.reshape(16, n, 5, 2, 5, 2)
+            p2 = _max_pool_2x2(r2)                            # (16, n, 5, 5)
+            f = p2.transpose(1, 0, 2, 3).reshape(n, 400)      # flatten in (C, H, W) order
             h3 = f @ W3.T
             h3 += b3
             onp.maximum(h3, 0, out=h3)
@@ -1397,22 +1441,21 @@ class LeNetStep(Workload):
             d3 *= h3 > 0
             dW3 = d3.T @ f
             db3 = d3.sum(axis=0)
-            dp2 = (d3 @ W3).reshape(n, 16, 5, 5).transpose(0, 2, 3, 1)
+            dp2 = (d3 @ W3).reshape(n, 16, 5, 5).transpose(1, 0, 2, 3)
             dp2 = dp2 * (p2 > 0)                              # Note [Max-pool ties]
-            da2 = (r2 == p2[:, :, None, :, None, :]) * dp2[:, :, None, :, None, :]
-            da2 = da2.reshape(-1, 16)
-            dW2 = (da2.T @ cols2).reshape(W2.shape)
-            db2 = da2.sum(axis=0)
-            dcols2 = (da2 @ W2m).reshape(n, 10, 10, 6, 5, 5)
+            da2 = (r2 == p2[:, :, :, None, :, None]) * dp2[:, :, :, None, :, None]
+            da2 = da2.reshape(16, -1)
+            dW2 = (da2 @ c2.T).reshape(W2.shape)
+            db2 = da2.sum(axis=1)
+            dcols2 = (W2m.T @ da2).reshape(6, 25, n, 10, 10)
             dp1 = onp.zeros_like(p1)                          # col2im: 25 shifted adds
-            for i in range(5):
-                for j in range(5):
-                    dp1[:, i:i + 10, j:j + 10, :] += dcols2[..., i, j]
+            for k, i, j in offsets:
+                dp1[:, :, i:i + 10, j:j + 10] += dcols2[:, k]
             dp1 *= p1 > 0                                     # Note [Max-pool ties]
-            da1 = (r1 == p1[:, :, None, :, None, :]) * dp1[:, :, None, :, None, :]
-            da1 = da1.reshape(-1, 6)
-            dW1 = (da1.T @ cols1).reshape(W1.shape)
-            db1 = da1.sum(axis=0)
+            da1 = (r1 == p1[:, :, :, None, :, None]) * dp1[:, :, :, None, :, None]
+            da1 = da1.reshape(6, -1)
+            dW1 = (da1 @ c1.T).reshape(W1.shape)
+            db1 = da1.sum(axis=1)
             return (dW1, db1, dW2, db2, dW3, db3, dW4, db4, dW5, db5)
 
         return step

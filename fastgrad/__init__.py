@@ -14,23 +14,18 @@
 import sys as _sys
 
 from fastgrad._version import __version__
+# Each module registers what it defines with the layers below it at its own import (Note
+# [Layers] in _layers.py); this file only imports. _dispatch and _docs are imported by no
+# public module, so they are named here.
 try:
-    from fastgrad import _registry, _functions, _engine, _array, _anomaly
+    from fastgrad import _array, _engine, _registry, _functions, _dispatch, _docs  # noqa: F401
 except ModuleNotFoundError as _missing:  # Note [The source tree shadows the installed package]
     from fastgrad import _source_tree
     _explained = _source_tree.explain(_missing)
     if _explained is None:
         raise
     raise _explained from None
-from fastgrad import autograd
-from fastgrad import _dispatch
-
-_array.install(_functions, _registry.UFUNC_OPS, _dispatch.FUNCS, _registry.REGISTRY,
-               autograd.backward, _anomaly.capture_trace)
-_registry.install_graph_rules(_functions)
-_array.install_describer(__import__("fastgrad._docs", fromlist=["describe"]).describe)
-_engine.install(__import__("fastgrad._kernels", fromlist=["sum_to"]).sum_to,
-                _registry.REGISTRY, _anomaly.report)
+from fastgrad import autograd  # noqa: E402
 
 from fastgrad import numpy as np  # noqa: E402
 from fastgrad import numpy_extension as npx  # noqa: E402

@@ -4,8 +4,6 @@ import traceback
 
 import numpy as np
 
-from fastgrad._array import unwrap
-
 
 def capture_trace():
     """Where the user's code recorded the op (the frames outside fastgrad)."""
@@ -18,7 +16,7 @@ def report(node, grads):
     for i, g in enumerate(grads):
         if g is None:
             continue
-        data = np.asarray(unwrap(g))
+        data = np.asarray(g)    # a gradient: a NumPy or a fastgrad array
         if data.dtype.kind in "fc" and not np.isfinite(data).all():
             where = ""
             if node.forward_trace:

@@ -27,8 +27,8 @@ cdef class Primitive:
     cdef readonly object forward     # kernel: forward(*raw_inputs, *params) -> ndarray(s)
     cdef readonly object backward    # rule: backward(g, needs, *saved, *params) -> grads
     cdef readonly object backward_graph  # the same rule bound to fastgrad's functions
-    cdef readonly object backward_split  # the same rule on NumPy, large ufuncs split
-    cdef bint split                  # forward is a ufunc call() may split (Note [Parallel kernels])
+    cdef readonly object backward_large  # the same rule for large arrays (Note [Bindings])
+    cdef bint elementwise            # forward is a ufunc of the arrays alone (Note [Large-array kernels])
     cdef readonly Py_ssize_t n_in    # number of array inputs (-1: any number)
     cdef Py_ssize_t nargs_arrays_only     # a call's length when it passes the arrays alone
                                           #   (n_in; -2 when a parameter is required)

@@ -33,15 +33,18 @@ cimport numpy as cnp
 cdef extern from "Python.h":
     Py_ssize_t _refcount "Py_REFCNT"(PyObject* o)   # no temporary reference, unlike Py_REFCNT
 from fastgrad._state cimport is_recording_c, is_anomaly_c
-from fastgrad._parallel cimport any_large, call as split_call
+from fastgrad._large.kernels cimport elementwise
 
+import types as _types
 import weakref
 import numpy as _np
 
+from fastgrad import _filled
 from fastgrad._filled import Filled as _Filled
 from fastgrad._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT, ZeroResult as _ZeroResult
 from fastgrad.base import MXNetError, MXNetIndexError, MXNetValueError  # Note [MXNet errors]
-from fastgrad.context import check_device as _check_device
+from fastgrad.context import check_device as _check_device, cpu
+from fastgrad import _anomaly
 
 cnp.import_array()
 
@@ -50,16 +53,22 @@ cdef object _asarray = _np.asarray
 cdef type FILLED = _Filled
 cdef object _weakref = weakref.ref
 
-# Installed once by fastgrad._registry at import (see install()).
-cdef object _ops = None          # the fastgrad.numpy module: methods delegate to it
-cdef dict _UFUNCS = {}           # numpy ufunc -> fastgrad callable
-cdef dict _FUNCS = {}            # numpy function -> fastgrad callable
-cdef object _backward = None     # fastgrad._engine.backward
-cdef object _capture_trace = None
+# Filled once at import by the modules above that define them (Note [Layers] in _layers.py).
+cdef object _ops = None          # fastgrad._functions: methods delegate to it
+cdef dict _UFUNCS = {}           # numpy ufunc -> fastgrad callable (fastgrad._registry)
+cdef dict _FUNCS = {}            # numpy function -> fastgrad callable (fastgrad._dispatch)
+cdef object _backward = None     # fastgrad.autograd.backward
 cdef object _describe = None     # fastgrad._docs.describe (Note [Docstrings of primitives])
+cdef type _LEGACY_ARRAY = None   # fastgrad.ndarray.NDArray, for as_nd_ndarray
+cdef dict _PRIMITIVES = {}       # op name -> Primitive (fastgrad._registry)
+cdef object _capture_trace = _anomaly.capture_trace
 cdef Primitive P_ADD = None, P_SUB = None, P_MUL = None, P_DIV = None, P_POW = None
 cdef Primitive P_NEG = None, P_MATMUL = None, P_GETITEM = None, P_MOD = None
 cdef Primitive P_SCATTER = None, P_BROADCAST = None, P_ASTYPE = None
+cdef Primitive P_SIGMOID = None, P_RELU = None
+
+# The table's primitives by name, read-only: filled by fastgrad._registry when it builds them.
+PRIMITIVES = _types.MappingProxyType(_PRIMITIVES)
 
 class _Required:
     """The default of a parameter that has none."""
@@ -76,26 +85,52 @@ REQUIRED = _Required()
 _GRAD_REQS = {"null": GRAD_NULL, "write": GRAD_WRITE, "add": GRAD_ADD, "inplace": GRAD_WRITE}
 
 
-def install(ops, ufuncs, funcs, prims, backward, capture_trace):
-    """Connect the array type to the op library (called once by fastgrad at import)."""
-    global _ops, _UFUNCS, _FUNCS, _backward, _capture_trace
+def register_primitives(prims, ufuncs):
+    """Take the table's primitives (by name) and the NumPy ufuncs they implement: called once
+    by fastgrad._registry when it has built them (Note [Layers] in _layers.py)."""
+    global _UFUNCS
     global P_ADD, P_SUB, P_MUL, P_DIV, P_POW, P_NEG, P_MATMUL, P_GETITEM, P_MOD
-    _ops = ops
+    global P_SCATTER, P_BROADCAST, P_ASTYPE, P_SIGMOID, P_RELU
+    _PRIMITIVES.update(prims)
     _UFUNCS = dict(ufuncs)
-    _FUNCS = dict(funcs)
-    _backward = backward
-    _capture_trace = capture_trace
     P_ADD, P_SUB, P_MUL, P_DIV = prims["add"], prims["subtract"], prims["multiply"], prims["divide"]
     P_POW, P_NEG, P_MATMUL = prims["power"], prims["negative"], prims["matmul"]
     P_GETITEM, P_MOD = prims["getitem"], prims["mod"]
-    global P_SCATTER, P_BROADCAST, P_ASTYPE
     P_SCATTER, P_BROADCAST, P_ASTYPE = prims["scatter_add"], prims["broadcast_to"], prims["astype"]
+    P_SIGMOID, P_RELU = prims["sigmoid"], prims["relu"]
 
 
-def install_describer(describe):
-    """Set the function that writes the primitives' docstrings and signatures (at import)."""
+def register_functions(functions):
+    """Take the module of NumPy-style functions the methods delegate to (``a.sum()`` is
+    ``functions.sum(a)``): called once by fastgrad._functions at its import."""
+    global _ops
+    _ops = functions
+
+
+def register_numpy_functions(funcs):
+    """Take the map from NumPy's functions to fastgrad's, for ``__array_function__``: called
+    once by fastgrad._dispatch at its import."""
+    global _FUNCS
+    _FUNCS = dict(funcs)
+
+
+def register_backward(backward):
+    """Take the function ``a.backward()`` calls: called once by fastgrad.autograd."""
+    global _backward
+    _backward = backward
+
+
+def register_describer(describe):
+    """Take the function that writes the primitives' docstrings and signatures: called once
+    by fastgrad._docs at its import."""
     global _describe
     _describe = describe
+
+
+def register_legacy_array(cls):
+    """Take the legacy array class ``as_nd_ndarray`` returns: called once by fastgrad.ndarray."""
+    global _LEGACY_ARRAY
+    _LEGACY_ARRAY = cls
 
 
 # NumPy's keyword arguments that fastgrad's ops do not take, and what to do instead.
@@ -261,11 +296,11 @@ cdef class Primitive:
         self.views = views
         self.zero = zero
         self.differentiable_outputs = differentiable_outputs
-        self.split = (isinstance(forward, _np.ufunc) and forward.signature is None
-                      and forward.nout == 1 and forward.nin == n_in and not param_names)
+        self.elementwise = (isinstance(forward, _np.ufunc) and forward.signature is None
+                            and forward.nout == 1 and forward.nin == n_in and not param_names)
 
     def _set_graph_rule(self, fn):
-        """Set the rule used under ``create_graph`` (once, at import; Note [Two bindings])."""
+        """Set the rule used under ``create_graph`` (once, at import; Note [Bindings])."""
         if self.backward_graph is not None:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.backward_graph = fn
@@ -278,11 +313,11 @@ cdef class Primitive:
         self.complex_mode = mode
         self.complex_variant = variant
 
-    def _set_split_rule(self, fn):
-        """Set the rule used on large arrays (once, at import; Note [Parallel kernels])."""
-        if self.backward_split is not None:
+    def _set_large_rule(self, fn):
+        """Set the rule used on large arrays (once, at import; Note [Bindings])."""
+        if self.backward_large is not None:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
-        self.backward_split = fn
+        self.backward_large = fn
 
     @property
     def saves(self):
@@ -396,8 +431,8 @@ cdef class Primitive:
         try:
             if PyTuple_GET_SIZE(params):
                 out = self.forward(*raws, *params)
-            elif self.split and any_large(raws):
-                out = split_call(self.forward, raws)    # Note [Parallel kernels]
+            elif self.elementwise:
+                out = elementwise(self.forward, raws)   # Note [Large-array kernels]
                 if out is None:
                     out = self.forward(*raws)
             else:
@@ -722,8 +757,7 @@ def wrap_output(data, Node node, Py_ssize_t index):
 
 
 def _ops_lookup(name):
-    from fastgrad._registry import REGISTRY
-    return REGISTRY[name]
+    return _PRIMITIVES[name]
 
 
 cdef inline void _check_recorded_inplace(ndarray self, object other, str what) except *:
@@ -946,17 +980,14 @@ cdef class ndarray:
 
     @property
     def ctx(self):
-        from fastgrad.context import cpu
         return cpu()
 
     @property
     def context(self):
-        from fastgrad.context import cpu
         return cpu()
 
     @property
     def device(self):
-        from fastgrad.context import cpu
         return cpu()
 
     @property
@@ -1102,8 +1133,7 @@ cdef class ndarray:
         return out
 
     def as_nd_ndarray(self):
-        from fastgrad.ndarray import NDArray
-        cdef ndarray out = wrap(self._data, self._node, self._oidx, NDArray)
+        cdef ndarray out = wrap(self._data, self._node, self._oidx, _LEGACY_ARRAY)
         out._vcell = cell_of(self)
         return out
 
@@ -1223,7 +1253,7 @@ cdef class ndarray:
         return _ops.cumsum(self, axis=axis, dtype=dtype)
 
     def norm(self, ord=None, axis=None, keepdims=False):
-        return _ops.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims)
+        return _FUNCS[_np.linalg.norm](self, ord=ord, axis=axis, keepdims=keepdims)
 
     def dot(self, b):
         return _ops.dot(self, b)
@@ -1254,12 +1284,10 @@ cdef class ndarray:
         return _ops.tanh(self)
 
     def sigmoid(self):
-        from fastgrad import numpy_extension
-        return numpy_extension.sigmoid(self)
+        return P_SIGMOID(self)
 
     def relu(self):
-        from fastgrad import numpy_extension
-        return numpy_extension.relu(self)
+        return P_RELU(self)
 
     # ----------------------------------------------------------- operators
     def __add__(self, other):
@@ -1490,5 +1518,4 @@ cdef class ndarray:
 
 _REDUCERS = {_np.add: "sum", _np.multiply: "prod", _np.maximum: "max", _np.minimum: "min"}
 
-import fastgrad._filled
-fastgrad._filled.FASTGRAD_ARRAY = ndarray      # Filled defers to fastgrad arrays (create_graph)
+_filled.register_array_type(ndarray)      # Filled defers to fastgrad arrays (create_graph)

@@ -16,6 +16,7 @@ import numpy as _onp
 from fastgrad._array import ndarray, _wrap, unwrap
 from fastgrad._state import set_recording
 from fastgrad._engine import run_backward
+from fastgrad import _functions as _F
 
 
 def _variable(x):
@@ -108,8 +109,7 @@ def jacobian(f, x, create_graph=False):
         e[i] = 1
         rows.append(_grad([out], [xv], [e.reshape(out_shape)], create_graph)[0])
     if create_graph:
-        from fastgrad._functions import stack, reshape
-        return reshape(stack(rows), out_shape + xv.shape)
+        return _F.reshape(_F.stack(rows), out_shape + xv.shape)
     data = _onp.stack([unwrap(r) for r in rows]).reshape(out_shape + xv.shape)
     return _wrap(data, type(xv))
 

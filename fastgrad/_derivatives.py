@@ -32,10 +32,11 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order", "views", "zero", "differentiable_outputs")
+                 "order", "views", "zero", "differentiable_outputs", "aliases", "npx")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
-                 order=-1, views=False, zero=False, differentiable_outputs=None, **rules):
+                 order=-1, views=False, zero=False, differentiable_outputs=None, aliases=(),
+                 npx=False, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -50,18 +51,23 @@ class Op:
         # Per output, whether it carries a gradient (PyTorch's output_differentiability);
         # None: every output with a float or complex dtype does (Note [Zero gradients]).
         self.differentiable_outputs = differentiable_outputs
+        # Where the op is public (Note [Generated namespaces] in _namespaces.py): as
+        # fastgrad.np.<name> if NumPy has a function of that name, also under ``aliases``
+        # there, and as fastgrad.npx.<name> if ``npx``.
+        self.aliases = tuple(aliases)
+        self.npx = npx
 
 
-def nondiff(name, forward, signature):
+def nondiff(name, forward, signature, **options):
     """An operation with integer or bool results (comparisons, tests, bitwise ops): recorded
     only for what it depends on, it never carries a gradient (Note [Zero gradients])."""
-    return Op(name, forward, signature, differentiable=False)
+    return Op(name, forward, signature, differentiable=False, **options)
 
 
-def zero(name, forward, signature):
+def zero(name, forward, signature, **options):
     """A piecewise-constant operation (rounding, ``sign``): its derivative is zero wherever it
     exists, so it is recorded with a symbolic zero rule (Note [Zero gradients])."""
-    return Op(name, forward, signature, zero=True)
+    return Op(name, forward, signature, zero=True, **options)
 
 
 TABLE = [
@@ -69,12 +75,13 @@ TABLE = [
     Op("add", np.add, "x, y", x="g", y="g"),
     Op("subtract", np.subtract, "x, y", x="g", y="-g"),
     Op("multiply", np.multiply, "x, y", x="g * conj(y)", y="g * conj(x)"),
-    Op("divide", np.divide, "x, y", x="g / conj(y)", y="-g * conj(x / (y * y))"),
+    Op("divide", np.divide, "x, y", x="g / conj(y)", y="-g * conj(x / (y * y))",
+       aliases=["true_divide"]),
     Op("power", np.power, "x, y",
        x="g * conj(y * x ** (y - (y != 0)))", y="g * conj(result * safe_log(x))"),
     Op("negative", np.negative, "x", x="-g"),
     Op("positive", np.positive, "x", x="g"),
-    Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)"),
+    Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)", aliases=["remainder"]),
     Op("fmod", np.fmod, "x, y", x="g", y="-g * trunc(x / y)"),
     # At ties the gradient is split evenly, as the max/min reductions split it.
     Op("maximum", np.maximum, "x, y",
@@ -90,7 +97,8 @@ TABLE = [
     Op("hypot", np.hypot, "x, y", x="g * x / where(result == 0, 1, result)",
        y="g * y / where(result == 0, 1, result)"),
     Op("arctan2", np.arctan2, "x, y",
-       x="g * y / nonzero_or_one(x * x + y * y)", y="-g * x / nonzero_or_one(x * x + y * y)"),
+       x="g * y / nonzero_or_one(x * x + y * y)", y="-g * x / nonzero_or_one(x * x + y * y)",
+       aliases=["atan2"]),
     Op("logaddexp", np.logaddexp, "x, y",
        x="g * exp(x - result)", y="g * exp(y - result)"),
     Op("logaddexp2", np.logaddexp2, "x, y",
@@ -115,36 +123,36 @@ TABLE = [
     Op("reciprocal", np.reciprocal, "x", x="-g * conj(result * result)"),
     Op("rsqrt", K.rsqrt, "x", x="-0.5 * g * result * result * result"),
     Op("rcbrt", K.rcbrt, "x", x="-g * result / (3 * x)"),
-    Op("abs", np.absolute, "x", x="g * sign(x)"),
+    Op("abs", np.absolute, "x", x="g * sign(x)", aliases=["absolute"]),
     Op("fabs", np.fabs, "x", x="g * sign(x)"),
     Op("sin", np.sin, "x", x="g * conj(cos(x))"),
     Op("cos", np.cos, "x", x="g * negative(conj(sin(x)))"),
     Op("tan", np.tan, "x", x="g * conj(1 + result * result)"),
-    Op("arcsin", np.arcsin, "x", x="g / conj(sqrt(1 - x * x))"),
-    Op("arccos", np.arccos, "x", x="-g / conj(sqrt(1 - x * x))"),
-    Op("arctan", np.arctan, "x", x="g / conj(1 + x * x)"),
+    Op("arcsin", np.arcsin, "x", x="g / conj(sqrt(1 - x * x))", aliases=["asin"]),
+    Op("arccos", np.arccos, "x", x="-g / conj(sqrt(1 - x * x))", aliases=["acos"]),
+    Op("arctan", np.arctan, "x", x="g / conj(1 + x * x)", aliases=["atan"]),
     Op("sinh", np.sinh, "x", x="g * conj(cosh(x))"),
     Op("cosh", np.cosh, "x", x="g * conj(sinh(x))"),
     Op("tanh", np.tanh, "x", x="g * conj(1 - result * result)"),
-    Op("arcsinh", np.arcsinh, "x", x="g / conj(sqrt(x * x + 1))"),
-    Op("arccosh", np.arccosh, "x", x="g / sqrt(x * x - 1)"),
-    Op("arctanh", np.arctanh, "x", x="g / conj(1 - x * x)"),
+    Op("arcsinh", np.arcsinh, "x", x="g / conj(sqrt(x * x + 1))", aliases=["asinh"]),
+    Op("arccosh", np.arccosh, "x", x="g / sqrt(x * x - 1)", aliases=["acosh"]),
+    Op("arctanh", np.arctanh, "x", x="g / conj(1 - x * x)", aliases=["atanh"]),
     Op("deg2rad", np.deg2rad, "x", x="g * (pi / 180)"),
     Op("rad2deg", np.rad2deg, "x", x="g * (180 / pi)"),
     Op("radians", np.radians, "x", x="g * (pi / 180)"),
     Op("degrees", np.degrees, "x", x="g * (180 / pi)"),
-    Op("conjugate", np.conjugate, "x", x="conj(g)"),
+    Op("conjugate", np.conjugate, "x", x="conj(g)", aliases=["conj"]),
     Op("real", K.real, "x", views=True,
        x="g"),
     Op("nan_to_num", K.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
        x="g * isfinite(x)"),
     Op("sinc", K.sinc, "x", x="sinc_backward(g, x)"),
-    Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * exp(-x * x)"),
-    Op("erfinv", K.erfinv, "x", x="g * SQRT_PI_OVER_2 * exp(result * result)"),
+    Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * exp(-x * x)", npx=True),
+    Op("erfinv", K.erfinv, "x", x="g * SQRT_PI_OVER_2 * exp(result * result)", npx=True),
 
     # ------------------------------------------------------------ activations
-    Op("relu", K.relu, "x", x="g * (x > 0)"),
-    Op("sigmoid", K.sigmoid, "x", x="g * result * (1 - result)"),
+    Op("relu", K.relu, "x", x="g * (x > 0)", npx=True),
+    Op("sigmoid", K.sigmoid, "x", x="g * result * (1 - result)", npx=True),
     Op("leaky_relu", K.leaky_relu, "x; slope=0.25", x="where(x > 0, g, g * slope)"),
     Op("prelu", K.prelu, "x, alpha",
        x="where(x > 0, g, g * alpha)", alpha="where(x > 0, 0, g * x)"),
@@ -154,9 +162,9 @@ TABLE = [
     Op("gelu", K.gelu, "x", x="gelu_backward(g, x)"),
     Op("gelu_tanh", K.gelu_tanh, "x", x="gelu_tanh_backward(g, x)"),
     Op("softplus", K.softplus, "x", x="g * sigmoid(x)"),
-    Op("log_sigmoid", K.log_sigmoid, "x", x="g * sigmoid(-x)"),
-    Op("softsign", K.softsign, "x", x="g / square(1 + abs(x))"),
-    Op("silu", K.silu, "x", x="silu_backward(g, x)"),
+    Op("log_sigmoid", K.log_sigmoid, "x", x="g * sigmoid(-x)", npx=True),
+    Op("softsign", K.softsign, "x", x="g / square(1 + abs(x))", npx=True),
+    Op("silu", K.silu, "x", x="silu_backward(g, x)", npx=True),
     Op("hard_sigmoid", K.hard_sigmoid, "x; alpha=0.2, beta=0.5",
        x="g * alpha * ((result > 0) & (result < 1))"),
     Op("smooth_l1", K.smooth_l1, "x; sigma=1.0",
@@ -329,7 +337,7 @@ TABLE = [
     zero("sign", np.sign, "x"),
     zero("floor", np.floor, "x"),
     zero("ceil", np.ceil, "x"),
-    zero("trunc", np.trunc, "x"),
+    zero("trunc", np.trunc, "x", aliases=["fix"]),
     zero("rint", np.rint, "x"),
     zero("round", np.round, "x; decimals=0"),
     zero("heaviside", np.heaviside, "x, y"),
@@ -350,7 +358,7 @@ TABLE = [
     nondiff("isnan", np.isnan, "x"),
     nondiff("isinf", np.isinf, "x"),
     nondiff("isfinite", np.isfinite, "x"),
-    nondiff("invert", np.invert, "x"),
+    nondiff("invert", np.invert, "x", aliases=["bitwise_not"]),
     nondiff("bitwise_and", np.bitwise_and, "x, y"),
     nondiff("bitwise_or", np.bitwise_or, "x, y"),
     nondiff("bitwise_xor", np.bitwise_xor, "x, y"),
@@ -366,7 +374,7 @@ TABLE = [
 # A family of ops with kernels and rule helpers of its own (complex parts, FFTs, SciPy's
 # special functions) lives in a module ``_table_<family>.py``: its ``entries(Op, NONDIFF)``
 # returns its entries, which join TABLE here, so TABLE stays the one list of every op; its
-# ``HELPERS`` join the names rule formulas can use (``_registry._namespace``). The modules
+# ``HELPERS`` join the names rule formulas can use (``_bindings.numpy_namespace``). The modules
 # import only NumPy (SciPy on first use) and the state layer, never this one.
 SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special)
 for _section in SECTIONS:

@@ -5,8 +5,7 @@ from typing import Any
 
 from fastgrad._array import Primitive, ndarray
 
-def install(sum_to: Callable[..., Any], prims: Mapping[str, Primitive],
-            anomaly_report: Callable[..., None]) -> None: ...
+def register_primitives(prims: Mapping[str, Primitive]) -> None: ...
 def run_backward(heads: list[ndarray], head_grads: list[Any] | None,
                  variables: list[ndarray] | None, retain_graph: bool, create_graph: bool,
                  train_mode: bool, allow_unused: bool = ...) -> list[ndarray] | None: ...

@@ -118,13 +118,13 @@ from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
-from fastgrad._parallel cimport is_large, call as split_call, min_size as split_min_size
-from fastgrad._parallel import sum_rows as _sum_rows, SUM_ROWS_MIN as _SUM_ROWS_MIN
+from fastgrad._large.kernels cimport add_into, large_rule, large_rule_size
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
 from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
 from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
+from fastgrad import _anomaly, _kernels
 
 cnp.import_array()
 
@@ -133,27 +133,27 @@ cdef object _asarray = _np.asarray
 cdef object _copyto = _np.copyto
 cdef object _npadd = _np.add
 cdef object _add_reduce = _np.add.reduce
-cdef Py_ssize_t SUM_ROWS_MIN = _SUM_ROWS_MIN
 cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
-# Set once by ``install`` below, which fastgrad/__init__.py calls at import.
-cdef object _sum_to = None           # NumPy kernel: sum_to(array, shape)
-cdef Primitive P_SUM_TO = None       # the same as a recorded op (create_graph)
+cdef object _sum_to = _kernels.sum_to           # NumPy kernel: sum_to(array, shape)
+cdef object _anomaly_report = _anomaly.report
+
+# The table's primitives the engine records with under create_graph: registered once by
+# fastgrad._registry when it has built them (Note [Layers] in _layers.py).
+cdef Primitive P_SUM_TO = None       # sum_to as a recorded op
 cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
 cdef Primitive P_REAL = None
-cdef object _anomaly_report = None
 
 
-def install(sum_to, prims, anomaly_report):
-    """Connect the engine to the kernels and ops it uses (called once at import)."""
-    global _sum_to, P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, _anomaly_report
-    _sum_to = sum_to
+def register_primitives(prims):
+    """Take the primitives the engine records with (by name): called once by
+    fastgrad._registry when it has built them."""
+    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
     P_REAL = prims["real"]
-    _anomaly_report = anomaly_report
 
 
 # ------------------------------------------------------------------ ready heap (by seq, max first)
@@ -365,14 +365,7 @@ cdef object _sum_to_shape(object g, tuple gshape, tuple shape, object site, Py_s
         else:
             _check_fit(gshape, shape, site, i)
     if axes:
-        r = None
-        if axes[len(axes) - 1] == len(axes) - 1 and type(g) is NP_NDARRAY and \
-                cnp.PyArray_SIZE(<cnp.ndarray>g) >= SUM_ROWS_MIN:
-            r = _sum_rows(g, len(axes))         # leading axes (Note [Row sums])
-        if r is None:
-            g = _add_reduce(g, axis=tuple(axes), keepdims=True)
-        else:
-            g = r.reshape((1,) * len(axes) + r.shape)
+        g = _add_reduce(g, axis=tuple(axes), keepdims=True)
         allocated[0] = not widen
     if lead:
         g = g.reshape(g.shape[lead:])
@@ -441,21 +434,20 @@ cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
 cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bint *owned):
     """``acc + g`` for first-order accumulation (Note [Accumulation]): in place into ``acc``
     when the pass owns it, else into ``g`` when the pass owns that, else a new array, which
-    the pass then owns (``*owned``). Large arrays are added in parallel (Note [Parallel
-    kernels]). Shared by the engine and the executor's replay."""
-    cdef object r
+    the pass then owns (``*owned``). Large in-place additions go through ``add_into`` (Note
+    [Large-array kernels] in _large/__init__.py). Shared by the engine and the executor's
+    replay."""
     owned[0] = True
     if acc_owned:
-        if not is_large(acc) or split_call(_npadd, (acc, g), acc) is None:
+        if not add_into(acc, g):
             acc += g
         return acc
     if g_owned and g.shape == acc.shape:
         # the new contribution is ours: add the old into it
-        if not is_large(g) or split_call(_npadd, (g, acc), g) is None:
+        if not add_into(g, acc):
             g += acc
         return g
-    r = split_call(_npadd, (acc, g)) if is_large(acc) else None
-    acc = acc + g if r is None else r
+    acc = acc + g
     if type(acc) is not NP_NDARRAY:
         acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
     return acc
@@ -668,9 +660,9 @@ cdef tuple _call_rule(Node n, tuple args, bint create):
     g = <object>PyTuple_GET_ITEM(args, 0)
     if create and op.backward_graph is not None:
         return op.backward_graph(*args)
-    if not create and op.backward_split is not None and (
-            is_large(g) or (type(g) is FILLED and g.size >= split_min_size())):
-        return op.backward_split(*args)         # Note [Parallel kernels]
+    if not create and op.backward_large is not None and (
+            large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
+        return op.backward_large(*args)         # Note [Bindings] in _bindings.py
     return op.backward(*args)
 
 

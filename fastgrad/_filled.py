@@ -23,7 +23,7 @@ view. The engine's ``_collect`` copies a gradient that is held elsewhere as well
 
 import numpy as np
 
-from fastgrad._parallel import cast_mask as _cast_mask
+from fastgrad._large import cast_mask as _cast_mask
 
 MIN_SIZE = 1 << 12
 
@@ -193,9 +193,15 @@ class Filled:
     __hash__ = None
 
 
-#: fastgrad's array type, set by ``fastgrad._array`` when it is imported (it imports this
-#: module, so this one cannot import it).
+#: fastgrad's array type, registered by ``fastgrad._array`` when it is imported (it imports
+#: this module, so this one cannot import it: Note [Layers] in _layers.py).
 FASTGRAD_ARRAY = ()
+
+
+def register_array_type(array_type):
+    """Take fastgrad's array type, which ``Filled`` defers to: called once by fastgrad._array."""
+    global FASTGRAD_ARRAY
+    FASTGRAD_ARRAY = array_type
 
 
 def _times(f, other):

@@ -2,16 +2,18 @@
 
 Elementwise operations are the primitives themselves (``fastgrad.np.sin`` is the ``sin`` op).
 Functions with NumPy signatures (``sum(a, axis=None, dtype=None, out=None, keepdims=False)``)
-normalize their arguments here and call one primitive. ``FUNCS`` maps NumPy's functions to
-these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_function__``).
+normalize their arguments here and call one primitive. Creation is in ``_creation.py``
+(re-exported here), linear algebra in ``_linalg.py``; ``_dispatch.py`` maps NumPy's functions
+to these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_function__``).
 """
 
 import builtins as _builtins
+import sys as _sys
 import types as _types
 
 import numpy as _np
 
-from fastgrad import _array
+from fastgrad import _array, _namespaces
 from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
 from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
@@ -19,54 +21,20 @@ from fastgrad._kernels import normalize_axis
 from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
                                     check_numeric as _check_numeric)
 from fastgrad._registry import REGISTRY, UFUNC_OPS
+from fastgrad._creation import default_float as _default_float
+from fastgrad._creation import (array, asarray, zeros, ones, empty, full, zeros_like,  # noqa: F401
+                                ones_like, empty_like, full_like, arange, eye)
+from fastgrad._registry import register_graph_functions as _register_graph_functions
 
 _P = REGISTRY
-_DEFAULT_FLOAT = _np.float32
 _max, _min = _builtins.max, _builtins.min
 
 # ---------------------------------------------------------------- elementwise primitives
-add = _P["add"]
-subtract = _P["subtract"]
-multiply = _P["multiply"]
-divide = true_divide = _P["divide"]
-power = _P["power"]
-negative = _P["negative"]
-positive = _P["positive"]
-mod = remainder = _P["mod"]
-fmod = _P["fmod"]
-maximum = _P["maximum"]
-minimum = _P["minimum"]
-fmax = _P["fmax"]
-fmin = _P["fmin"]
-hypot = _P["hypot"]
-arctan2 = _P["arctan2"]
-logaddexp = _P["logaddexp"]
-logaddexp2 = _P["logaddexp2"]
-copysign = _P["copysign"]
-ldexp = _P["ldexp"]
-float_power = _P["float_power"]
-modf = _P["modf"]
-conjugate = conj = _P["conjugate"]
-exp = _P["exp"]
-expm1 = _P["expm1"]
-exp2 = _P["exp2"]
-log = _P["log"]
-log1p = _P["log1p"]
-log2 = _P["log2"]
-log10 = _P["log10"]
-sqrt = _P["sqrt"]
-cbrt = _P["cbrt"]
-square = _P["square"]
-reciprocal = _P["reciprocal"]
-abs = absolute = _P["abs"]
-fabs = _P["fabs"]
-sin = _P["sin"]
-cos = _P["cos"]
-tan = _P["tan"]
-arcsin = asin = _P["arcsin"]
-arccos = acos = _P["arccos"]
-arctan = atan = _P["arctan"]
-atan2 = arctan2
+# Every op NumPy has a function of the same name for, and its NumPy aliases, is that op here;
+# the functions below with NumPy's signatures replace some (Note [Generated namespaces] in
+# _namespaces.py).
+_TABLE_NAMES = _namespaces.numpy_names()
+globals().update(_TABLE_NAMES)
 sinh = _P["sinh"]
 cosh = _P["cosh"]
 tanh = _P["tanh"]
@@ -964,331 +932,7 @@ def copy(a, order="K"):
     return _P["copy"](a)
 
 
-# ---------------------------------------------------------------- linalg (fastgrad.np.linalg)
-def _square(name, a):
-    shape = _np.shape(unwrap(a))
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise _np.linalg.LinAlgError("fastgrad.linalg.%s: expected a (stack of) square "
-                                     "matrices, got shape %s" % (name, shape))
-
-
-def _norm(x, ord=None, axis=None, keepdims=False):
-    """Matrix or vector norm (``numpy.linalg.norm``), differentiable.
-
-    Vector norms of any order, and the Frobenius (``'fro'``), nuclear (``'nuc'``), 1, -1, 2,
-    -2, inf and -inf matrix norms. The gradient is undefined where the norm is zero.
-    """
-    nd = _ndim(x)
-    if axis is not None:
-        axis = _axis(axis)
-        if isinstance(axis, tuple) and len(axis) == 1:
-            axis = axis[0]
-    matrix = (isinstance(axis, tuple) and len(axis) == 2) or (axis is None and nd == 2
-                                                              and ord is not None)
-    if matrix and ord in (2, -2, "nuc"):
-        axes = axis if axis is not None else (0, 1)
-        axes = tuple(a % nd for a in axes)
-        s = _svdvals(moveaxis(x, axes, (nd - 2, nd - 1)))
-        red = {2: max, -2: min, "nuc": sum}[ord](s, axis=-1)
-        if keepdims:
-            for a in sorted(axes):
-                red = expand_dims(red, a)
-        return red
-    if axis is None and ord is not None and nd > 2:
-        raise ValueError("fastgrad.linalg.norm: ord=%r needs a 1-D or 2-D array or an axis"
-                         % (ord,))
-    return _P["norm"](x, ord, axis, bool(keepdims))
-
-
-def _vector_norm(x, axis=None, keepdims=False, ord=2):
-    """The vector norm of ``x`` over ``axis`` (all elements if None), ``numpy.linalg.vector_norm``."""
-    if axis is None:
-        x = ravel(x)
-        out = _P["norm"](x, ord, 0, False)
-        if keepdims:
-            out = reshape(out, (1,) * len(_np.shape(unwrap(x))))
-        return out
-    return _P["norm"](x, ord, _axis(axis), bool(keepdims))
-
-
-def _matrix_norm(x, keepdims=False, ord="fro"):
-    """The matrix norm over the last two axes (``numpy.linalg.matrix_norm``)."""
-    return _norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
-
-
-def _inv(a):
-    """The inverse of a (stack of) square matrices (``numpy.linalg.inv``)."""
-    _square("inv", a)
-    return _P["inv"](a)
-
-
-def _det(a):
-    """The determinant of a (stack of) square matrices (``numpy.linalg.det``)."""
-    _square("det", a)
-    return _P["det"](a)
-
-
-def _slogdet(a):
-    """Sign and log of the absolute determinant (``numpy.linalg.slogdet``); the log is
-    differentiable, the sign is not."""
-    _square("slogdet", a)
-    return _P["slogdet"](a)
-
-
-def _solve(a, b):
-    """The solution ``x`` of ``a @ x = b`` (``numpy.linalg.solve``); ``b`` is a vector when
-    it is 1-D, otherwise a (stack of) matrices."""
-    _square("solve", a)
-    return _P["solve"](a, b)
-
-
-def _cholesky(a, upper=False):
-    """The lower Cholesky factor of the symmetric part of ``a`` (``numpy.linalg.cholesky``).
-
-    NumPy reads only the lower triangle; fastgrad factors ``(a + a.T) / 2``, which is the same
-    for symmetric input and makes the gradient symmetric and well defined.
-    """
-    _square("cholesky", a)
-    low = _P["cholesky"](a)
-    return swapaxes(low, -1, -2) if upper else low
-
-
-def _triangle(name, a, UPLO):
-    """The symmetric matrix that NumPy's ``eigh`` reads from one triangle of ``a``."""
-    _square(name, a)
-    if UPLO not in ("L", "U", "l", "u"):
-        raise ValueError("fastgrad.linalg.%s: UPLO must be 'L' or 'U', got %r" % (name, UPLO))
-    if UPLO in ("L", "l"):
-        return tril(a) + swapaxes(tril(a, -1), -1, -2)
-    return triu(a) + swapaxes(triu(a, 1), -1, -2)
-
-
-def _eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of the symmetric matrix held in the lower
-    (``UPLO='L'``) or upper triangle of ``a`` (``numpy.linalg.eigh``); differentiable where
-    the eigenvalues are distinct, and at repeated eigenvalues for a function of the
-    eigenvalues alone."""
-    return _P["eigh"](_triangle("eigh", a, UPLO))
-
-
-def _eigvalsh(a, UPLO="L"):
-    """Eigenvalues of the symmetric matrix in one triangle of ``a`` (``numpy.linalg.eigvalsh``)."""
-    return _P["eigvalsh"](_triangle("eigvalsh", a, UPLO))
-
-
-def _qr(a, mode="reduced"):
-    """The reduced QR decomposition (``numpy.linalg.qr``); differentiable for matrices with
-    at least as many rows as columns and full rank."""
-    if mode != "reduced":
-        raise NotImplementedError("fastgrad.linalg.qr: only mode='reduced' is supported")
-    m, n = _np.shape(unwrap(a))[-2:]
-    if m < n:
-        raise NotImplementedError("fastgrad.linalg.qr: the derivative needs at least as many "
-                                  "rows as columns, got shape %s" % (_np.shape(unwrap(a)),))
-    return _P["qr"](a)
-
-
-def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """The singular value decomposition ``u, s, vh`` (``numpy.linalg.svd``).
-
-    Differentiable where the singular values are distinct and non-zero; with
-    ``full_matrices=True`` on non-square input, while the loss does not use the completed
-    singular vectors (which are not unique).
-    """
-    if not compute_uv:
-        return _svdvals(a)
-    shape = _np.shape(unwrap(a))
-    u, sv, vh = _P["svd"](a)
-    if full_matrices and shape[-1] != shape[-2]:
-        # The completed vectors are not unique: differentiable while the loss does not use
-        # them (the complete_basis rule raises otherwise).
-        if shape[-2] > shape[-1]:
-            u = _P["complete_basis"](u)
-        else:
-            vh = swapaxes(_P["complete_basis"](swapaxes(vh, -1, -2)), -1, -2)
-    return u, sv, vh
-
-
-def _svdvals(a):
-    """The singular values, descending (``numpy.linalg.svdvals``)."""
-    return _P["svd"](a)[1]
-
-
-def _pinv(a, rcond=None, hermitian=False, *, rtol=None):
-    """The Moore-Penrose pseudo-inverse (``numpy.linalg.pinv``): singular values at or below
-    ``rtol`` (or ``rcond``) times the largest are treated as zero; the default is
-    ``max(M, N) * eps``, NumPy's. Differentiable wherever the rank is locally constant, so at
-    rank-deficient matrices too (the derivative of the pseudo-inverse of that rank)."""
-    if rcond is not None and rtol is not None:
-        raise ValueError("fastgrad.linalg.pinv: pass rcond or rtol, not both")
-    cut = rtol if rtol is not None else rcond
-    return _P["pinv"](a, None if cut is None else float(cut))
-
-
-def _matrix_power(a, n):
-    """``a`` multiplied by itself ``n`` times (``numpy.linalg.matrix_power``)."""
-    _square("matrix_power", a)
-    n = int(n)
-    if n < 0:
-        a, n = _inv(a), -n
-    if n == 0:
-        shape = _np.shape(unwrap(a))
-        return _wrap(_np.broadcast_to(_np.eye(shape[-1], dtype=unwrap(a).dtype), shape).copy())
-    result, base = None, a
-    while n:
-        if n & 1:
-            result = base if result is None else matmul(result, base)
-        n >>= 1
-        if n:
-            base = matmul(base, base)
-    return result
-
-
-def _multi_dot(arrays, out=None):
-    """Chained ``dot`` of several arrays (``numpy.linalg.multi_dot``)."""
-    _check_out("linalg.multi_dot", out)
-    arrays = list(arrays)
-    result = arrays[0]
-    for a in arrays[1:]:
-        result = dot(result, a)
-    return result
-
-
-def _matrix_transpose(x):
-    """Swap the last two axes (``numpy.linalg.matrix_transpose``)."""
-    return swapaxes(x, -1, -2)
-
-
-def _named(fn, name):
-    fn.__name__ = fn.__qualname__ = name
-    return fn
-
-
-linalg = _types.SimpleNamespace(**{
-    name: _named(fn, name) for name, fn in [
-        ("norm", _norm), ("vector_norm", _vector_norm), ("matrix_norm", _matrix_norm),
-        ("inv", _inv), ("det", _det), ("slogdet", _slogdet), ("solve", _solve),
-        ("cholesky", _cholesky), ("eigh", _eigh), ("eigvalsh", _eigvalsh), ("qr", _qr),
-        ("svd", _svd), ("svdvals", _svdvals), ("pinv", _pinv),
-        ("matrix_power", _matrix_power), ("multi_dot", _multi_dot),
-        ("matrix_transpose", _matrix_transpose)]})
-"""The functions of ``fastgrad.np.linalg`` (re-exported by ``fastgrad/numpy/linalg.py``)."""
-linalg.LinAlgError = _np.linalg.LinAlgError
-
-
-# ---------------------------------------------------------------- creation (no history)
-def _float_default(obj, dtype):
-    if dtype is not None:
-        return _np.dtype(dtype)
-    if isinstance(obj, (ndarray, _np.ndarray, _np.generic)):
-        return obj.dtype          # NumPy arrays and scalars keep their dtype
-    try:
-        probe = _np.asarray(obj)
-    except ValueError as exc:          # NumPy's "inhomogeneous shape"
-        raise TypeError("fastgrad.array: argument 'object' is ragged or not numeric (%s)"
-                        % exc) from None
-    if probe.dtype.kind in "fiu":
-        return _np.dtype(_DEFAULT_FLOAT)
-    return probe.dtype
-
-
-def array(object, dtype=None, ctx=None, copy=True, device=None):
-    """Create an array. Python numbers and lists give float32 (MXNet's default); a NumPy
-    array keeps its dtype unless ``dtype`` is given.
-
-    A recorded array, or a list or tuple holding recorded arrays, gives a recorded result
-    with NumPy's result dtype (Note [History through construction]). Values that are not
-    numbers, and ragged sequences, raise ``TypeError``.
-
-    Examples
-    --------
-    >>> import fastgrad as mx
-    >>> mx.np.array([[1, 2], [3, 4]])
-    array([[1., 2.],
-           [3., 4.]])
-    """
-    _check_device(ctx or device)
-    if isinstance(object, ndarray) and object.node is not None:
-        if dtype is not None and _np.dtype(dtype) != object.dtype:
-            return astype(object, dtype)
-        return _P["copy"](object) if copy else object
-    if (type(object) is list or type(object) is tuple) and _holds_array(object):
-        return _as_recorded(_from_sequence(object, dtype))
-    data = unwrap(object)
-    if isinstance(data, _np.ndarray) and data.dtype.kind == "O" and dtype is None:
-        try:
-            data = _np.array(data.tolist())
-        except ValueError as exc:
-            raise TypeError("fastgrad.array: argument 'object' is a ragged object array (%s)"
-                            % exc) from None
-        _check_numeric(data.dtype, "fastgrad.array: argument 'object'")
-    dt = _float_default(data if isinstance(data, _np.ndarray) else object, dtype)
-    _check_numeric(dt, "fastgrad.array: argument 'object'")
-    try:
-        return _wrap(_np.array(data, dtype=dt, copy=True if copy else None))
-    except (ValueError, TypeError) as exc:
-        raise TypeError("fastgrad.array: argument 'object' cannot be converted to %s (%s)"
-                        % (dt, exc)) from None
-
-
-def _as_recorded(out):
-    return out if isinstance(out, ndarray) else _wrap(out)
-
-
-def asarray(a, dtype=None, ctx=None, device=None):
-    """``a`` as a fastgrad array, without a copy when it already is one of that dtype."""
-    if isinstance(a, ndarray) and (dtype is None or _np.dtype(dtype) == a.dtype):
-        return a
-    return array(a, dtype=dtype, copy=False)
-
-
-def _creation(fn, name):
-    def create(shape, dtype=None, order="C", ctx=None, device=None):
-        _check_device(ctx or device)
-        return _wrap(fn(shape, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
-    create.__name__ = create.__qualname__ = name
-    create.__doc__ = ("A new array of the given shape (``numpy.%s``); float32 unless "
-                      "``dtype`` is given. Not recorded." % name)
-    return create
-
-
-zeros = _creation(_np.zeros, "zeros")
-ones = _creation(_np.ones, "ones")
-empty = _creation(_np.empty, "empty")
-
-
-def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
-    """A new array filled with ``fill_value`` (float32 unless ``dtype`` is given)."""
-    _check_device(ctx or device)
-    return _wrap(_np.full(shape, unwrap(fill_value),
-                          dtype=_DEFAULT_FLOAT if dtype is None else dtype))
-
-
-def _like(fn, name):
-    def like(a, dtype=None, order="C", subok=True, shape=None, ctx=None, device=None):
-        return _wrap(fn(unwrap(a), dtype=dtype, shape=shape), type(a) if isinstance(a, ndarray)
-                     else None)
-    like.__name__ = like.__qualname__ = name
-    like.__doc__ = "A new array with the shape and dtype of ``a`` (``numpy.%s``)." % name
-    return like
-
-
-zeros_like = _like(_np.zeros_like, "zeros_like")
-ones_like = _like(_np.ones_like, "ones_like")
-empty_like = _like(_np.empty_like, "empty_like")
-
-
-def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, ctx=None):
-    """A new array with the shape and dtype of ``a``, filled with ``fill_value``."""
-    return _wrap(_np.full_like(unwrap(a), unwrap(fill_value), dtype=dtype, shape=shape))
-
-
-def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
-    """Evenly spaced values in an interval (float32 unless ``dtype`` is given)."""
-    _check_device(ctx or device)
-    return _wrap(_np.arange(start, stop, step, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
-
-
+# ---------------------------------------------------------------- linspace
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
     """Evenly spaced numbers over an interval (float32 unless ``dtype`` is given).
 
@@ -1300,7 +944,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         return _linspace_recorded(start, stop, int(num), endpoint, retstep, dtype, axis)
     _check_device(ctx)
     res = _np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
-                       dtype=_DEFAULT_FLOAT if dtype is None else dtype, axis=axis)
+                       dtype=_default_float() if dtype is None else dtype, axis=axis)
     if retstep:
         return _wrap(res[0]), res[1]
     return _wrap(res)
@@ -1328,12 +972,6 @@ def _linspace_recorded(start, stop, num, endpoint, retstep, dtype, axis):
     if dtype is not None:
         y = y.astype(dtype)
     return (y, step) if retstep else y
-
-
-def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
-    """The identity matrix (float32 unless ``dtype`` is given)."""
-    _check_device(ctx or device)
-    return _wrap(_np.eye(N, M, k, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
 
 
 # ---------------------------------------------------------------- not differentiable
@@ -1511,62 +1149,19 @@ def _array_repr(a):
 concat = concatenate
 permute_dims = transpose
 
-# Written out so type checkers see the namespace; tests/test_api_surface.py checks that it
-# lists every public function of this module.
-__all__ = [
-    'abs', 'absolute', 'acos', 'acosh', 'add', 'all', 'allclose', 'amax', 'amin', 'any',
-    'append', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2',
-    'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'around', 'array', 'array_equal',
-    'array_equiv', 'array_split', 'asarray', 'asin', 'asinh', 'astype', 'atan', 'atan2',
-    'atanh', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'average', 'bincount', 'bitwise_and',
-    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'broadcast_arrays', 'broadcast_to', 'cbrt',
-    'ceil', 'clip', 'column_stack', 'concat', 'concatenate', 'conj', 'conjugate',
-    'convolve', 'copy', 'copysign', 'correlate', 'cos', 'cosh', 'count_nonzero', 'cross',
-    'cumprod', 'cumsum', 'cumulative_prod', 'cumulative_sum', 'deg2rad', 'degrees', 'diag',
-    'diagflat', 'diagonal', 'diff', 'divide', 'dot', 'dstack', 'einsum', 'empty',
-    'empty_like', 'equal', 'exp', 'exp2', 'expand_dims', 'expm1', 'eye', 'fabs', 'fix',
-    'flatnonzero', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_divide',
-    'fmax', 'fmin', 'fmod', 'full', 'full_like', 'gcd', 'greater', 'greater_equal',
-    'heaviside', 'histogram', 'hsplit', 'hstack', 'hypot', 'inner', 'invert', 'isclose',
-    'isfinite', 'isinf', 'isnan', 'kron', 'lcm', 'ldexp', 'left_shift', 'less',
-    'less_equal', 'linspace', 'log', 'log10', 'log1p', 'log2', 'logaddexp', 'logaddexp2',
-    'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'matmul', 'max', 'maximum',
-    'mean', 'median', 'min', 'minimum', 'mod', 'modf', 'moveaxis', 'multiply', 'nan_to_num',
-    'nancumprod', 'nancumsum', 'nanmax', 'nanmean', 'nanmin', 'nanprod', 'nansum', 'ndim',
-    'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pad', 'percentile',
-    'permute_dims', 'polyval', 'positive', 'power', 'prod', 'ptp', 'quantile', 'rad2deg',
-    'radians', 'ravel', 'real', 'reciprocal', 'remainder', 'repeat', 'reshape',
-    'result_type', 'right_shift', 'rint', 'roll', 'rollaxis', 'rot90', 'round', 'round_',
-    'row_stack', 'searchsorted', 'shape', 'sign', 'signbit', 'sin', 'sinc', 'sinh', 'size',
-    'sort', 'split', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'subtract', 'sum',
-    'swapaxes', 'take', 'take_along_axis', 'tan', 'tanh', 'tensordot', 'tile', 'trace',
-    'transpose', 'trapezoid', 'tril', 'triu', 'true_divide', 'trunc', 'unique', 'var',
-    'vdot', 'vsplit', 'vstack', 'where', 'zeros', 'zeros_like',
-]
+# The table's names and the public functions defined above (Note [Generated namespaces]);
+# type checkers read fastgrad/numpy/__init__.pyi, generated from this by fastgrad._stubgen.
+__all__ = _namespaces.public_names(globals(), _TABLE_NAMES, ["fastgrad._creation"])
 
 # Files and DLPack (fastgrad/_io.py); numpy.save(f, a) on a fastgrad array dispatches here.
 from fastgrad._io import from_dlpack, load, save, savez, savez_compressed  # noqa: E402
 __all__ += ['from_dlpack', 'load', 'save', 'savez', 'savez_compressed']
 
 
-__all__ += ["imag", "angle", "real_if_close", "i0"]
 
 
-# ---------------------------------------------------------------- NumPy dispatch
-def _dispatch_table():
-    """NumPy function -> fastgrad function, for every NumPy function fastgrad implements
-    (ufuncs are dispatched through the registry's ufunc map instead)."""
-    table = {}
-    for name in __all__:
-        fn = getattr(_np, name, None)
-        if callable(fn) and not isinstance(fn, (_np.ufunc, type)):
-            table[fn] = globals()[name]
-    for name, fn in vars(linalg).items():
-        ref = getattr(_np.linalg, name, None)
-        if callable(ref) and not isinstance(ref, type):
-            table[ref] = fn
-    return table
 
-
-FUNCS = _dispatch_table()
-
+# The array type's methods delegate to these functions, and the rules recorded under
+# create_graph call them: both read them from tables they own (Note [Layers] in _layers.py).
+_array.register_functions(_sys.modules[__name__])
+_register_graph_functions(_sys.modules[__name__])

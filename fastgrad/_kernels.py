@@ -9,9 +9,7 @@ import math as _math
 import numpy as np
 
 from fastgrad import _workspace
-from fastgrad._parallel import apply as _split_apply
-from fastgrad._parallel import get_min_size as _split_min_size
-from fastgrad._parallel import sum_all as _split_sum
+from fastgrad._large import apply as _large_apply
 
 
 def normalize_axis(axis, ndim):
@@ -87,10 +85,6 @@ _add_reduce = np.add.reduce
 def reduce_sum(x, axis, keepdims):
     # np.add.reduce is what np.sum runs, minus two layers of Python.
     if type(x) is np.ndarray:
-        if axis is None and x.size >= _split_min_size():
-            total = _split_sum(x)               # the same value, on the kernel pool
-            if total is not None:
-                return np.full((1,) * x.ndim, total) if keepdims else total
         return _add_reduce(x, axis=axis, keepdims=keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 
@@ -177,8 +171,8 @@ def where(cond, x, y):
 
 def relu(x):
     if isinstance(x, np.ndarray):
-        if x.dtype.kind == "f":     # dtype= changes nothing: split when large
-            return _split_apply(np.maximum, x, 0)
+        if x.dtype.kind == "f":     # dtype= changes nothing (Note [Large-array kernels])
+            return _large_apply(np.maximum, x, 0)
         return np.maximum(x, 0, dtype=x.dtype)
     return np.maximum(x, 0)
 

@@ -3,19 +3,19 @@
 Note [Shared subexpressions]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 Under ``create_graph`` every rule is recorded, and the next order differentiates what it
-recorded. Rules of different nodes often apply the same unary op to the same saved array:
-every ``sin`` node of ``x`` asks for ``cos(x)``, and after a few orders a graph holds many
-``sin`` and ``cos`` nodes of the one ``x``. Within one pass the graph binding of each unary
-elementwise op (Note [Two bindings]) therefore remembers its result per input array, and a
-second rule asking for the same op of the same array gets the same recorded array: the
-recorded graph has one node where it had several, and the next order has one fewer node to
-differentiate per reuse. Keys are the input arrays themselves (compared by identity, and kept
-alive by the memo so that an identity cannot be reused); a ``create_graph`` pass writes no
-array in place, so a remembered result stays right for the whole pass. The memo belongs to
-the pass object (Note [Pass state] in ``_engine.pyx``): it starts empty with each pass, is
-found through the thread's current pass, and dies with the pass. A pass started inside
-another (a ``Function``'s backward calling ``grad``), or in another thread, has its own.
-First-order passes, bound to NumPy, never see it.
+recorded. Rules of different nodes often apply the same unary op to the same saved array: every
+``sin`` node of ``x`` asks for ``cos(x)``, and after a few orders a graph holds many ``sin``
+and ``cos`` nodes of the one ``x``. Within one pass the graph binding of each unary elementwise
+op (Note [Bindings] in _bindings.py) therefore remembers its result per input array, and a
+second rule asking for the same op of the same array gets the same recorded array: the recorded
+graph has one node where it had several, and the next order has one fewer node to differentiate
+per reuse. Keys are the input arrays themselves (compared by identity, and kept alive by the
+memo so that an identity cannot be reused); a ``create_graph`` pass writes no array in place,
+so a remembered result stays right for the whole pass. The memo belongs to the pass object
+(Note [Pass state] in ``_engine.pyx``): it starts empty with each pass, is found through the
+thread's current pass, and dies with the pass. A pass started inside another (a ``Function``'s
+backward calling ``grad``), or in another thread, has its own. First-order passes, bound to
+NumPy, never see it.
 """
 
 from fastgrad._state import current_pass

@@ -5,6 +5,7 @@
 import numpy as _np
 
 from fastgrad import _functions as F
+from fastgrad._linalg import linalg as _np_linalg
 from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad._registry import REGISTRY as _P
 
@@ -247,7 +248,7 @@ def lstsq(a, b, rcond=None):
     if rank < n:
         raise NotImplementedError("fastgrad.linalg.lstsq: a has rank %d < %d columns; the "
                                   "solution is not differentiable there" % (rank, n))
-    x = F.matmul(F.linalg.pinv(a), b)
+    x = F.matmul(_np_linalg.pinv(a), b)
     if m > n:
         r = b - F.matmul(a, x)
         residuals = F.sum(r * r, axis=0)
@@ -255,7 +256,7 @@ def lstsq(a, b, rcond=None):
             residuals = F.reshape(residuals, (1,))
     else:
         residuals = _wrap(_np.empty((0,), dtype=data.dtype))
-    return x, residuals, rank, F.linalg.svdvals(a)
+    return x, residuals, rank, _np_linalg.svdvals(a)
 
 
 __all__ = ["gradient", "argpartition", "partition", "dsplit", "select", "meshgrid"]

@@ -34,6 +34,9 @@ import struct
 
 import numpy as _onp
 
+from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad.base import MXNetValueError     # MXNet raises MXNetError for a bad file
+
 LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
 V2_MAGIC = 0xF993FAC9      # legacy shapes (nd.save)
@@ -54,7 +57,6 @@ class _Reader:
         self.source = source
 
     def fail(self, what):
-        from fastgrad.base import MXNetValueError     # MXNet raises MXNetError here
         raise MXNetValueError("%s: not a valid MXNet NDArray file: %s (at byte %d of %d)"
                               % (self.source, what, self.pos, len(self.data)))
 
@@ -178,7 +180,6 @@ def load(fname):
 
 def _as_items(data, what):
     """``(names or None, list of NumPy arrays)`` of what ``save`` was given."""
-    from fastgrad._array import ndarray, unwrap
 
     def numpy_of(v, label):
         if isinstance(v, ndarray):
@@ -244,7 +245,6 @@ def save(fname, data, numpy_shape, what="save"):
 
 def wrap_all(loaded, cls):
     """``loaded`` (a list or dict of NumPy arrays) with every array wrapped as ``cls``."""
-    from fastgrad._array import _wrap
     if isinstance(loaded, dict):
         return {k: _wrap(v, cls) for k, v in loaded.items()}
     return [_wrap(v, cls) for v in loaded]

@@ -17,8 +17,8 @@ import types
 
 import numpy as np
 
-from fastgrad import _complex, _derivatives, _kernels, _memo, _parallel, _rules
-from fastgrad._array import REQUIRED, Primitive, ndarray
+from fastgrad import _array, _bindings, _complex, _derivatives, _engine, _kernels
+from fastgrad._array import REQUIRED, Primitive
 from fastgrad._node import Derivative
 from fastgrad._derivatives import NONDIFF
 
@@ -115,8 +115,7 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
     code = compile(source, filename, "exec")
     fn = _define(code, fname, namespace)
     _SOURCES[op.name + kind] = (code, fname)
-    _SPLIT_CODE[op.name + kind] = compile(
-        ast.fix_missing_locations(_SplitOps().visit(ast.parse(source))), filename, "exec")
+    _LARGE_CODE[op.name + kind] = compile(_bindings.large_source(source), filename, "exec")
     save_inputs = tuple(names.index(n) for n in saved)
     save_shapes = tuple(names.index(n) for n in shapes)
     return fn, save_inputs, save_shapes, uses.result, tuple(diff)
@@ -131,74 +130,12 @@ def _define(code, fname, namespace):
     return fn
 
 
-_SPLIT_BINOPS = {ast.Add: "op_add", ast.Sub: "op_sub", ast.Mult: "op_mul", ast.Div: "op_div"}
-_SPLIT_CMPOPS = {ast.Gt: "op_gt", ast.GtE: "op_ge", ast.Lt: "op_lt", ast.LtE: "op_le",
-                 ast.Eq: "op_eq", ast.NotEq: "op_ne"}
-
-
-class _SplitOps(ast.NodeTransformer):
-    """Rewrite a rule's ``a * b``, ``-a``, ``a > b``... into calls of the ``_parallel``
-    operators, for the binding used on large arrays (Note [Parallel kernels])."""
-
-    def _call(self, name, args):
-        return ast.Call(func=ast.Name(id="_split_" + name, ctx=ast.Load()), args=args,
-                        keywords=[])
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        name = _SPLIT_BINOPS.get(type(node.op))
-        return self._call(name, [node.left, node.right]) if name else node
-
-    def visit_UnaryOp(self, node):
-        self.generic_visit(node)
-        return self._call("op_neg", [node.operand]) if isinstance(node.op, ast.USub) else node
-
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-        name = _SPLIT_CMPOPS.get(type(node.ops[0])) if len(node.ops) == 1 else None
-        return self._call(name, [node.left, node.comparators[0]]) if name else node
-
-
-def _split_namespace():
-    """The NumPy namespace with elementwise ufuncs and operators split when large."""
-    ns = _namespace()
-    for k, v in list(ns.items()):
-        if isinstance(v, np.ufunc) and v.signature is None and v.nout == 1 and v.nin <= 2:
-            ns[k] = _parallel.Split(v)
-    for k in set(_SPLIT_BINOPS.values()) | set(_SPLIT_CMPOPS.values()) | {"op_neg"}:
-        ns["_split_" + k] = getattr(_parallel, k)
-    return ns
-
-
-def _dual(prim, kernel):
-    """A function that runs ``kernel`` on NumPy values and the recorded op on fastgrad arrays."""
-    def dual(*args):
-        if any(isinstance(a, ndarray) for a in args):
-            return prim(*args)
-        return kernel(*args)
-    dual.__name__ = prim.name
-    return dual
-
-
-def _namespace():
-    # NumPy's own namespace as loaded (dir() + getattr would import its lazy submodules:
-    # f2py, testing, ...). Formulas use no lazy submodule but linalg, imported here.
-    ns = {k: v for k, v in vars(np).items() if not k.startswith("_")}
-    ns["linalg"] = np.linalg
-    ns.update({k: v for k, v in vars(_rules).items() if not k.startswith("_")})
-    for section in _derivatives.SECTIONS:   # Note [Table sections] in _derivatives.py
-        ns.update(section.HELPERS)
-    ns["len"] = len
-    ns["tuple"] = tuple
-    return ns
-
-
 def build(table):
     """Primitives for every entry of ``table``: ``(registry, ufunc map)``."""
-    namespace = _namespace()
+    namespace = _bindings.numpy_namespace()     # Note [Bindings]
     registry = {}
     ufuncs = {}
-    split_codes = {}
+    rules = []      # the keys of _SOURCES/_LARGE_CODE this table compiled
     for op in table:
         if op.name in registry:
             raise ValueError("op %r is defined twice in the derivative table" % op.name)
@@ -220,7 +157,7 @@ def build(table):
                          op.differentiable_outputs)
         registry[op.name] = prim
         if fn is not None:
-            split_codes[op.name] = (_SPLIT_CODE[op.name], _SOURCES[op.name][1])
+            rules.append(op.name)
         overrides = _complex.COMPLEX_RULES.get(op.name) if fn is not None else None
         if overrides is not None and not (has_conj or overrides):
             prim._set_complex(1)
@@ -235,18 +172,15 @@ def build(table):
                                 op.views)
             variant._set_complex(1)
             prim._set_complex(2, variant)
-            key = op.name + "complex_"
-            split_codes[key] = (_SPLIT_CODE[key], _SOURCES[key][1])
+            rules.append(op.name + "complex_")
         if op.ufunc is not None:
             ufuncs[op.ufunc] = prim
         if not hasattr(np, op.name):
-            namespace[op.name] = _dual(prim, op.forward)
-    split_ns = _split_namespace()
-    for name, prim in registry.items():
-        if not hasattr(np, name):
-            split_ns[name] = namespace[name]
-    for name, (code, fname) in split_codes.items():
-        _rule_owner(registry, name)._set_split_rule(_define(code, fname, split_ns))
+            namespace[op.name] = _bindings.dual(prim, op.forward)
+    large = _bindings.large_namespace(namespace)
+    for name in rules:
+        _rule_owner(registry, name)._set_large_rule(
+            _define(_LARGE_CODE[name], _SOURCES[name][1], large))
     return registry, ufuncs
 
 
@@ -258,43 +192,21 @@ def _rule_owner(registry, key):
     return registry[key]
 
 
-_SOURCES = {}   # op name -> (compiled rule, function name), for the graph namespace
-_SPLIT_CODE = {}   # op name -> the rule with operators split when large (Note [Parallel kernels])
+_SOURCES = {}   # op name -> (compiled rule, function name), for the graph binding
+_LARGE_CODE = {}   # op name -> the compiled rule of the large binding (Note [Bindings])
 _registry, UFUNC_OPS = build(_derivatives.TABLE)
 REGISTRY = types.MappingProxyType(_registry)
+# The array type, the engine and the rule helpers read the primitives from tables they own
+# (Note [Layers] in _layers.py).
+_array.register_primitives(REGISTRY, UFUNC_OPS)
+_engine.register_primitives(REGISTRY)
 
 
-def install_graph_rules(functions):
-    """Give every op its rule bound to fastgrad's own functions (Note [Two bindings]).
-
-    Note [Two bindings]
-    ~~~~~~~~~~~~~~~~~~~
-    A rule's formula is compiled once and bound twice: to NumPy's functions, for a plain
-    backward pass on NumPy arrays, and to fastgrad's functions of the same names, for
-    ``create_graph``. Both read the same text, so there is one implementation of each rule;
-    the second binding only spares ``create_graph`` NumPy's ``__array_ufunc__`` and
-    ``__array_function__`` dispatch on every call the formula makes (helpers of ``_rules.py``
-    still dispatch through NumPy). Called once at import, after ``functions`` (the module of
-    fastgrad's NumPy-style functions) exists. A third binding, made by ``build``, runs the
-    same formula with its operators and ufuncs split across threads; the engine uses it for
-    nodes whose gradient is a large array (Note [Parallel kernels] in _parallel.pyx).
-    """
-    namespace = _namespace()
-    for ufunc, prim in UFUNC_OPS.items():
-        if namespace.get(ufunc.__name__) is ufunc:
-            namespace[ufunc.__name__] = prim
-    for name in functions.__all__:
-        value = namespace.get(name)
-        if value is not None and not isinstance(value, np.ufunc) and callable(value):
-            namespace[name] = getattr(functions, name)
-    for name, prim in _registry.items():
-        if not hasattr(np, name):
-            namespace[name] = prim
-    # Unary elementwise ops remember their results within a pass (Note [Shared
-    # subexpressions]).
-    for ufunc, prim in UFUNC_OPS.items():
-        if ufunc.nin == 1 and ufunc.nout == 1 and namespace.get(ufunc.__name__) is not None:
-            namespace[ufunc.__name__] = _memo.memoized(prim)
+def register_graph_functions(functions):
+    """Give every op its rule in the graph binding (Note [Bindings] in _bindings.py). Called
+    once by ``functions`` (fastgrad._functions, the module of fastgrad's NumPy-style
+    functions) at the end of its import (Note [Layers] in _layers.py)."""
+    namespace = _bindings.graph_namespace(functions, _registry, UFUNC_OPS)
     for name, (code, fname) in _SOURCES.items():
         _rule_owner(_registry, name)._set_graph_rule(_define(code, fname, namespace))
 

@@ -15,7 +15,7 @@ order. ``tests/test_ops.py`` checks the rules of every op to second order.
 
 import numpy as np
 
-from fastgrad._array import ndarray
+from fastgrad._array import PRIMITIVES, ndarray
 from fastgrad._kernels import SELU_ALPHA, SELU_SCALE, normalize_axis  # noqa: F401
 from fastgrad._kernels import broadcast_to as _broadcast_to
 from fastgrad._filled import Filled
@@ -26,14 +26,14 @@ class _Ops:
     """The table's ops by name (``ops.scatter_add``, ``ops.erf``, ...), for the helpers.
 
     Like the NumPy functions the helpers call, each runs its kernel directly on NumPy values
-    and the recorded op on fastgrad arrays. Looked up in the registry on first use (the
-    registry is built after this module is imported).
+    and the recorded op on fastgrad arrays. Looked up on first use in ``_array.PRIMITIVES``,
+    which the registry fills when it has built the table (it compiles these helpers into the
+    rules, so they are imported before it: Note [Layers] in _layers.py).
     """
 
     def __getattr__(self, name):
-        from fastgrad._registry import REGISTRY
         try:
-            prim = REGISTRY[name]
+            prim = PRIMITIVES[name]
         except KeyError:
             raise AttributeError("no op named %r in the derivative table" % name) from None
         kernel = prim.forward

@@ -21,7 +21,7 @@ def explain(error):
     if not name.startswith("fastgrad."):
         return None
     module = name.split(".", 1)[1]
-    if not os.path.exists(os.path.join(PACKAGE_DIR, module + ".pyx")):
+    if not os.path.exists(os.path.join(PACKAGE_DIR, *module.split(".")) + ".pyx"):
         return None
     return ImportError(
         "fastgrad was imported from its uncompiled source tree %s (the Cython module %s is not "

@@ -28,6 +28,7 @@ import numpy as _np
 import fastgrad
 from fastgrad import _docs
 from fastgrad._array import Primitive, ndarray
+from fastgrad.symbol import op_names
 
 # Public module -> its stub, relative to the package directory.
 STUBS = {
@@ -194,7 +195,6 @@ def render(modname):
     imports, lines = [], []
     names = _public_names(module)
     if symbolic:   # every op of the table is fastgrad.sym.<op> (module __getattr__)
-        from fastgrad.symbol import op_names
         ops = sorted(set(op_names()) - set(names))
     else:
         ops = []

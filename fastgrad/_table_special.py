@@ -133,10 +133,10 @@ def entries(Op, NONDIFF):
     S = _special_float
     return [
         # ------------------------------------------------ gamma family
-        Op("gamma", S("gamma"), "x", x="g * result * digamma(x)"),
-        Op("gammaln", S("gammaln"), "x", x="g * digamma(x)"),
+        Op("gamma", S("gamma"), "x", x="g * result * digamma(x)", npx=True),
+        Op("gammaln", S("gammaln"), "x", x="g * digamma(x)", npx=True),
         Op("rgamma", S("rgamma"), "x", x="-g * result * digamma(x)"),
-        Op("digamma", S("digamma"), "x", x="g * polygamma(1, x)"),
+        Op("digamma", S("digamma"), "x", x="g * polygamma(1, x)", npx=True),
         # The order n has no derivative: no rule (an error if it is a variable).
         Op("polygamma", S("polygamma"), "n, x", x="g * polygamma(n + 1, x)"),
         Op("beta", S("beta"), "a, b",

@@ -17,6 +17,7 @@ import numpy as _np
 
 from fastgrad._state import (is_recording, is_training, set_recording, set_training,
                              is_anomaly_enabled, set_anomaly_enabled)
+from fastgrad import _array
 from fastgrad._array import ndarray
 from fastgrad.base import MXNetValueError
 from fastgrad import _engine
@@ -224,10 +225,19 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     return list(out)
 
 
+_symbol_builder = None     # fastgrad.symbol._history.from_history
+
+
+def register_symbol_builder(from_history):
+    """Take the function that turns a recorded history into a symbol: called once by
+    fastgrad.symbol._history, which sits above this module (Note [Layers] in _layers.py)."""
+    global _symbol_builder
+    _symbol_builder = from_history
+
+
 def get_symbol(x):
     """The recorded history of ``x`` as a :class:`fastgrad.symbol.Symbol`."""
-    from fastgrad.symbol import _from_history
-    return _from_history(x)
+    return _symbol_builder(x)
 
 
 class detect_anomaly:
@@ -249,3 +259,5 @@ class detect_anomaly:
         set_anomaly_enabled(self._prev)
         return False
 
+
+_array.register_backward(backward)   # ``a.backward()`` (Note [Layers] in _layers.py)

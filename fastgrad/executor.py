@@ -22,6 +22,7 @@ import numpy as np
 
 from fastgrad._array import ndarray, unwrap, _wrap, parse_grad_req
 from fastgrad._plan import Plan
+from fastgrad.symbol import _graph
 from fastgrad.symbol._optimize import optimize
 
 
@@ -390,3 +391,5 @@ class Executor:
             heads.append(g)
         return heads
 
+
+_graph.register_executor(Executor)   # Symbol.bind (Note [Layers] in _layers.py)

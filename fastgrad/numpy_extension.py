@@ -8,7 +8,7 @@ any order. ``COMPOSITES`` lists the ones that are compositions (checked by
 import numpy as _onp
 
 from fastgrad import _functions as F
-from fastgrad import _kernels
+from fastgrad import _creation, _kernels, _namespaces
 from fastgrad._registry import REGISTRY as _P
 from fastgrad._state import is_training
 from fastgrad.numpy import random as _random
@@ -20,20 +20,16 @@ from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  #
 from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
 from fastgrad import _npx_more as _more
+from fastgrad import _params_format
+from fastgrad.context import cpu as _cpu
 from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
                                 gather_nd, scatter_nd)
 from fastgrad._rnn import rnn  # noqa: F401
 
-relu = _P["relu"]
-sigmoid = _P["sigmoid"]
-erf = _P["erf"]
-erfinv = _P["erfinv"]
-softsign = _P["softsign"]
-log_sigmoid = _P["log_sigmoid"]
-silu = _P["silu"]
-gamma = _P["gamma"]         # SciPy's kernels (imported on first use)
-gammaln = _P["gammaln"]
-digamma = _P["digamma"]
+# The ops the table marks npx=True (relu, sigmoid, erf, gamma, ...; SciPy's kernels are
+# imported on first use): Note [Generated namespaces] in _namespaces.py.
+_TABLE_NAMES = _namespaces.npx_names()
+globals().update(_TABLE_NAMES)
 
 
 def _pair(name, value, default):
@@ -494,17 +490,17 @@ def set_np(shape=True, array=True, dtype=False):
     """fastgrad always has NumPy semantics; ``dtype=True`` makes float64 the default float
     type of new arrays (``np.array([1, 2])``, ``np.zeros``, ``np.random``), as in MXNet, and
     ``dtype=False`` restores float32."""
-    F._DEFAULT_FLOAT = _onp.float64 if dtype else _onp.float32
+    _creation.set_default_float(_onp.float64 if dtype else _onp.float32)
 
 
 def reset_np():
     """Back to MXNet's defaults: float32 is the default float type again."""
-    F._DEFAULT_FLOAT = _onp.float32
+    _creation.set_default_float(_onp.float32)
 
 
 def is_np_default_dtype():
     """Whether new arrays default to float64 (after ``set_np(dtype=True)``)."""
-    return F._DEFAULT_FLOAT is _onp.float64
+    return _creation.default_float() is _onp.float64
 
 
 def is_np_array():
@@ -515,7 +511,6 @@ def is_np_array():
 
 def cpu(device_id=0):
     """The CPU context, ``fastgrad.cpu(device_id)`` (MXNet's ``npx.cpu``)."""
-    from fastgrad.context import cpu as _cpu
     return _cpu(device_id)
 
 
@@ -537,34 +532,26 @@ COMPOSITES = ("softmin", "activation", "dropout", "fully_connected", "convolutio
               "topk")
 """The functions here that are compositions of table ops rather than one op."""
 
-__all__ = ["relu", "sigmoid", "erf", "erfinv", "softsign", "log_sigmoid", "silu", "softmax",
-           "log_softmax", "softmin", "logsumexp", "gelu", "leaky_relu", "activation",
-           "hard_sigmoid", "smooth_l1", "dropout", "fully_connected", "convolution", "pooling",
-           "batch_norm", "layer_norm", "group_norm", "instance_norm", "l2_normalization",
-           "embedding", "pick", "one_hot", "softmax_cross_entropy", "batch_flatten",
-           "batch_dot", "topk", "seed", "set_np", "reset_np", "is_np_array", "cpu",
-           "is_np_default_dtype", "gpu", "num_gpus", "current_device", "reshape", "slice_like",
-           "waitall"]
-__all__ += ["gamma", "gammaln", "digamma", "rnn"] + _more.__all__
 COMPOSITES += _more.COMPOSITES + ("rnn",)
-__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
-            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
-            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]
 
 
 def save(file, arr):
     """Save an array, a list of arrays or a dict of str to arrays to ``file`` in MXNet's
     ``.params`` format with NumPy shapes, as MXNet's ``npx.save`` (scalars and empty arrays
     allowed; see ``fastgrad/_params_format.py``)."""
-    from fastgrad import _params_format
     _params_format.save(file, arr, numpy_shape=True, what="npx.save")
 
 
 def load(file):
     """Load a ``.params`` file written by MXNet (``npx.save``, ``nd.save``, Gluon) or
     fastgrad: a list of arrays, or a dict when the file names them."""
-    from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.load(file), ndarray)
 
 
-__all__ += ["save", "load"]
+# The table's names and the public functions defined here (Note [Generated namespaces]), and
+# the functions imported from the modules below that MXNet's npx has.
+__all__ = _namespaces.public_names(globals(), _TABLE_NAMES)
+__all__ += ["gpu", "num_gpus", "current_device", "reshape", "rnn"] + _more.__all__
+__all__ += ["sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "adamw_update",
+            "rmsprop_update", "rmspropalex_update", "signsgd_update", "signum_update",
+            "lamb_update_phase1", "lamb_update_phase2", "ftrl_update"]

@@ -4,7 +4,7 @@
 and gradient writing (Note [Backward replay] in ``_plan.pyx``), so its gradients must equal the
 tape's bit for bit, whatever the program: broadcasting (gradients summed back), arguments used
 several times (accumulation, in place or not), multi-output ops (zeros completed), arrays large
-enough for the parallel row sums and additions, casts. Bit-identity alone would let a wrong
+enough for the large-array kernels, casts. Bit-identity alone would let a wrong
 rule pass (both sides use it), so the executor is also checked against central finite
 differences in float64.
 """
@@ -58,7 +58,7 @@ def _multi_output_plain(F, v):
 
 
 def _large(F, v):
-    # Big enough for the parallel row sums and in-place additions (Note [Parallel kernels]).
+    # Big enough for the large-array kernels' in-place additions.
     x, b = v["x"], v["b"]
     h = F.tanh(x + b)
     return F.sum(h * h) + F.sum(F.exp(h) * x) + F.sum(x * b)

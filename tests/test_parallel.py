@@ -13,9 +13,10 @@ import numpy as onp
 import pytest
 
 import fastgrad  # noqa: F401
-from fastgrad import _parallel, autograd
+from fastgrad import _large, autograd
 from fastgrad import np as fnp
 from fastgrad import npx
+from fastgrad._filled import Filled
 
 N = (1 << 18) + 4097          # above the threshold, not a multiple of the chunk alignment
 
@@ -28,9 +29,9 @@ BINARY = [onp.add, onp.subtract, onp.multiply, onp.divide, onp.power, onp.maximu
 @pytest.fixture(autouse=True)
 def _two_threads():
     """Split even on a one-core machine, so that the split path is what is tested."""
-    old = _parallel.set_num_threads(2)
+    old = _large.set_num_threads(2)
     yield
-    _parallel.set_num_threads(old if old else None)
+    _large.set_num_threads(old if old else None)
 
 
 def _same(a, b):
@@ -49,7 +50,7 @@ def _data(dtype, shape=(N,), seed=0):
 def test_unary_bit_identical(uf, dtype):
     x = _data(dtype)
     with onp.errstate(all="ignore"):
-        _same(_parallel.apply(uf, x), uf(x))
+        _same(_large.apply(uf, x), uf(x))
 
 
 @pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
@@ -62,20 +63,20 @@ def test_binary_bit_identical(uf, dtype):
               else y)]
     for args in cases:
         with onp.errstate(all="ignore"):
-            _same(_parallel.apply(uf, *args), uf(*args))
+            _same(_large.apply(uf, *args), uf(*args))
 
 
 def test_2d_and_bool_operands():
     x = _data(onp.float64, shape=(700, 600))
     mask = x > 0
-    _same(_parallel.apply(onp.multiply, x, mask), x * mask)
-    _same(_parallel.apply(onp.greater, x, 0), x > 0)
+    _same(_large.apply(onp.multiply, x, mask), x * mask)
+    _same(_large.apply(onp.greater, x, 0), x > 0)
 
 
 def test_in_place_accumulation_is_exact():
     acc, g = _data(onp.float64, seed=3), _data(onp.float64, seed=4)
     expected = acc + g
-    _same(_parallel.apply(onp.add, acc, g), expected)
+    _same(_large.apply(onp.add, acc, g), expected)
     # the engine adds gradients into a buffer it owns: the same values as on one thread
     def grad():
         x = fnp.array(_data(onp.float64, seed=5))
@@ -86,7 +87,7 @@ def test_in_place_accumulation_is_exact():
         return x.grad.asnumpy()
 
     g2 = grad()
-    _parallel.set_num_threads(1)
+    _large.set_num_threads(1)
     _same(g2, grad())
 
 
@@ -100,7 +101,7 @@ def test_in_place_accumulation_is_exact():
 ])
 def test_fallbacks_give_numpy_results(args):
     a = args()
-    _same(onp.asarray(_parallel.apply(onp.multiply, *a)), onp.multiply(*a))
+    _same(onp.asarray(_large.apply(onp.multiply, *a)), onp.multiply(*a))
 
 
 def test_floating_point_warnings_follow_errstate():
@@ -108,23 +109,23 @@ def test_floating_point_warnings_follow_errstate():
     x[0] = 0.0                               # and one divides by zero
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _parallel.apply(onp.log, x)
+        _large.apply(onp.log, x)
     msgs = [str(w.message) for w in caught]
     assert msgs == ["divide by zero encountered in log", "invalid value encountered in log"]
     assert all(w.filename == __file__ for w in caught)
     with onp.errstate(invalid="raise"):     # as NumPy: warn for divide, then raise
         with pytest.warns(RuntimeWarning, match="divide by zero encountered in log"):
             with pytest.raises(FloatingPointError, match="invalid value encountered in log"):
-                _parallel.apply(onp.log, x)
+                _large.apply(onp.log, x)
     with onp.errstate(all="ignore"):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            _parallel.apply(onp.log, x)
+            _large.apply(onp.log, x)
     y = onp.ones(N)
     y[-1] = -1.0                             # only the last chunk (a worker's) is invalid
     with onp.errstate(invalid="raise"):
         with pytest.raises(FloatingPointError):
-            _parallel.apply(onp.sqrt, y)
+            _large.apply(onp.sqrt, y)
 
 
 def test_floating_point_errors_through_fastgrad():
@@ -140,7 +141,7 @@ def test_errcall_mode_is_not_split():
     seen = []
     x = -_data(onp.float64) - 1.0
     with onp.errstate(all="call", call=lambda *a: seen.append(a)):
-        _parallel.apply(onp.log, x)
+        _large.apply(onp.log, x)
     assert seen and seen[0][0] == "invalid value"
 
 
@@ -151,28 +152,28 @@ def test_exceptions_propagate(where):
     b = onp.ones(N, dtype=onp.int64)
     b[where] = -1
     with pytest.raises(ValueError, match="negative integer powers"):
-        _parallel.apply(onp.power, a, b)
+        _large.apply(onp.power, a, b)
     b[where] = 1
-    _same(_parallel.apply(onp.power, a, b), onp.power(a, b))
+    _same(_large.apply(onp.power, a, b), onp.power(a, b))
 
 
 def test_errors_are_numpys():
     x = _data(onp.float64)
     with pytest.raises(TypeError):
-        _parallel.apply(onp.add, x, "a")
+        _large.apply(onp.add, x, "a")
     with pytest.raises(TypeError):
         fnp.bitwise_and(fnp.array(x), 1)
 
 
 def test_threshold_and_thread_count():
-    assert _parallel.get_num_threads() == 2
-    old = _parallel.set_min_size(1 << 30)
+    assert _large.get_num_threads() == 2
+    old = _large.set_min_size(1 << 30)
     try:
-        _same(_parallel.apply(onp.sin, _data(onp.float64)), onp.sin(_data(onp.float64)))
+        _same(_large.apply(onp.sin, _data(onp.float64)), onp.sin(_data(onp.float64)))
     finally:
-        _parallel.set_min_size(old)
+        _large.set_min_size(old)
     with pytest.raises(ValueError):
-        _parallel.set_num_threads(0)
+        _large.set_num_threads(0)
 
 
 def _loss(x):
@@ -192,7 +193,7 @@ def _grad(x0):
 def test_gradients_unchanged(dtype):
     x0 = _data(dtype)
     y2, g2 = _grad(x0)
-    _parallel.set_num_threads(1)
+    _large.set_num_threads(1)
     y1, g1 = _grad(x0)
     _same(g2, g1)
     assert y1 == y2
@@ -212,7 +213,7 @@ def test_create_graph_unchanged():
         return x.grad.asnumpy()
 
     a = second()
-    _parallel.set_num_threads(1)
+    _large.set_num_threads(1)
     _same(a, second())
 
 
@@ -225,7 +226,7 @@ def _python(code, env, tmp_path):
 
 def test_env_var_one_disables_splitting(tmp_path):
     code = ("import numpy, fastgrad\n"
-            "from fastgrad import _parallel as P, np as fnp\n"
+            "from fastgrad import _large as P, np as fnp\n"
             "assert P.get_num_threads() == 1\n"
             "x = numpy.random.default_rng(0).random(1 << 19)\n"
             "fnp.sin(fnp.array(x))\n"
@@ -239,24 +240,32 @@ def test_env_var_one_disables_splitting(tmp_path):
 
 
 def test_env_var_invalid(tmp_path):
-    code = "from fastgrad import _parallel as P\nP.get_num_threads()\n"
+    code = "from fastgrad import _large as P\nP.get_num_threads()\n"
     env = dict(os.environ, FASTGRAD_NUM_THREADS="zero")
     out = _python(code, env, tmp_path)
     assert out.returncode != 0 and "FASTGRAD_NUM_THREADS" in out.stderr
 
 
-def test_rule_temporaries_reused_but_never_named_arrays():
+def test_operators_never_write_an_operand():
+    """No operand becomes the output, named or temporary (the result is a fresh buffer)."""
     x = _data(onp.float64)
     g = onp.broadcast_to(onp.array(2.0), x.shape)
     y = onp.cos(x)
     before = y.copy()
-    r = _parallel.op_mul(g, y)
-    assert r is not y
+    r = _large.op_mul(g, y)
+    assert r is not y and not onp.shares_memory(r, y)
     _same(y, before)
     _same(r, g * before)
-    _same(_parallel.op_mul(g, onp.cos(x)), g * onp.cos(x))
-    _same(_parallel.op_sub(onp.cos(x), x), onp.cos(x) - x)
-    _same(_parallel.op_neg(onp.cos(x)), -onp.cos(x))
+    t = onp.cos(x)
+    r = _large.op_sub(t, x)
+    assert r is not t
+    _same(t, onp.cos(x))
+    _same(r, onp.cos(x) - x)
+    t = onp.cos(x)
+    r = _large.op_neg(t)
+    assert r is not t
+    _same(r, -onp.cos(x))
+    _same(_large.op_mul(g, onp.cos(x)), g * onp.cos(x))
 
 
 # ---------------------------------------------------------------- the kernel pool
@@ -275,35 +284,38 @@ BROADCASTS = [((1100, 512), (512,)), ((1100, 512), (1100, 1)), ((1100, 512), (1,
 def test_broadcast_operands_bit_identical_on_the_pool(uf, shapes, dtype):
     x = _data(dtype, shapes[0], seed=3)
     b = _data(dtype, shapes[1], seed=4)
-    before = _parallel.pool_calls()
+    before = _large.pool_calls()
     with onp.errstate(all="ignore"):
-        _same(_parallel.apply(uf, x, b), uf(x, b))
-        _same(_parallel.apply(uf, b, x), uf(b, x))
-    assert _parallel.pool_calls() == before + 2
+        _same(_large.apply(uf, x, b), uf(x, b))
+        _same(_large.apply(uf, b, x), uf(b, x))
+    assert _large.pool_calls() == before + 2
 
 
 def test_scalars_take_the_loops_dtype_and_casts_are_left_to_numpy():
     x = _data(onp.float32, (600_000,))
-    before = _parallel.pool_calls()
+    before = _large.pool_calls()
     for args in [(x, 2.5), (x, 3), (x, True), (x, onp.float32(0.5))]:
-        _same(_parallel.apply(onp.multiply, *args), onp.multiply(*args))
-    assert _parallel.pool_calls() == before + 4
+        _same(_large.apply(onp.multiply, *args), onp.multiply(*args))
+    assert _large.pool_calls() == before + 4
     # A float64 scalar or array makes NumPy cast x: another path, the same values.
     for args in [(x, onp.float64(0.5)), (x, x.astype(onp.float64)), (x > 0, x)]:
-        _same(_parallel.apply(onp.multiply, *args), onp.multiply(*args))
-    assert _parallel.pool_calls() == before + 4
+        _same(_large.apply(onp.multiply, *args), onp.multiply(*args))
+    assert _large.pool_calls() == before + 4
 
 
-def test_out_and_a_temporary_taking_the_result():
+def test_results_are_fresh_and_named_arrays_untouched():
     x, y = _data(onp.float64, (600_000,), seed=5), _data(onp.float64, (600_000,), seed=6)
     expected = x + y
     out = onp.empty_like(x)
-    before = _parallel.pool_calls()
-    _same(_parallel.op_add(x, y), expected)              # names: never overwritten
-    assert _parallel.pool_calls() == before + 1
+    before = _large.pool_calls()
+    _same(_large.op_add(x, y), expected)              # names: never overwritten
+    assert _large.pool_calls() == before + 1
     acc = x.copy()
-    assert _parallel.op_add(acc.copy(), y) is not None   # a temporary may take it
-    _parallel.apply(onp.add, acc, y)
+    t = acc.copy()
+    r = _large.op_add(t, y)
+    assert r is not t
+    _same(t, x)                                          # a temporary is not written either
+    _large.apply(onp.add, acc, y)
     _same(acc, x)                                        # a named array is never written
     onp.add(x, y, out=out)
     _same(out, expected)
@@ -314,9 +326,9 @@ def test_warning_raised_in_the_worker_chunk():
     x[: N // 2] = onp.abs(x[: N // 2]) + 1.0             # negatives only in the worker's half
     x[-1] = -1.0
     with pytest.warns(RuntimeWarning, match="invalid value encountered in log"):
-        _parallel.apply(onp.log, x)
+        _large.apply(onp.log, x)
     with onp.errstate(invalid="raise"), pytest.raises(FloatingPointError):
-        _parallel.apply(onp.log, x)
+        _large.apply(onp.log, x)
 
 
 def test_concurrent_callers_get_their_own_results():
@@ -326,7 +338,7 @@ def test_concurrent_callers_get_their_own_results():
 
     def work(i):
         for _ in range(20):
-            results[i] = _parallel.apply(onp.sin, inputs[i])
+            results[i] = _large.apply(onp.sin, inputs[i])
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
@@ -341,14 +353,14 @@ def test_concurrent_callers_get_their_own_results():
 def test_pool_works_in_a_forked_child(tmp_path):
     code = (
         "import os, numpy as np\n"
-        "from fastgrad import _parallel\n"
-        "_parallel.set_num_threads(2)\n"
+        "from fastgrad import _large\n"
+        "_large.set_num_threads(2)\n"
         "x = np.random.default_rng(0).uniform(-3, 3, %d)\n"
-        "_parallel.apply(np.sin, x)\n"
+        "_large.apply(np.sin, x)\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
-        "    ok = _parallel.apply(np.sin, x).tobytes() == np.sin(x).tobytes()\n"
-        "    os._exit(0 if ok and _parallel.pool_calls() == 2 else 1)\n"
+        "    ok = _large.apply(np.sin, x).tobytes() == np.sin(x).tobytes()\n"
+        "    os._exit(0 if ok and _large.pool_calls() == 2 else 1)\n"
         "_, status = os.waitpid(pid, 0)\n"
         "raise SystemExit(os.waitstatus_to_exitcode(status))\n" % N)
     out = _python(code, dict(os.environ), tmp_path)
@@ -358,110 +370,178 @@ def test_pool_works_in_a_forked_child(tmp_path):
 # ---------------------------------------------------------------- reductions and casts
 
 
-@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
-@pytest.mark.parametrize("shape", [(N,), (512, 512), (3, 700, 129), (1 << 20,)], ids=str)
-def test_full_sum_is_numpys_bit_for_bit(shape, dtype):
-    rng = onp.random.default_rng(20)
-    x = (rng.standard_normal(shape) * onp.exp(rng.standard_normal(shape) * 4)).astype(dtype)
-    before = _parallel.pool_calls()
-    got = _parallel.sum_all(x)
-    expected = onp.add.reduce(x, axis=None)
-    assert type(got) is type(expected) and got.tobytes() == expected.tobytes()
-    assert _parallel.pool_calls() == before + 1
-    # Through fastgrad's sum, keepdims or not.
-    for keepdims in (False, True):
-        r = fnp.sum(fnp.array(x), keepdims=keepdims).asnumpy()
-        e = onp.sum(x, keepdims=keepdims)
-        assert r.shape == onp.shape(e) and r.tobytes() == onp.asarray(e).tobytes()
-
-
-def test_full_sum_zeros_and_overflow_as_numpy():
-    z = onp.full(N, -0.0)
-    assert _parallel.sum_all(z).tobytes() == onp.add.reduce(z, axis=None).tobytes()
-    big = onp.full(N, 1e308)
-    with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
-        assert _parallel.sum_all(big) == onp.inf
-    with onp.errstate(over="raise"), pytest.raises(FloatingPointError):
-        _parallel.sum_all(big)
-    # Not for it: small, integer, or not contiguous.
-    assert _parallel.sum_all(onp.ones(100)) is None
-    assert _parallel.sum_all(onp.ones(N, dtype=onp.int64)) is None
-    assert _parallel.sum_all(onp.ones((2, N))[:, ::2]) is None
-
-
-@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
-@pytest.mark.parametrize("shape,nlead", [((512, 512), 1), ((3, 200, 512), 2),
-                                         ((1001, 300), 1), ((7, 40000), 1)], ids=str)
-def test_row_sums_are_two_halves_on_any_number_of_threads(shape, nlead, dtype):
-    """Note [Row sums]: NumPy's sum of each half of the rows, then their sum."""
-    rng = onp.random.default_rng(21)
-    x = (rng.standard_normal(shape) * onp.exp(rng.standard_normal(shape) * 3)).astype(dtype)
-    rows = int(onp.prod(shape[:nlead]))
-    flat = x.reshape(rows, -1)
-    expected = (onp.add.reduce(flat[: rows // 2], axis=0)
-                + onp.add.reduce(flat[rows // 2:], axis=0)).reshape(shape[nlead:])
-    two = _parallel.sum_rows(x, nlead)
-    _parallel.set_num_threads(1)
-    one = _parallel.sum_rows(x, nlead)
-    _parallel.set_num_threads(2)
-    _same(two, expected)
-    _same(one, expected)
-    onp.testing.assert_allclose(two, x.sum(axis=tuple(range(nlead))),
-                                rtol=1e-5 if dtype == onp.float32 else 1e-12,
-                                atol=1e-5 * float(onp.abs(x).max()))
-
-
-def test_row_sums_only_for_large_wide_float_arrays():
-    assert _parallel.sum_rows(onp.ones((4, 100)), 1) is None          # small
-    assert _parallel.sum_rows(onp.ones((2000, 100)), 1) is None       # narrow rows
-    assert _parallel.sum_rows(onp.ones((1, 300000)), 1) is None       # one row
-    assert _parallel.sum_rows(onp.ones((600, 512), dtype=onp.int64), 1) is None
-
-
-def test_bias_gradient_uses_the_row_sums():
+def test_bias_gradient_and_full_sum_are_numpys_sums():
+    """Sums are NumPy's own, bit for bit: over the batch (a bias's gradient) and in full."""
     rng = onp.random.default_rng(22)
     xs, bs = rng.standard_normal((600, 512)), rng.standard_normal(512)
     x, b = fnp.array(xs), fnp.array(bs)
     b.attach_grad()
     with autograd.record():
-        y = fnp.sum(fnp.sin(x + b))
+        z = fnp.sin(x + b)
+        y = fnp.sum(z)
     y.backward()
-    g = onp.cos(xs + bs)
-    _same(b.grad.asnumpy(), onp.add.reduce(g[:300], axis=0) + onp.add.reduce(g[300:], axis=0))
+    _same(b.grad.asnumpy(), onp.add.reduce(onp.cos(xs + bs), axis=0))
+    assert float(y) == float(onp.add.reduce(onp.sin(xs + bs), axis=None))
 
 
 @pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
 def test_mask_cast_exact(dtype):
     m = _data(onp.float64, (700, 512), seed=23) > 0
     m[0, 0] = True
-    before = _parallel.pool_calls()
-    _same(_parallel.cast_mask(m, dtype), m.astype(dtype))
-    assert _parallel.pool_calls() == before + 1
-    assert _parallel.cast_mask(m, onp.int32) is None
-    assert _parallel.cast_mask(m[:, ::2], dtype) is None
+    before = _large.pool_calls()
+    _same(_large.cast_mask(m, dtype), m.astype(dtype))
+    assert _large.pool_calls() == before + 1
+    assert _large.cast_mask(m, onp.int32) is None
+    assert _large.cast_mask(m[:, ::2], dtype) is None
 
 
 def test_buffer_cache_reuses_blocks_and_respects_its_limit():
-    _parallel.clear_cache()
-    assert _parallel.cached_bytes() == 0
+    _large.clear_cache()
+    assert _large.cached_bytes() == 0
     x = _data(onp.float64, (600_000,), seed=24)
-    a = _parallel.apply(onp.add, x, 1.0)
+    a = _large.apply(onp.add, x, 1.0)
     address = a.ctypes.data
     assert a.flags.owndata and a.flags.writeable
     del a                                           # back to the cache
-    assert _parallel.cached_bytes() == x.nbytes
-    b = _parallel.apply(onp.add, x, 2.0)            # the same block again
-    assert b.ctypes.data == address and _parallel.cached_bytes() == 0
+    assert _large.cached_bytes() == x.nbytes
+    b = _large.apply(onp.add, x, 2.0)            # the same block again
+    assert b.ctypes.data == address and _large.cached_bytes() == 0
     _same(b, x + 2.0)
-    old = _parallel.set_cache_limit(0)              # keep nothing
+    old = _large.set_cache_limit(0)              # keep nothing
     try:
         del b
-        assert _parallel.cached_bytes() == 0
+        assert _large.cached_bytes() == 0
     finally:
-        _parallel.set_cache_limit(old)
+        _large.set_cache_limit(old)
     with pytest.raises(ValueError):
-        _parallel.set_cache_limit(-1)
+        _large.set_cache_limit(-1)
     # Arrays of other sizes and user arrays never come from it.
-    c = _parallel.apply(onp.add, x[:-8192], 1.0)
+    c = _large.apply(onp.add, x[:-8192], 1.0)
     del c
-    assert _parallel.clear_cache() == (x.size - 8192) * 8
+    assert _large.clear_cache() == (x.size - 8192) * 8
+
+
+# ---------------------------------------------------------------- owned temporaries
+
+
+def _in_rule(fn):
+    """Run ``fn`` in the scope of a large-binding rule (Note [Owned temporaries])."""
+    outer = _large.rule_begin()
+    try:
+        return fn()
+    finally:
+        _large.rule_end(outer)
+
+
+def test_a_temporary_of_the_rule_takes_the_result():
+    x = _data(onp.float64, (600_000,), seed=30)
+    g = _data(onp.float64, (600_000,), seed=31)
+    g0 = g.copy()
+
+    def rule():
+        t = _large.Split(onp.cos)(x)
+        return t, _large.op_mul(g, t)
+
+    t, r = _in_rule(rule)
+    assert r is t                       # the temporary became the output, as NumPy's elision
+    _same(r, g0 * onp.cos(x))
+    _same(g, g0)
+
+
+def test_arrays_made_outside_the_rule_are_never_written():
+    x = _data(onp.float64, (600_000,), seed=32)
+    y = onp.cos(x)                      # made before the rule: a name of the rule
+    y0 = y.copy()
+    one = Filled(onp.float64(1.0), x.shape)
+
+    def rule():
+        same = _large.op_mul(one, y)    # Filled's 1 * y hands y itself back
+        assert same is y
+        return _large.op_mul(same, 2.0)
+
+    r = _in_rule(rule)
+    assert r is not y
+    _same(y, y0)
+    _same(r, y0 * 2.0)
+    # Outside any rule nothing is owned, so nothing is reused either.
+    t = onp.cos(x)
+    assert _large.op_mul(t, 2.0) is not t
+    _same(t, onp.cos(x))
+
+
+def test_a_returned_result_is_not_reused_by_the_next_rule():
+    x = _data(onp.float64, (600_000,), seed=33)
+    first = _in_rule(lambda: _large.op_mul(x, 3.0))
+    kept = first.copy()
+    second = _in_rule(lambda: _large.op_add(first, 1.0))
+    assert second is not first
+    _same(first, kept)
+    _same(second, kept + 1.0)
+
+
+def test_rule_scopes_belong_to_their_thread():
+    import threading
+    x = _data(onp.float64, (600_000,), seed=34)
+    made = {}
+    ready, done = threading.Event(), threading.Event()
+
+    def other():
+        def rule():
+            made["t"] = _large.Split(onp.sin)(x)       # owned by this thread's rule
+            ready.set()
+            done.wait(10)
+        _in_rule(rule)
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    assert ready.wait(10)
+    t = made["t"]
+    t0 = t.copy()
+    r = _in_rule(lambda: _large.op_mul(t, 2.0))     # this thread's rule does not own t
+    done.set()
+    worker.join()
+    assert r is not t
+    _same(t, t0)
+    _same(r, t0 * 2.0)
+
+
+# ---------------------------------------------------------------- switching kernels off
+
+
+@pytest.mark.parametrize("name", _large.KERNELS)
+def test_each_kernel_can_be_switched_off_alone(name):
+    """Every kernel off in turn: the same values, and the kernel switched off makes no call."""
+    x = _data(onp.float64, (700, 512), seed=40)
+    b = _data(onp.float64, (512,), seed=41)
+    m = x > 0
+    try:
+        assert _large.disable([name]) == []
+        before = _large.pool_calls()
+        if name == "apply":
+            _same(_large.apply(onp.sin, x), onp.sin(x))
+            assert _large.pool_calls() == before
+        elif name == "cast_mask":
+            assert _large.cast_mask(m, onp.float64) is None
+        # Gradients of a large broadcast (elementwise, accumulation, the large rule) are
+        # those of the kernels all on.
+        xs, bs = fnp.array(x), fnp.array(b)
+        xs.attach_grad()
+        bs.attach_grad()
+        with autograd.record():
+            y = fnp.sin(xs + bs) * xs + xs * xs
+        y.backward()
+        got = (xs.grad.asnumpy(), bs.grad.asnumpy())
+        assert _large.disable() == [name]
+        with autograd.record():
+            y = fnp.sin(xs + bs) * xs + xs * xs
+        y.backward()
+        _same(got[0], xs.grad.asnumpy())
+        _same(got[1], bs.grad.asnumpy())
+    finally:
+        _large.disable()
+
+
+def test_disable_names_the_kernels():
+    with pytest.raises(ValueError, match="unknown kernel 'threads'"):
+        _large.disable(["threads"])
+    assert _large.disable() == []

@@ -61,7 +61,7 @@ def test_render_svg_and_png(tmp_path, fmt, magic):
 
 
 @pytest.mark.skipif(not os.path.isdir(PICTURES), reason="the docs are not next to the tests")
-@pytest.mark.parametrize("name", ["network", "history"])
+@pytest.mark.parametrize("name", ["network", "history", "layers"])
 def test_committed_pictures_show_what_fastgrad_draws(name):
     # In a fresh process and in the same order as make_pictures.py draws them: node names
     # count from the start of the process.

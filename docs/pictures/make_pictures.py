@@ -1,9 +1,11 @@
-"""Draw the pictures of the docs: ``python docs/pictures/make_pictures.py``.
+"""Draw the pictures of the docs: ``python docs/pictures/make_pictures.py [NAME...]``.
 
 Writes, next to this file, the DOT text (``.gv``) and the rendered SVG of
 - ``network``: a small two-layer network built with ``fastgrad.sym``, drawn by
   ``fastgrad.viz.plot_network`` with its inferred shapes;
-- ``history``: the symbol ``autograd.get_symbol`` makes of a recorded computation.
+- ``history``: the symbol ``autograd.get_symbol`` makes of a recorded computation;
+- ``layers``: the layers of ``fastgrad/`` (``fastgrad/_layers.py``), each with its modules, and
+  which layer's modules import which (read from the source, as ``tests/test_layers.py`` does).
 
 Note [Committed pictures]
 The SVGs are committed rather than drawn by the docs build: the build then needs no Graphviz
@@ -15,12 +17,13 @@ change.
 """
 
 import os
+import subprocess
 import sys
 
 import numpy
 
 import fastgrad as mx
-from fastgrad import autograd, np
+from fastgrad import _layers, autograd, np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,11 +51,52 @@ def history():
     return mx.viz.plot_network(autograd.get_symbol(y), title="history")
 
 
-PICTURES = {"network": network, "history": history}
+class _Dot:
+    """DOT text with the ``source``/``pipe`` of a ``graphviz.Source``, drawn by ``dot``."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def pipe(self, format):
+        return subprocess.run(["dot", "-T" + format], input=self.source.encode(),
+                              capture_output=True, check=True).stdout
 
 
-def main():
+def layers():
+    """The layers of fastgrad, bottom up, each with its modules (``name.*``: a subpackage).
+
+    Every module imports only from its own layer and those below it (Note [Layers]), so the
+    picture is a stack; an arrow points from a layer to the one below it.
+    """
+    lines = ["digraph layers {", "  rankdir=BT; ranksep=0.25;",
+             '  node [shape=box, style="rounded,filled", fillcolor="#f4f4f4", '
+             'fontname="Helvetica", fontsize=10, width=6.5];',
+             '  edge [color="#777777", arrowsize=0.6, dir=back];']
+    for index, (name, what, members) in enumerate(_layers.LAYERS):
+        rows, row = [], ""
+        for module in sorted("fastgrad" if m == "" else m for m in members
+                             if _layers.present(m)):
+            if row and len(row) + len(module) > 80:
+                rows.append(row)
+                row = ""
+            row += (", " if row else "") + module
+        rows.append(row)
+        lines.append("  %s [label=<<b>%d. %s</b>: <i>%s</i><br/>%s>];" % (
+            name, index + 1, name, what, "<br/>".join(rows)))
+    for (low, _, _), (high, _, _) in zip(_layers.LAYERS, _layers.LAYERS[1:]):
+        lines.append("  %s -> %s;" % (low, high))
+    lines.append("}")
+    return _Dot("\n".join(lines) + "\n")
+
+
+PICTURES = {"network": network, "history": history, "layers": layers}
+
+
+def main(names=()):
+    """Draw the pictures named (all by default: ``make_pictures.py layers`` draws one)."""
     for name, draw in PICTURES.items():
+        if names and name not in names:
+            continue
         graph = draw()
         with open(os.path.join(HERE, name + ".gv"), "w") as f:
             f.write(graph.source)
@@ -64,4 +108,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

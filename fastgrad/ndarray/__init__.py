@@ -6,8 +6,10 @@ semantics) and whose repr is MXNet's. Everything else is ``fastgrad.np``.
 
 import numpy as _onp
 
+from fastgrad import _array
 from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
+from fastgrad._linalg import linalg as _np_linalg
 from fastgrad import numpy_extension as _npx
 from fastgrad.ndarray import random  # noqa: F401
 from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
@@ -15,6 +17,7 @@ from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  #
                                   signsgd_update, signum_update, lamb_update_phase1,
                                   lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
+from fastgrad import _params_format
 from fastgrad.context import check_device
 
 
@@ -48,7 +51,7 @@ class NDArray(_base):
         return _full_reduction(F.prod(self, axis=axis, keepdims=keepdims), axis, keepdims)
 
     def norm(self, ord=None, axis=None, keepdims=False):
-        return _full_reduction(F.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
+        return _full_reduction(_np_linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
                                keepdims)
 
     # MXNet 1.x's shape methods (fastgrad._mxnet_slicing).
@@ -247,7 +250,7 @@ def waitall():
 
 
 # ---------------------------------------------------------------- more legacy operator names
-prod, cumsum, norm = F.prod, F.cumsum, F.linalg.norm
+prod, cumsum, norm = F.prod, F.cumsum, _np_linalg.norm
 log1p, expm1, log2, log10, cbrt, rsqrt = F.log1p, F.expm1, F.log2, F.log10, F.cbrt, \
     _npx._P["rsqrt"]
 arcsin, arccos, arctan, sinh, cosh = F.arcsin, F.arccos, F.arctan, F.sinh, F.cosh
@@ -320,18 +323,18 @@ def save(fname, data):
     """Save an array, a list of arrays or a dict of str to arrays to ``fname`` in MXNet 1.x's
     ``.params`` format (MXNet's ``nd.load`` reads it; see ``fastgrad/_params_format.py``).
     Scalars and empty arrays need ``npx.save``."""
-    from fastgrad import _params_format
     _params_format.save(fname, data, numpy_shape=False, what="nd.save")
 
 
 def load(fname):
     """Load a ``.params`` file written by MXNet or fastgrad: a list of ``NDArray``, or a dict
     when the file names its arrays."""
-    from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.load(fname), NDArray)
 
 
 def load_frombuffer(buf):
     """:func:`load` from the bytes of a file."""
-    from fastgrad import _params_format
     return _params_format.wrap_all(_params_format.loads(buf), NDArray)
+
+
+_array.register_legacy_array(NDArray)   # a.as_nd_ndarray() (Note [Layers] in _layers.py)

@@ -8,8 +8,9 @@ from fastgrad.context import check_device
 
 
 def _nd(a):
-    from fastgrad.ndarray import NDArray
-    return _wrap(_onp.asarray(a), NDArray)
+    # An NDArray, the class fastgrad.ndarray defines above this module and registers with
+    # the array type (Note [Layers] in _layers.py).
+    return _wrap(_onp.asarray(a)).as_nd_ndarray()
 
 
 def uniform(low=0, high=1, shape=(), dtype=None, ctx=None, out=None, **kwargs):

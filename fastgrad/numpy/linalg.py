@@ -1,10 +1,10 @@
 """Differentiable linear algebra: ``fastgrad.np.linalg`` (MXNet's ``mx.np.linalg``).
 
-The implementations live in ``fastgrad._functions`` (``linalg``); every function here is a
+The implementations live in ``fastgrad._linalg``; every function here is a
 table op or a composition of table ops, so it is differentiable to any order.
 """
 
-from fastgrad._functions import linalg as _impl
+from fastgrad._linalg import linalg as _impl
 from fastgrad import _numpy_more as _more
 
 norm = _impl.norm

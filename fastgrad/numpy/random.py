@@ -5,7 +5,7 @@ import threading
 import numpy as _np
 
 from fastgrad._array import _wrap
-from fastgrad import _functions as _F
+from fastgrad._creation import default_float as _default_float
 from fastgrad.context import check_device
 
 _state = threading.local()
@@ -33,7 +33,7 @@ def _size(size, shape):
 
 def _float(dtype):
     # float32, or float64 after npx.set_np(dtype=True) (MXNet's default float type)
-    return _F._DEFAULT_FLOAT if dtype is None else dtype
+    return _default_float() if dtype is None else dtype
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):

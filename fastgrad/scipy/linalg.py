@@ -10,6 +10,7 @@ array([[1., 1.],
 """
 
 from fastgrad import _functions as F
+from fastgrad._linalg import linalg as _np_linalg
 from fastgrad._registry import REGISTRY as _P
 from fastgrad.scipy.stats._common import as_array
 
@@ -37,7 +38,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor of a positive-definite matrix, upper (``a = U^T U``) unless
     ``lower`` (``scipy.linalg.cholesky``)."""
-    factor = F.linalg.cholesky(as_array(a))
+    factor = _np_linalg.cholesky(as_array(a))
     return factor if lower else F.swapaxes(factor, -1, -2)
 
 

@@ -31,10 +31,38 @@ import warnings
 import numpy as np
 
 from fastgrad._array import Primitive, REQUIRED, ndarray, unwrap, _wrap
-from fastgrad import _derivatives, _registry
-from fastgrad.symbol import _values
+from fastgrad import _derivatives, _registry, autograd
+from fastgrad.base import NotImplementedForSymbol
+from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
+from fastgrad.symbol import _attribute, _legacy, _values
+from fastgrad.symbol import name as naming
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, lookup, composites, is_primitive
 from fastgrad.symbol._values import InputRef
+
+# What the Symbol class's methods need from the modules built on this one (Note [Layers] in
+# fastgrad/_layers.py): each registers its part at its own import.
+_hooks = {}
+
+
+def register_json(to_json, load_json):
+    """Take fastgrad.symbol._json's writer and reader (``tojson``, pickling)."""
+    _hooks["to_json"], _hooks["load_json"] = to_json, load_json
+
+
+def register_mxnet_translation(translate):
+    """Take fastgrad.symbol._mxnet_json's translation of a node to MXNet's op and attributes."""
+    _hooks["translate"] = translate
+
+
+def register_op_builder(symbol_op):
+    """Take fastgrad.symbol._api's builder of symbol ops (``s.exp()``)."""
+    _hooks["symbol_op"] = symbol_op
+
+
+def register_executor(executor):
+    """Take the executor class ``bind`` returns: called once by fastgrad.executor."""
+    _hooks["executor"] = executor
+
 
 _ids = itertools.count()
 
@@ -42,7 +70,6 @@ _ids = itertools.count()
 def _auto_name(hint, name=None):
     """``name``, or ``hint`` followed by a per-hint counter (``exp0``, ``exp1``, ...), from
     the current name manager (``mx.name.Prefix`` adds its prefix to both), like MXNet."""
-    from fastgrad.symbol import name as naming
     return naming.current().get(name, hint)
 
 
@@ -122,7 +149,6 @@ def aux_positions(node):
     """The input positions of ``node`` that are auxiliary states (MXNet 1.x operators only)."""
     if not node.op.startswith("mx."):
         return ()
-    from fastgrad.symbol import _legacy
     spec = _legacy.CATALOGUE[node.op[3:]]
     if not spec.aux:
         return ()
@@ -264,7 +290,6 @@ def apply_primitive(prim, args, kwargs):
 
 def _scoped(attr):
     """A node's attributes: the current ``AttrScope``'s, then ``attr``'s."""
-    from fastgrad.symbol import _attribute
     out = dict(_attribute.current())
     out.update(attr or {})
     return out
@@ -397,7 +422,6 @@ def _run_probe(fn, node, probes, params, label):
                     out = fn.forward(*attempt, *params)
                     outs = list(out) if fn.n_out != 1 else [out]
                 else:
-                    from fastgrad import autograd
                     with autograd.pause(train_mode=False):
                         outs = run_composite(fn, node.op, params,
                                              [_wrap(np.asarray(a)) for a in attempt],
@@ -458,7 +482,6 @@ def infer(entries, shapes, dtypes, partial=False):
 def _infer_parameter_shapes(node, info, dtypes):
     """Fill in the unknown shapes of variables feeding an MXNet operator from its data's shape
     (``fc1_weight`` from ``num_hidden`` and the data), as MXNet's inference does."""
-    from fastgrad.symbol import _legacy
     spec = _legacy.CATALOGUE[node.op[3:]]
     if spec.shape_rule is None:
         return
@@ -555,8 +578,7 @@ class Symbol:
 
     # ------------------------------------------------------------ attributes
     def _node_attrs(self, node):
-        from fastgrad.symbol import _mxnet_json
-        t = _mxnet_json.translate(node) if node.op != CONSTANT else None
+        t = _hooks["translate"](node) if node.op != CONSTANT else None
         if t is not None:
             attrs = dict(t[1])
         else:
@@ -694,7 +716,6 @@ class Symbol:
         return hash(tuple((n.id, i) for n, i in self._entries))
 
     def __bool__(self):
-        from fastgrad.base import NotImplementedForSymbol
         raise NotImplementedForSymbol(self.__bool__, "bool")
 
     def __copy__(self):
@@ -704,8 +725,7 @@ class Symbol:
         return self
 
     def __reduce__(self):
-        from fastgrad.symbol._json import load_json
-        return (load_json, (self.tojson(layout="fastgrad"),))
+        return (_hooks["load_json"], (self.tojson(layout="fastgrad"),))
 
     # ------------------------------------------------------------ arithmetic
     def __neg__(self):
@@ -730,8 +750,7 @@ class Symbol:
             or composites().get("npx." + attr)
         if fn is None:
             raise AttributeError("'Symbol' object has no attribute %r" % attr)
-        from fastgrad.symbol import _api
-        op = _api.symbol_op(attr if is_primitive(fn) and fn.name == attr else
+        op = _hooks["symbol_op"](attr if is_primitive(fn) and fn.name == attr else
                             ("np." + attr if ("np." + attr) in composites() else "npx." + attr))
 
         def method(*args, **kwargs):
@@ -871,8 +890,7 @@ class Symbol:
             (Note [MXNet JSON] in ``fastgrad/symbol/_mxnet_json.py``); ``'mxnet'`` raises
             ``ValueError`` naming a node MXNet cannot hold.
         """
-        from fastgrad.symbol._json import to_json
-        return to_json(self, layout)
+        return _hooks["to_json"](self, layout)
 
     def save(self, fname, remove_amp_cast=True, layout="auto"):
         """Write :meth:`tojson` to the file ``fname`` (MXNet's ``model-symbol.json``)."""
@@ -896,8 +914,7 @@ class Symbol:
         aux_states : dict or list, optional
             Auxiliary states (fastgrad ops have none; must be empty).
         """
-        from fastgrad.executor import Executor
-        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+        return _hooks["executor"](self, ctx, args, args_grad, grad_req, aux_states)
 
     def _bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None):
         """The same as :meth:`bind` (MXNet 2.x's name)."""
@@ -939,7 +956,6 @@ class Symbol:
             raise ValueError("simple_bind: cannot infer the shape of input %r; pass it as "
                              "simple_bind(..., %s=shape)" % (str(exc), str(exc))) from None
         args, aux = self._split_inputs()
-        from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
         arg_values = {n.name: _wrap(np.zeros(s, d), NDArray) for n, (s, d) in zip(args, arg_info)}
         aux_values = {n.name: _wrap(np.zeros(s, d), NDArray) for n, (s, d) in zip(aux, aux_info)}
         return self.bind(ctx, arg_values, grad_req=grad_req, aux_states=aux_values)

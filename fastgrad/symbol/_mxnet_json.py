@@ -47,7 +47,8 @@ import json
 import numpy as np
 
 from fastgrad.base import MXNetValueError
-from fastgrad.symbol import _legacy
+from fastgrad._registry import REGISTRY
+from fastgrad.symbol import _graph, _legacy
 from fastgrad.symbol._graph import Symbol, SymNode, dfs_nodes, aux_positions
 from fastgrad.symbol._ops import VARIABLE, CONSTANT
 from fastgrad.symbol._values import InputRef
@@ -131,7 +132,6 @@ def _translate(node):
     if node.op in _REDUCTIONS or node.op in ("softmax", "log_softmax", "transpose"):
         if node.inputs[0][0].op == CONSTANT:
             return None
-        from fastgrad._registry import REGISTRY
         params = dict(zip(REGISTRY[node.op].param_names, node.params))
         attrs = {k: _legacy.format_attr(v) for k, v in params.items()
                  if v is not None and not (k == "keepdims" and v is False)}
@@ -406,3 +406,6 @@ def load_mxnet(doc):
             _fail("head %d refers to a missing node or output %r", j, ref)
         out.append((nodes[src], k))
     return Symbol(out)
+
+
+_graph.register_mxnet_translation(translate)   # Note [Layers] in fastgrad/_layers.py

@@ -30,6 +30,8 @@ import types
 
 from fastgrad._array import Primitive
 from fastgrad._registry import REGISTRY
+from fastgrad import numpy as numpy_namespace, numpy_extension
+from fastgrad.symbol import _legacy
 
 VARIABLE = "null"
 CONSTANT = "_const"
@@ -70,11 +72,9 @@ def composites():
     if _composites is None:
         with _lock:
             if _composites is None:
-                import fastgrad
                 out = {}
-                _walk("np.", fastgrad.np, out)
-                _walk("npx.", fastgrad.npx, out)
-                from fastgrad.symbol import _legacy
+                _walk("np.", numpy_namespace, out)
+                _walk("npx.", numpy_extension, out)
                 out.update(_legacy.functions())
                 _composites = out
     return _composites

@@ -10,6 +10,7 @@ import math
 import numpy as _onp
 
 from fastgrad import _functions as F
+from fastgrad._linalg import linalg as _np_linalg
 from fastgrad.scipy import linalg
 from fastgrad.scipy.stats._common import as_array
 
@@ -32,7 +33,7 @@ def logpdf(x, mean=None, cov=1.0, allow_singular=False):
     x = as_array(x)
     d = x.shape[-1] if x.ndim else 1
     diff = x if mean is None else x - mean
-    factor = F.linalg.cholesky(_cov(cov, d))
+    factor = _np_linalg.cholesky(_cov(cov, d))
     rows = F.reshape(diff, (-1, d))
     y = linalg.solve_triangular(factor, F.transpose(rows), lower=True)
     maha = F.sum(y * y, axis=0)

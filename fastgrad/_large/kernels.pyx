@@ -14,17 +14,17 @@ loops), twice that on the kernel pool and eight times that on Python threads.
 
 Splitting only pays when the ops around it split the same way. On the 2-core reference
 machine a megabyte that one core wrote moves to the other core's cache at a few GB/s, so an
-add split in two followed by a sum on one core is slower than both on one core. Hence the
-pool also runs the reductions a backward pass makes on large arrays: full sums (``sum_all``,
-NumPy's pairwise order, bit for bit) and sums over leading axes (``sum_rows``, Note [Row
-sums]); a mask cast for relu's gradient (``cast_mask``); and every slice goes to the same
+add split in two followed by a sum on one core is slower than both on one core. (The pool
+also ran full sums and sums over leading axes once; measured again for issue 15 they did not
+pay on W2, W3 or W6 and were dropped, with the out-of-place accumulation.) The pool runs a
+mask cast for relu's gradient (``cast_mask``), and every slice goes to the same
 thread each time (thread ``t`` takes chunk ``t``), so consecutive ops find their data in the
 cache of the core that wrote it. Fresh outputs come from a cache of freed buffers (Note
-[Buffer cache] in ``_pool.h``): page faults in two threads at once cost more than the work.
+[Buffer cache] in ``pool.h``): page faults in two threads at once cost more than the work.
 
 There are two ways to run the slices:
 
-* The kernel pool (``_c_call``, Note [Kernel pool] in ``_pool.h``): when every array operand
+* The kernel pool (``_c_call``, Note [Kernel pool] in ``pool.h``): when every array operand
   is C-contiguous and already of the dtype of NumPy's loop for these operands (float or
   bool loops only), C threads call that very loop. Operands may broadcast: the output is cut
   into rows along the broadcast axes, each row one call of the loop, as NumPy's iterator cuts
@@ -36,10 +36,8 @@ There are two ways to run the slices:
 
 Either way chunk boundaries are multiples of 8192 elements from the start (or whole rows),
 so every element goes through the same inner loop, at the same position within its SIMD
-block and with the same alignment, as in the unsplit call: results are bit-identical. So
-are full sums; sums over leading axes have an order of their own, the same on any number of
-threads (Note [Row sums]). Type resolution,
-weak Python scalars and type errors are NumPy's (the pool asks NumPy to resolve the loop;
+block and with the same alignment, as in the unsplit call: results are bit-identical. Type
+resolution, weak Python scalars and type errors are NumPy's (the pool asks NumPy to resolve the loop;
 the Python path applies the ufunc to empty slices first).
 
 ``num_threads`` is ``FASTGRAD_NUM_THREADS`` if set (``1`` turns splitting off), else the
@@ -52,24 +50,25 @@ encountered in <ufunc>" attributed to the caller's frame, ``'raise'`` raises
 ``FloatingPointError``). Under an ``errstate`` mode of ``'call'``, ``'print'`` or ``'log'``
 nothing is split.
 
-Hooks, each a C-level size test on the hot path: ``Primitive.apply`` for kernels that are
-ufuncs; the engine's in-place gradient accumulation; the engine picks, for a node whose
-gradient is a large array, the rule's third binding (Note [Two bindings]), whose operators
-and ufunc names call this module; ``relu``'s kernel.
+Callers reach this module only through the interface of ``kernels.pxd`` and
+``fastgrad._large`` (Note [Large-array kernels]), each call starting with a C-level size
+test: ``Primitive.apply`` for kernels that are ufuncs; the engine's in-place gradient
+accumulation; the rules' large binding (Note [Bindings] in ``_bindings.py``), whose operators
+and ufunc names call ``op_*`` and ``Split`` here; ``relu``'s kernel and ``Filled``'s mask
+casts.
 """
 
 cimport cython
 cimport numpy as cnp
 from cpython.exc cimport PyErr_WarnEx
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport Py_REFCNT
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
-from libc.string cimport memcpy
+from cpython.pythread cimport PyThread_get_thread_ident
 
 
-cdef extern from "_pool.h":
-    # See Note [Kernel pool] in _pool.h.
+cdef extern from "pool.h":
+    # See Note [Kernel pool] in pool.h.
     ctypedef int (*fg_loop_fn)(void *context, char *const *data, const cnp.npy_intp *dims,
                                const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     ctypedef struct fg_call_info:
@@ -82,11 +81,7 @@ cdef extern from "_pool.h":
         fg_loop_fn fn
         void *context
         void *auxdata
-    ctypedef union fg_partial:
-        double d
-        float f
     ctypedef struct fg_job:
-        int kind
         int nargs
         char *base[3]
         int n_odims
@@ -97,14 +92,9 @@ cdef extern from "_pool.h":
         cnp.npy_intp n_inner
         cnp.npy_intp chunk
         int nchunks
-        cnp.npy_intp bounds[33]
-        fg_partial partial[32]
         fg_loop loops[32]
     enum:
         FG_MAX_THREADS
-        FG_ELEMENTWISE
-        FG_SUM_BLOCKS
-        FG_SUM_ROWS
     int fg_bool_to_double(void *context, char *const *data, const cnp.npy_intp *dims,
                           const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     int fg_bool_to_float(void *context, char *const *data, const cnp.npy_intp *dims,
@@ -132,6 +122,7 @@ import os
 import threading
 from _thread import allocate_lock
 from queue import SimpleQueue
+from weakref import ref as _ref
 
 import numpy as _np
 
@@ -144,7 +135,6 @@ cdef object _geterr = _np.geterr
 cdef object _errstate = _np.errstate
 cdef object _empty = _np.empty
 cdef object _broadcast_shapes = _np.broadcast_shapes
-cdef object _add_reduce = _np.add.reduce
 cdef object _BOOL = _np.dtype(bool)
 
 cdef Py_ssize_t _min_size = 1 << 16
@@ -292,12 +282,62 @@ cdef bint is_large(object a) noexcept:
             and _nthreads != 1)
 
 
-cdef bint any_large(tuple args) noexcept:
+cdef inline bint any_large(tuple args) noexcept:
     cdef Py_ssize_t i
     for i in range(PyTuple_GET_SIZE(args)):
         if is_large(<object>PyTuple_GET_ITEM(args, i)):
             return True
     return False
+
+
+# ------------------------------------------------------------------ the interface
+# (kernels.pxd; Note [Large-array kernels])
+
+# Each kernel can be switched off on its own, to measure what it brings (``disable``).
+cdef dict _KERNELS = {"elementwise": 1, "add_into": 2, "cast_mask": 32, "apply": 64,
+                      "large_rules": 128}
+cdef int _off = 0
+
+
+def disable(names=()):
+    """Switch off the kernels in ``names`` (keys of ``KERNELS``), and on all the others;
+    their callers then call NumPy. Returns the names that were off. For measuring what each
+    kernel brings; ``set_num_threads(1)`` switches them all off."""
+    global _off
+    cdef int bits = 0
+    for name in names:
+        if name not in _KERNELS:
+            raise ValueError("unknown kernel %r; the kernels are %s" % (name, sorted(_KERNELS)))
+        bits |= <int>_KERNELS[name]
+    old = sorted(k for k, v in _KERNELS.items() if _off & <int>v)
+    _off = bits
+    return old
+
+
+KERNELS = tuple(sorted(_KERNELS))
+
+
+cdef object elementwise(object ufunc, tuple args):
+    if not (_off & 1) and any_large(args):
+        return call(ufunc, args)
+    return None
+
+
+cdef bint add_into(object acc, object g) except -1:
+    return not (_off & 2) and is_large(acc) and call(_add, (acc, g), acc) is not None
+
+
+cdef bint large_rule(object g) noexcept:
+    return not (_off & 128) and is_large(g)
+
+
+cdef Py_ssize_t large_rule_size() noexcept:
+    return PY_SSIZE_T_MAX if _off & 128 else min_size()
+
+
+cdef inline bint _reusable(cnp.ndarray a) noexcept:
+    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISWRITEABLE(a)
+            and cnp.PyArray_BASE(a) == NULL and cnp.PyArray_NDIM(a) > 0)
 
 
 cdef inline bint _all_zero_strides(cnp.ndarray a) noexcept:
@@ -321,11 +361,6 @@ cdef inline bint _disjoint(cnp.ndarray a, cnp.ndarray out) noexcept:
     return p + na <= q or q + cnp.PyArray_NBYTES(out) <= p
 
 
-cdef inline bint _reusable(cnp.ndarray a) noexcept:
-    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISWRITEABLE(a)
-            and cnp.PyArray_BASE(a) == NULL and cnp.PyArray_NDIM(a) > 0)
-
-
 # ------------------------------------------------------------------ the C path
 
 cdef object _HANDLER = PyCapsule_New(&fg_mem_handler, b"mem_handler", NULL)
@@ -342,7 +377,7 @@ cdef object _out(object shape, object dtype):
 
 def set_cache_limit(limit):
     """Keep at most ``limit`` bytes of freed output buffers for reuse (Note [Buffer cache]
-    in ``_pool.h``; ``0`` frees them all and keeps none). Returns the previous limit."""
+    in ``pool.h``; ``0`` frees them all and keeps none). Returns the previous limit."""
     global fg_cache_limit
     old = fg_cache_limit
     limit = int(limit)
@@ -376,15 +411,13 @@ cdef class _Loop:
     cdef tuple types                # what _resolve_dtypes_and_context was given
     cdef readonly tuple dtypes      # the loop's dtypes: inputs, then the output
     cdef bint check_fpe             # the loop may raise floating-point flags
-    cdef bint reduction             # NumPy's reduce loop (out += a pairwise sum)
     cdef list capsules              # one call-info capsule per thread (they own the loops)
 
     cdef int fill(self, fg_job *job, int nthreads) except -1:
         cdef fg_call_info *info
         cdef int t
         while len(self.capsules) < nthreads:
-            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(
-                self.types, reduction=self.reduction)
+            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(self.types)
             self.ufunc._get_strided_loop(capsule)
             self.capsules.append(capsule)
         for t in range(nthreads):
@@ -405,15 +438,10 @@ cdef object _find_loop(object ufunc, tuple key):
     if loop is not False:
         return loop
     loop = None
-    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type; a
-    # reduction by (ufunc, "reduce", dtype).
-    cdef bint reduction = len(key) == 3 and key[1] == "reduce"
-    if reduction:
-        types = (None, key[2], None)
-    else:
-        types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
+    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type.
+    types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
     try:
-        dtypes, capsule = ufunc._resolve_dtypes_and_context(types, reduction=reduction)
+        dtypes, capsule = ufunc._resolve_dtypes_and_context(types)
         ufunc._get_strided_loop(capsule)
         info = <fg_call_info*>PyCapsule_GetPointer(capsule, _CAPSULE)
     except Exception:           # an old NumPy, no loop for these types, another capsule
@@ -421,7 +449,7 @@ cdef object _find_loop(object ufunc, tuple key):
     if info != NULL and not info.requires_pyapi and info.strided_loop != NULL:
         ok = True
         for i in range(len(types) - 1):
-            t = types[i] if reduction else key[i + 1]
+            t = key[i + 1]
             if isinstance(t, _np.dtype) and t != dtypes[i]:
                 ok = False      # NumPy would cast this array first
         # Floating and boolean loops only: integer loops may raise Python errors from
@@ -432,7 +460,6 @@ cdef object _find_loop(object ufunc, tuple key):
             made.types = types
             made.dtypes = tuple(dtypes)
             made.check_fpe = not info.no_floatingpoint_errors
-            made.reduction = reduction
             made.capsules = [capsule]
             loop = made
     with _loops_lock:
@@ -509,10 +536,10 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
             a = ops[i]
             if elide & (1 << i) and _reusable(<cnp.ndarray>a) and a.shape == shape \
                     and a.dtype == odtype:
-                out = a                 # a temporary takes the result, as NumPy's elision
+                out = a                 # a temporary the caller owns takes the result
                 break
         else:
-            out = _out(shape, odtype)
+            out = _out(shape, odtype)   # fresh, from the buffer cache (Note [Buffer cache])
         o = <cnp.ndarray>out
     for i in range(n):
         if not _disjoint(<cnp.ndarray>ops[i], o):
@@ -604,7 +631,6 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         job.nchunks = <int>((outer + job.chunk - 1) // job.chunk)
     if job.nchunks < 2:
         return None
-    job.kind = FG_ELEMENTWISE
     bits = _run_job(&job, loop, NULL, ufunc.__name__)
     if bits < 0:
         return None                     # another thread's job is running
@@ -635,7 +661,6 @@ cdef int _run_job(fg_job *job, _Loop loop, fg_loop_fn fn, str name) except -2:
         fg_job_now = job[0]
         with nogil:
             bits = fg_pool_run()
-        memcpy(job.partial, fg_job_now.partial, sizeof(job.partial))    # while still ours
     finally:
         fg_pool_release()
     _pool_calls += 1
@@ -651,171 +676,11 @@ cdef inline Py_ssize_t _pool_min(object ufunc) noexcept:
     return _min_size * POOL_CHEAP_FACTOR
 
 
-cdef bint _float_ok(cnp.ndarray a) noexcept:
-    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE
-                                                 or cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT))
-
-
 cdef bint _errstate_ok(dict errs):
     for mode in errs.values():
         if mode not in _SPLIT_MODES:
             return False
     return True
-
-
-def sum_all(x):
-    """``numpy.add.reduce(x)`` over every axis of a large C-contiguous float array, on the
-    kernel pool; ``None`` when not applicable (the caller then calls NumPy).
-
-    NumPy sums a contiguous run pairwise: the sum of ``n`` values is the sum of the first
-    ``n2`` plus the sum of the rest, ``n2`` being ``n // 2`` rounded down to a multiple of 8.
-    The blocks here are the leaves of that recursion, each summed by NumPy's own reduce loop
-    and combined along the same tree, so the result is NumPy's, bit for bit.
-    """
-    cdef cnp.ndarray arr
-    cdef fg_job job
-    cdef Py_ssize_t size, lo, hi, half, i
-    cdef int nthreads, depth, leaves, c, bits
-    cdef double dv[32]
-    cdef float fv[32]
-    if type(x) is not NP_NDARRAY or get_num_threads() < 2:
-        return None
-    arr = <cnp.ndarray>x
-    size = cnp.PyArray_SIZE(arr)
-    if not _float_ok(arr) or size < _min_size * POOL_CHEAP_FACTOR:
-        return None
-    errs = _geterr()
-    if not _errstate_ok(errs):
-        return None
-    loop = _find_loop(_np.add, (_np.add, "reduce", arr.dtype))
-    if loop is None:
-        return None
-    nthreads = min(_nthreads, FG_MAX_THREADS)
-    depth = 0
-    while (1 << depth) < nthreads:
-        depth += 1
-    blocks = [(0, size)]
-    for _ in range(depth):
-        split = []
-        for lo, hi in blocks:
-            if hi - lo <= 128:
-                return None             # the recursion stops here: not worth it anyway
-            half = (hi - lo) // 2
-            half -= half % 8
-            split.append((lo, lo + half))
-            split.append((lo + half, hi))
-        blocks = split
-    leaves = len(blocks)
-    job.kind = FG_SUM_BLOCKS
-    job.nargs = 3
-    job.base[1] = <char*>cnp.PyArray_DATA(arr)
-    job.inner_stride[1] = cnp.PyArray_ITEMSIZE(arr)
-    job.n_outer = 1
-    job.n_inner = size
-    job.nchunks = leaves
-    for c in range(leaves):
-        job.bounds[c] = blocks[c][0]
-    job.bounds[leaves] = size
-    bits = _run_job(&job, <_Loop>loop, NULL, "add")
-    if bits < 0:
-        return None
-    # Combine along the recursion, in the array's precision.
-    if cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE:
-        for c in range(leaves):
-            dv[c] = job.partial[c].d
-        while leaves > 1:
-            for c in range(leaves // 2):
-                dv[c] = dv[2 * c] + dv[2 * c + 1]
-            leaves //= 2
-        result = _np.float64(dv[0])
-    else:
-        for c in range(leaves):
-            fv[c] = job.partial[c].f
-        while leaves > 1:
-            for c in range(leaves // 2):
-                fv[c] = fv[2 * c] + fv[2 * c + 1]
-            leaves //= 2
-        result = _np.float32(fv[0])
-    if bits and (<_Loop>loop).check_fpe:
-        _report("reduce", bits, errs)
-    return result
-
-
-#: The size from which sum_rows sums two halves of the rows (on any number of threads).
-SUM_ROWS_MIN = 1 << 17
-
-
-def sum_rows(x, Py_ssize_t nlead):
-    """The sum over the first ``nlead`` axes of a large C-contiguous float array, as the sum
-    of two halves of its rows; ``None`` for arrays that do not qualify (the caller then calls
-    ``numpy.add.reduce``).
-
-    Note [Row sums]
-    ~~~~~~~~~~~~~~~
-    A gradient summed back over broadcast leading axes (a bias's, summed over the batch) is
-    the one reduction of a backward pass that NumPy cannot split without changing its order
-    of summation: it adds the rows in order. Split by columns, each thread would read half of
-    every row, which the op before wrote half on each core; on the 2-core reference machine
-    that costs more than it saves. So from ``SUM_ROWS_MIN`` elements (with at least 256 kept
-    elements and 2 rows) the sum is defined as NumPy's sum of the first ``rows // 2`` rows
-    plus NumPy's sum of the others, computed by one thread each when there are two, and in
-    that same order by NumPy otherwise. The result depends only on the shape, never on the
-    number of threads; it can differ from ``numpy.add.reduce`` in the last bits, as any
-    other order of summation would.
-    """
-    cdef cnp.ndarray arr, o, t
-    cdef fg_job job
-    cdef Py_ssize_t size, rows = 1, cols = 1, k, half
-    cdef int bits = -1
-    if type(x) is not NP_NDARRAY:
-        return None
-    arr = <cnp.ndarray>x
-    size = cnp.PyArray_SIZE(arr)
-    if not _float_ok(arr) or size < SUM_ROWS_MIN:
-        return None
-    if nlead < 1 or nlead >= cnp.PyArray_NDIM(arr):
-        return None
-    for k in range(cnp.PyArray_NDIM(arr)):
-        if k < nlead:
-            rows *= cnp.PyArray_DIM(arr, k)
-        else:
-            cols *= cnp.PyArray_DIM(arr, k)
-    if cols < 256 or rows < 2:
-        return None
-    half = rows // 2
-    shape = x.shape[nlead:]
-    out = _out(shape, arr.dtype)
-    other = _out(shape, arr.dtype)
-    o = <cnp.ndarray>out
-    t = <cnp.ndarray>other
-    errs = _geterr()
-    loop = None
-    if get_num_threads() >= 2 and _errstate_ok(errs):
-        loop = _find_loop(_np.add, (_np.add, arr.dtype, arr.dtype))
-    if loop is not None:
-        job.kind = FG_SUM_ROWS
-        job.nargs = 3
-        job.base[0] = <char*>cnp.PyArray_DATA(o)
-        job.base[1] = <char*>cnp.PyArray_DATA(arr)
-        job.base[2] = <char*>cnp.PyArray_DATA(t)
-        job.inner_stride[0] = job.inner_stride[1] = job.inner_stride[2] = \
-            cnp.PyArray_ITEMSIZE(arr)
-        job.outer_stride[1][0] = cols * cnp.PyArray_ITEMSIZE(arr)
-        job.n_outer = rows
-        job.n_inner = cols
-        job.nchunks = 2
-        job.bounds[0] = 0
-        job.bounds[1] = half
-        job.bounds[2] = rows
-        bits = _run_job(&job, <_Loop>loop, NULL, "add")
-        if bits > 0 and (<_Loop>loop).check_fpe:
-            _report("reduce", bits, errs)
-    if bits < 0:                        # one thread, or the pool busy: the same sums here
-        flat = x.reshape(rows, cols)
-        _add_reduce(flat[:half], axis=0, out=out.reshape(cols))
-        _add_reduce(flat[half:], axis=0, out=other.reshape(cols))
-    _np.add(out, other, out=out)
-    return out
 
 
 def cast_mask(mask, dtype):
@@ -826,7 +691,7 @@ def cast_mask(mask, dtype):
     cdef Py_ssize_t size
     cdef int nthreads, bits
     cdef fg_loop_fn fn
-    if type(mask) is not NP_NDARRAY or get_num_threads() < 2:
+    if type(mask) is not NP_NDARRAY or get_num_threads() < 2 or _off & 32:
         return None
     m = <cnp.ndarray>mask
     size = cnp.PyArray_SIZE(m)
@@ -843,7 +708,6 @@ def cast_mask(mask, dtype):
     out = _out(mask.shape, dtype)
     o = <cnp.ndarray>out
     nthreads = min(_nthreads, FG_MAX_THREADS)
-    job.kind = FG_ELEMENTWISE
     job.nargs = 2
     job.base[0] = <char*>cnp.PyArray_DATA(m)
     job.base[1] = <char*>cnp.PyArray_DATA(o)
@@ -864,8 +728,9 @@ def cast_mask(mask, dtype):
 cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     """``ufunc(*args)`` (or ``ufunc(*args, out=out)``) run in chunks on several threads, or
     ``None`` when that is not possible or not worth it (Note [Parallel kernels]). Bit ``i``
-    of ``elide``: argument ``i`` is a temporary nothing else references, which may become
-    the output when its dtype is the result's, as NumPy's own temporary elision does."""
+    of ``elide``: the caller owns argument ``i``, a temporary nothing else holds (Note [Owned
+    temporaries]), which may then become the output when its dtype and shape are the
+    result's. Otherwise a fresh output comes from the buffer cache (Note [Buffer cache])."""
     cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, k, size, lo, hi, step
     cdef object shape = None
     cdef object a
@@ -954,7 +819,7 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     step = (size + _nthreads - 1) // _nthreads
     step = (step + ALIGN - 1) // ALIGN * ALIGN
     if small or step >= size:
-        # Not worth splitting; but a temporary can still take the result, in one call.
+        # Not worth splitting; but an owned temporary can still take the result, in one call.
         for i in range(n):
             if out is <object>PyTuple_GET_ITEM(args, i):
                 return ufunc(*args, out=out)
@@ -1012,36 +877,111 @@ cdef int _report(str name, int bits, dict errs) except -1:
 
 def apply(ufunc, *args):
     """``ufunc(*args)``, split across threads when the arrays are large enough."""
-    if any_large(args):
+    if not (_off & 64) and any_large(args):
         r = call(ufunc, args)
         if r is not None:
             return r
     return ufunc(*args)
 
 
+# ------------------------------------------------------------------ the large binding
+# (Note [Bindings] in _bindings.py)
+#
+# Note [Owned temporaries]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A rule such as ``g * cos(x)`` makes a temporary (``cos(x)``) that only the expression
+# holds; NumPy would reuse it as the output of the ``*`` (its temporary elision), which on a
+# large backward saves one array in three. The large binding does the same from ownership it
+# tracks itself, never from reference counts: a rule of this binding runs inside a *scope*
+# (``rule_begin``/``rule_end``, which the rewritten rule calls), and every array that one of
+# its operators or ufunc calls allocates is recorded in the scope of the running thread. An
+# operand that is in the scope is a temporary of this rule's expression: the rule's own
+# arguments (``g``, saved inputs, ``result``) were made outside the scope, and an expression
+# without names can use a temporary only once, so nothing else holds it. The operation that
+# takes it as an operand removes it from the scope and may write its result into it. When
+# the rule returns, its scope ends: what it returns is handed out and is never reused. The
+# scope holds weak references, so it keeps no temporary alive.
+
+cdef dict _scopes = {}          # thread ident -> {id(array): weakref} of its running rule
+
+
+def rule_begin():
+    """Open the scope of a large-binding rule in this thread (Note [Owned temporaries]);
+    returns the enclosing scope, for ``rule_end``."""
+    cdef unsigned long t = PyThread_get_thread_ident()
+    outer = _scopes.get(t)
+    _scopes[t] = {}
+    return outer
+
+
+def rule_end(outer):
+    """Close this thread's scope, restoring ``outer``."""
+    cdef unsigned long t = PyThread_get_thread_ident()
+    if outer is None:
+        _scopes.pop(t, None)
+    else:
+        _scopes[t] = outer
+
+
+cdef inline int _own(object r) except -1:
+    """Record ``r``, just allocated by the large binding, as owned by the running rule."""
+    if type(r) is NP_NDARRAY and _reusable(<cnp.ndarray>r):
+        scope = _scopes.get(PyThread_get_thread_ident())
+        if scope is not None:
+            scope[id(r)] = _ref(r)
+    return 0
+
+
+cdef inline bint _take(object a):
+    """Whether ``a`` is a temporary the running rule owns; it leaves the scope either way."""
+    if type(a) is not NP_NDARRAY:
+        return False
+    scope = _scopes.get(PyThread_get_thread_ident())
+    if scope is None:
+        return False
+    ref = scope.pop(id(a), None)
+    return ref is not None and ref() is a
+
+
+cdef inline object _fresh(object r, tuple args):
+    """``r``, a result computed from ``args``, recorded as owned when it is new."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(args)):
+        if r is <object>PyTuple_GET_ITEM(args, i):
+            return r                    # an operand handed back (Filled's ``1 * x``)
+    _own(r)
+    return r
+
+
 cdef class Split:
-    """A ufunc called through ``apply`` (the names of the rules' third binding)."""
+    """A ufunc of the large binding: through the kernels when large, its result owned by
+    the running rule (Note [Owned temporaries])."""
     cdef readonly object ufunc
 
     def __init__(self, ufunc):
         self.ufunc = ufunc
 
     def __call__(self, *args, **kwargs):
+        cdef int elide = 0
+        cdef Py_ssize_t i
         if not kwargs and any_large(args):
-            r = call(self.ufunc, args)
+            for i in range(PyTuple_GET_SIZE(args)):
+                if _take(<object>PyTuple_GET_ITEM(args, i)):
+                    elide |= 1 << i
+            r = call(self.ufunc, args, None, elide)
             if r is not None:
-                return r
-        return self.ufunc(*args, **kwargs)
+                return _fresh(r, args)
+        return _fresh(self.ufunc(*args, **kwargs), args)
 
     def __getattr__(self, name):
         return getattr(self.ufunc, name)
 
     def __repr__(self):
-        return "<split %r>" % (self.ufunc,)
+        return "<large %r>" % (self.ufunc,)
 
 
-# Operators of the rules' third binding: the ufunc an ndarray operator calls, split when large,
-# else the operator itself (so scalar-only arithmetic keeps Python's semantics).
+# Operators of the large binding: the ufunc an ndarray operator calls, through the kernels
+# when large, else the operator itself (so scalar-only arithmetic keeps Python's semantics).
 
 cdef object _add = _np.add, _subtract = _np.subtract, _multiply = _np.multiply
 cdef object _divide = _np.divide, _negative = _np.negative
@@ -1051,68 +991,69 @@ cdef object _equal = _np.equal, _not_equal = _np.not_equal
 
 
 cdef inline object _bin(object uf, object a, object b):
-    # A reference count of 2 here (the caller's stack and this function's argument): a
-    # temporary of the rule's expression, which the result may overwrite.
     cdef int elide
     if is_large(a) or is_large(b):
-        elide = (Py_REFCNT(a) == 2) | ((Py_REFCNT(b) == 2) << 1)    # before (a, b) exists
-        return call(uf, (a, b), None, elide)
+        elide = _take(a) | (_take(b) << 1)
+        r = call(uf, (a, b), None, elide)
+        if r is not None:
+            _own(r)
+        return r
     return None
 
 
 def op_add(a, b):
     r = _bin(_add, a, b)
-    return a + b if r is None else r
+    return _fresh(a + b, (a, b)) if r is None else r
 
 
 def op_sub(a, b):
     r = _bin(_subtract, a, b)
-    return a - b if r is None else r
+    return _fresh(a - b, (a, b)) if r is None else r
 
 
 def op_mul(a, b):
     r = _bin(_multiply, a, b)
-    return a * b if r is None else r
+    return _fresh(a * b, (a, b)) if r is None else r
 
 
 def op_div(a, b):
     r = _bin(_divide, a, b)
-    return a / b if r is None else r
+    return _fresh(a / b, (a, b)) if r is None else r
 
 
 def op_neg(a):
-    cdef int elide = Py_REFCNT(a) == 2
-    r = call(_negative, (a,), None, elide) if is_large(a) else None
-    return -a if r is None else r
+    r = call(_negative, (a,), None, _take(a)) if is_large(a) else None
+    if r is None:
+        return _fresh(-a, (a,))
+    _own(r)
+    return r
 
 
 def op_gt(a, b):
     r = _bin(_greater, a, b)
-    return a > b if r is None else r
+    return _fresh(a > b, (a, b)) if r is None else r
 
 
 def op_ge(a, b):
     r = _bin(_greater_equal, a, b)
-    return a >= b if r is None else r
+    return _fresh(a >= b, (a, b)) if r is None else r
 
 
 def op_lt(a, b):
     r = _bin(_less, a, b)
-    return a < b if r is None else r
+    return _fresh(a < b, (a, b)) if r is None else r
 
 
 def op_le(a, b):
     r = _bin(_less_equal, a, b)
-    return a <= b if r is None else r
+    return _fresh(a <= b, (a, b)) if r is None else r
 
 
 def op_eq(a, b):
     r = _bin(_equal, a, b)
-    return a == b if r is None else r
+    return _fresh(a == b, (a, b)) if r is None else r
 
 
 def op_ne(a, b):
     r = _bin(_not_equal, a, b)
-    return a != b if r is None else r
-
-
+    return _fresh(a != b, (a, b)) if r is None else r

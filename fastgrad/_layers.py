@@ -1,0 +1,210 @@
+"""The layers of fastgrad: which module may import which (Note [Layers]).
+
+Note [Layers]
+~~~~~~~~~~~~~
+The modules of ``fastgrad/`` form layers, listed below from the bottom up. A module imports
+only modules of its own layer or of layers below it, never above, and the imports inside one
+layer form no cycle. Modules of fastgrad are imported at the top of a file, never inside a
+function, where an import could hide a cycle (optional dependencies such as SciPy are still
+imported on first use). ``tests/test_layers.py`` reads every module's imports (the syntax
+tree of a ``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd``) and fails on
+a cycle, an import that goes up, or an import inside a function.
+
+Where a lower layer needs something that an upper layer defines, the dependency is inverted:
+the lower module declares a table (a ``register_*`` function and the variable it fills) and
+the upper module registers what it defines into it, once, at its own import, on its last
+lines. The array type's operators need the table's primitives: ``fastgrad._registry`` calls
+``_array.register_primitives`` and ``_engine.register_primitives`` once it has built them.
+Its methods delegate to the NumPy-style functions: ``fastgrad._functions`` calls
+``_array.register_functions``. ``fastgrad/__init__.py`` only imports; it connects nothing.
+Every registration runs when ``import fastgrad`` does, because importing any submodule runs
+the package first. The registrations are listed in ``REGISTRATIONS`` and the test checks
+that each happens in the module that defines the thing and nowhere else.
+
+A module not listed here fails the test: a new module takes its place in a layer. (A few
+names are listed before they exist, for branches under review: ``present`` tells.)
+"""
+
+import ast
+import os
+import re
+
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+# (layer name, what it holds, its modules: a name ending in ".*" means a whole subpackage)
+LAYERS = (
+    ("state", "version, errors, devices, per-thread state, tape nodes, symbolic zeros",
+     ["_version", "_source_tree", "base", "context", "device", "_state", "_node", "_zeros",
+      "_complex", "_anomaly", "_reshape_codes"]),
+    ("kernels", "NumPy kernels, the thread pool and its split operators, filled gradients",
+     ["_large", "_large.*", "_workspace", "_filled", "_kernels", "_memo"]),
+    ("array", "the array type and the recording path (Primitive.apply), the backward core",
+     ["_array", "_engine", "_function"]),
+    ("table", "the derivative table, its rule helpers, the registry that compiles it",
+     ["_table_complex", "_table_fft", "_table_linalg", "_table_special", "_derivatives",
+      "_rules", "_bindings", "_registry", "_docs", "_namespaces"]),
+    ("functions", "NumPy-signature functions over the primitives, NumPy dispatch, files",
+     ["_construction", "_creation", "_functions", "_linalg", "_fft", "_numpy_more",
+      "_npx_more", "_rnn", "_mxnet_slicing", "_update_ops", "_io", "_params_format",
+      "_dispatch"]),
+    ("namespaces", "the public namespaces np, npx, nd, random, scipy",
+     ["numpy", "numpy.*", "numpy_extension", "ndarray", "ndarray.*", "random", "scipy",
+      "scipy.*"]),
+    ("autograd", "the autograd API: record, backward, grad, Function, functional transforms",
+     ["_derivative_tools", "functional", "autograd"]),
+    ("symbol", "symbolic graphs, their JSON formats and the compiled executor",
+     ["symbol", "symbol.*", "_plan", "executor", "visualization"]),
+    ("tools", "optimizers, key-value stores, the launcher, stubs, the package itself",
+     ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "demo", "_layers",
+      "_stubgen", ""]),
+)
+
+# (lower module, its register function, the one module that calls it)
+REGISTRATIONS = (
+    ("_filled", "register_array_type", "_array"),
+    ("_array", "register_primitives", "_registry"),
+    ("_engine", "register_primitives", "_registry"),
+    ("_registry", "register_graph_functions", "_functions"),
+    ("_array", "register_functions", "_functions"),
+    ("_array", "register_numpy_functions", "_dispatch"),
+    ("_array", "register_describer", "_docs"),
+    ("_array", "register_legacy_array", "ndarray"),
+    ("_array", "register_backward", "autograd"),
+    ("autograd", "register_symbol_builder", "symbol._history"),
+    ("symbol._graph", "register_json", "symbol._json"),
+    ("symbol._graph", "register_mxnet_translation", "symbol._mxnet_json"),
+    ("symbol._graph", "register_op_builder", "symbol._api"),
+    ("symbol._graph", "register_executor", "executor"),
+)
+
+
+def present(member, package=PACKAGE):
+    """Whether the module (or, for ``name.*``, the subpackage) ``member`` of ``LAYERS`` is in
+    the package: as source, as a compiled extension or as a folder."""
+    if member == "":
+        return True
+    path = os.path.join(package, *member.rstrip(".*").split("."))
+    if os.path.isdir(path):
+        return True
+    folder, name = os.path.split(path)
+    return os.path.isdir(folder) and any(
+        f.split(".")[0] == name and f.endswith((".py", ".pyx", ".so", ".pyd"))
+        for f in os.listdir(folder))
+
+
+def layer_of(module):
+    """The index in ``LAYERS`` of ``module`` (a name relative to ``fastgrad``, ``""`` for the
+    package itself), or ``None`` if it is not listed."""
+    for index, (_, _, members) in enumerate(LAYERS):
+        for member in members:
+            if module == member or (member.endswith(".*") and
+                                    module.startswith(member[:-1])):
+                return index
+    return None
+
+
+# ------------------------------------------------------------ reading the imports
+SOURCE_SUFFIXES = (".py", ".pyx", ".pxd")
+
+
+def _module_name(path, package):
+    """``'symbol._graph'`` for fastgrad/symbol/_graph.py, ``''`` for fastgrad/__init__.py."""
+    rel = os.path.relpath(path, package)
+    rel = re.sub(r"\.(py|pyx|pxd)$", "", rel).replace(os.sep, ".")
+    if rel == "__init__":
+        return ""
+    return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def source_files(package=PACKAGE):
+    files = {}
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
+        for name in sorted(names):
+            if name.endswith(SOURCE_SUFFIXES) and not name.endswith(".pyi"):
+                path = os.path.join(folder, name)
+                files.setdefault(_module_name(path, package), []).append(path)
+    return files
+
+
+def python_imports(path, module):
+    """``[(absolute dotted name, line)]`` of every import in the Python file ``path``."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    is_package = os.path.basename(path) == "__init__.py"
+    package = ("fastgrad." + module if module else "fastgrad").split(".")
+    if not is_package:
+        package = package[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[:len(package) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            found += [(base + "." + alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args \
+                and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) \
+                and (getattr(node.func, "id", None) == "__import__"
+                     or getattr(node.func, "attr", None) == "import_module"):
+            found.append((node.args[0].value, node.lineno))
+    return found
+
+
+_CYTHON_IMPORT = re.compile(r"\s*(?:from\s+([\w.]+)\s+c?import\s+(.+)|c?import\s+([\w.,\s]+))")
+
+
+def cython_imports(path):
+    """``[(absolute dotted name, line)]`` of the import and cimport lines of ``path``."""
+    found = []
+    lines = open(path, encoding="utf-8").read().splitlines()
+    for number, line in enumerate(lines, 1):
+        match = _CYTHON_IMPORT.match(line)
+        if not match:
+            continue
+        if match.group(1):
+            names = match.group(2).split("#")[0]
+            index = number
+            while names.rstrip().endswith(("(", ",", "\\")) and index < len(lines):
+                names += " " + lines[index].split("#")[0]   # a continued name list
+                index += 1
+            for name in re.split(r"[\s,()\\]+", names):
+                if name and name != "as" and name.isidentifier():
+                    found.append((match.group(1) + "." + name, number))
+        else:
+            for name in match.group(3).split(","):
+                if name.split():
+                    found.append((name.split()[0], number))
+    return found
+
+
+def _resolve(dotted, modules):
+    """The fastgrad module ``dotted`` names (an imported module, or a module whose attribute
+    it names), relative to the package, or ``None`` if it is outside fastgrad."""
+    if dotted != "fastgrad" and not dotted.startswith("fastgrad."):
+        return None
+    name = dotted[len("fastgrad."):] if dotted != "fastgrad" else ""
+    while name not in modules:
+        if "." not in name:
+            return "" if name else ""
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_graph(package=PACKAGE):
+    """``{module: {imported module: 'file:line' of its first import}}`` over every module of
+    the package in the directory ``package`` (this one by default)."""
+    files = source_files(package)
+    graph = {}
+    for module, paths in files.items():
+        edges = graph.setdefault(module, {})
+        for path in paths:
+            found = python_imports(path, module) if path.endswith(".py") \
+                else cython_imports(path)
+            for dotted, line in found:
+                target = _resolve(dotted, files)
+                if target is not None and target != module:
+                    edges.setdefault(target, "%s:%d" % (os.path.relpath(path, package), line))
+    return graph

@@ -1,0 +1,156 @@
+"""The modules of fastgrad import only downward (Note [Layers] in fastgrad/_layers.py).
+
+The imports are read from the source of the clone these tests sit in, not from a running
+interpreter (``_layers.import_graph``): the syntax tree of each ``.py`` file (every ``import``
+statement, at any depth, including inside functions, and ``__import__``/
+``importlib.import_module`` calls with a literal name), and the ``import`` and ``cimport``
+lines of each ``.pyx``/``.pxd`` file.
+"""
+
+import ast
+import os
+import re
+
+import pytest
+
+from fastgrad import _layers
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fastgrad")
+GRAPH = _layers.import_graph(PACKAGE)
+
+
+def _cycle(graph):
+    """One import cycle of ``graph`` as a list of modules, or ``None``."""
+    state = {}
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        stack = [(start, iter(sorted(graph[start])))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            module, targets = stack[-1]
+            for target in targets:
+                if state.get(target) == 1:
+                    return path[path.index(target):] + [target]
+                if not state.get(target):
+                    state[target] = 1
+                    path.append(target)
+                    stack.append((target, iter(sorted(graph.get(target, ())))))
+                    break
+            else:
+                state[module] = 2
+                stack.pop()
+                path.pop()
+    return None
+
+
+def test_the_reader_sees_lazy_and_cython_imports():
+    # The graph is only as good as the parsing: check it on the imports that matter most.
+    assert "_node" in GRAPH["_array"]                  # a cimport in _array.pyx
+    assert "_state" in GRAPH["_engine"]                # a cimport in _engine.pyx
+    assert "_array" in GRAPH["_registry"]
+    assert "autograd" in GRAPH[""]                     # the package itself
+
+
+
+def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("def f():\n    from fastgrad import autograd\n"
+                    "    import fastgrad.symbol._graph\n    from . import _state\n"
+                    "    __import__('fastgrad._plan')\n")
+    found = sorted(name for name, _ in _layers.python_imports(str(path), "symbol._probe"))
+    assert found == ["fastgrad._plan", "fastgrad.autograd", "fastgrad.symbol._graph",
+                     "fastgrad.symbol._state"]
+
+
+def test_the_reader_sees_continued_cimport_lines(tmp_path):
+    path = tmp_path / "probe.pyx"
+    path.write_text("from fastgrad._array cimport (ndarray,\n    wrap)\ncimport fastgrad._node\n"
+                    "    from fastgrad._engine import run_backward\n")
+    assert sorted(_layers.cython_imports(str(path))) == [
+        ("fastgrad._array.ndarray", 1), ("fastgrad._array.wrap", 1),
+        ("fastgrad._engine.run_backward", 4), ("fastgrad._node", 3)]
+
+
+def test_cycle_finder_finds_a_cycle_and_accepts_a_tree():
+    assert _cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": 1, "c": 1}, "b": {"c": 1}, "c": {}}) is None
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(m or "fastgrad (the package)" for m in GRAPH if _layers.layer_of(m) is None)
+    assert not missing, "modules in no layer of fastgrad/_layers.py: %s" % missing
+
+
+def test_no_import_cycle():
+    cycle = _cycle(GRAPH)
+    assert cycle is None, "import cycle: %s" % " -> ".join(
+        "%s (%s)" % (m or "fastgrad", GRAPH[m].get(n, "")) for m, n in zip(cycle, cycle[1:]))
+
+
+def test_imports_go_only_downward():
+    upward = []
+    for module, edges in sorted(GRAPH.items()):
+        own = _layers.layer_of(module)
+        for target, where in sorted(edges.items()):
+            theirs = _layers.layer_of(target)
+            if own is not None and theirs is not None and theirs > own:
+                upward.append("%s (layer %s) imports %s (layer %s) at %s" % (
+                    module or "fastgrad", _layers.LAYERS[own][0], target or "fastgrad",
+                    _layers.LAYERS[theirs][0], where))
+    assert not upward, "imports that go up:\n" + "\n".join(upward)
+
+
+def _calls_of(function_name):
+    """The modules whose source calls ``function_name`` (as an attribute, or a name imported
+    with or without a leading underscore)."""
+    call = re.compile(r"^(?!\s*(?:c?p?def) ).*(?:\.|\b_?)%s\(" % function_name, re.M)
+    callers = set()
+    for module, paths in _layers.source_files(PACKAGE).items():
+        for path in paths:
+            if call.search(open(path, encoding="utf-8").read()):
+                callers.add(module)
+    return callers
+
+
+@pytest.mark.parametrize("owner, function, caller", _layers.REGISTRATIONS)
+def test_each_registration_is_made_by_the_module_that_defines_the_thing(owner, function, caller):
+    text = "".join(open(p, encoding="utf-8").read() for p in _layers.source_files(PACKAGE)[owner])
+    assert re.search(r"^(c?p?def|def) %s\(" % function, text, re.M), \
+        "%s does not declare %s" % (owner, function)
+    assert _layers.layer_of(caller) >= _layers.layer_of(owner)
+    assert _calls_of(function) == {caller}
+
+
+def test_the_package_connects_nothing():
+    text = open(os.path.join(PACKAGE, "__init__.py"), encoding="utf-8").read()
+    assert not re.search(r"\.(install|register)\w*\(", text)
+
+
+def test_no_function_imports_a_module_of_fastgrad():
+    # An import inside a function is how a cycle hides; with the layers there is no reason
+    # left for one (optional dependencies such as SciPy or mpi4py are not fastgrad's modules).
+    lazy = []
+    for module, paths in _layers.source_files(PACKAGE).items():
+        for path in paths:
+            text = open(path, encoding="utf-8").read()
+            if path.endswith(".py"):
+                for node in ast.walk(ast.parse(text)):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        lazy += ["%s:%d" % (os.path.relpath(path, PACKAGE), inner.lineno)
+                                 for inner in ast.walk(node)
+                                 if isinstance(inner, (ast.Import, ast.ImportFrom))
+                                 and any(name.startswith("fastgrad") for name, _ in
+                                         _imported_names(inner))]
+            else:
+                lazy += ["%s:%d" % (os.path.relpath(path, PACKAGE), number)
+                         for number, line in enumerate(text.splitlines(), 1)
+                         if re.match(r"\s+(from|c?import)\s+fastgrad", line)]
+    assert not lazy, "imports inside functions: %s" % lazy
+
+
+def _imported_names(node):
+    if isinstance(node, ast.Import):
+        return [(alias.name, node.lineno) for alias in node.names]
+    return [("fastgrad" if node.level else node.module or "", node.lineno)]
