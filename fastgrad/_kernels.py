@@ -8,8 +8,8 @@ import math as _math
 
 import numpy as np
 
-from fastgrad import _workspace
 from fastgrad._large import apply as _large_apply
+from fastgrad._large import cached_empty as _cached_empty
 
 
 def normalize_axis(axis, ndim):
@@ -592,6 +592,16 @@ def _pad2_batch_last(x, pad):
     return out
 
 
+# Note [Column buffers]: a convolution's columns are megabytes (LeNet's first layer: 5 MB a
+# step) and made again every step. glibc returns blocks that large to the operating system when
+# they are freed, so each step would page-fault them in again (measured on the LeNet step:
+# about 2,400 page faults, a quarter of its time). They are therefore allocated through the
+# buffer cache of the large-array kernels (Note [Buffer cache] in ``_large/pool.h``), which
+# keeps a freed block and hands it back for a request of the same size. The cache learns that
+# a block is free from NumPy freeing the array, so no reference is counted or guessed: a block
+# a node, a saved array or a view still holds is simply not free yet.
+
+
 def im2col(x, kernel, stride, pad, dilate, batch_last=False):
     """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW), or
     (C*KH*KW, OH*OW*N) with ``batch_last`` (Note [Convolution layout])."""
@@ -601,10 +611,10 @@ def im2col(x, kernel, stride, pad, dilate, batch_last=False):
         win = _windows(_pad2(x, pad), kernel, stride, dilate)       # N C OH OW KH KW
     n, c, oh, ow, kh, kw = win.shape
     if batch_last:
-        cols = _workspace.empty((c, kh, kw, oh, ow, n), x.dtype)  # Note [Reused buffers]
+        cols = _cached_empty((c, kh, kw, oh, ow, n), x.dtype)   # Note [Column buffers]
         cols[...] = win.transpose(1, 4, 5, 2, 3, 0)
     else:
-        cols = _workspace.empty((c, kh, kw, n, oh, ow), x.dtype)
+        cols = _cached_empty((c, kh, kw, n, oh, ow), x.dtype)
         cols[...] = win.transpose(1, 4, 5, 0, 2, 3)
     return cols.reshape(c * kh * kw, n * oh * ow)
 

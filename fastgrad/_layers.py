@@ -37,7 +37,7 @@ LAYERS = (
      ["_version", "_source_tree", "base", "context", "device", "_state", "_node", "_zeros",
       "_complex", "_anomaly", "_reshape_codes"]),
     ("kernels", "NumPy kernels, the thread pool and its split operators, filled gradients",
-     ["_large", "_large.*", "_workspace", "_filled", "_kernels", "_memo"]),
+     ["_large", "_large.*", "_filled", "_kernels", "_memo"]),
     ("array", "the array type and the recording path (Primitive.apply), the backward core",
      ["_array", "_engine", "_function"]),
     ("table", "the derivative table, its rule helpers, the registry that compiles it",

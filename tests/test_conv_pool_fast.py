@@ -4,7 +4,7 @@ Checks the kernels against the formulation they replaced (a 6-D window view cont
 ``tensordot``, a 6-D ``max`` reduction and ``np.add.at`` at the ``argmax``), kept here as the
 reference; ``npx.convolution`` and ``npx.pooling`` against finite differences in float64, to
 first and second order; ties, NaN and infinite gradients in max pooling; float32; and the
-reuse of im2col buffers (Note [Reused buffers] in ``fastgrad/_workspace.py``).
+reuse of im2col buffers (Note [Column buffers] in ``fastgrad/_kernels.py``).
 """
 import os
 import sys
@@ -14,7 +14,7 @@ import pytest
 
 import fastgrad as mx
 from fastgrad import _kernels as K
-from fastgrad import _workspace
+from fastgrad import _large
 from fastgrad import autograd, npx
 from fastgrad._array import unwrap
 
@@ -336,6 +336,7 @@ def test_convolution_rejects_a_kernel_larger_than_the_data():
 
 # ---------------------------------------------------------------- reused buffers
 def test_an_im2col_buffer_is_reused_only_once_nothing_refers_to_it(rng):
+    _large.clear_cache()
     x = rng.standard_normal((8, 4, 32, 32))             # columns of 8 MB: kept
     first = K.im2col(x, (3, 3), (1, 1), (1, 1), (1, 1))
     view = first[:5]
@@ -348,7 +349,7 @@ def test_an_im2col_buffer_is_reused_only_once_nothing_refers_to_it(rng):
     third = K.im2col(x, (3, 3), (1, 1), (1, 1), (1, 1))
     assert third.__array_interface__["data"][0] == address     # free again: reused
     del view, third
-    _workspace.clear()
+    _large.clear_cache()
 
 
 def test_a_recorded_convolution_keeps_its_columns_across_another_step(rng):
@@ -367,4 +368,4 @@ def test_a_recorded_convolution_keeps_its_columns_across_another_step(rng):
                                       (1, 1), (1, 1), (1, 1), (3, 3))
     assert_close(g1, expected, rtol=1e-10, atol=1e-9)
     assert_close(w.grad, 9 * expected, rtol=1e-10, atol=1e-8)
-    _workspace.clear()
+    _large.clear_cache()

@@ -375,6 +375,17 @@ cdef object _out(object shape, object dtype):
         PyDataMem_SetHandler(old)
 
 
+def cached_empty(shape, dtype):
+    """``numpy.empty(shape, dtype)`` whose memory comes from, and goes back to, the buffer
+    cache (Note [Buffer cache] in ``pool.h``).
+
+    For kernels that make large scratch arrays of the same size every training step (a
+    convolution's columns): the cache takes a block back when NumPy frees the array, which
+    happens only once nothing refers to it, so a block is never handed out while in use.
+    """
+    return _out(shape, dtype)
+
+
 def set_cache_limit(limit):
     """Keep at most ``limit`` bytes of freed output buffers for reuse (Note [Buffer cache]
     in ``pool.h``; ``0`` frees them all and keeps none). Returns the previous limit."""
