@@ -54,6 +54,13 @@ def test_the_reader_sees_lazy_and_cython_imports():
 
 
 
+def test_the_reader_counts_an_included_files_imports_as_its_includers(tmp_path):
+    (tmp_path / "probe.pyx").write_text('include "probe_part.pxi"\n')
+    (tmp_path / "probe_part.pxi").write_text("from fastgrad._node cimport Node\n")
+    (tmp_path / "_node.pyx").write_text("")
+    assert _layers.import_graph(str(tmp_path))["probe"] == {"_node": "probe_part.pxi:1"}
+
+
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
     path = tmp_path / "probe.py"
     path.write_text("def f():\n    from fastgrad import autograd\n"
