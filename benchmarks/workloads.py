@@ -1327,6 +1327,19 @@ def _lenet_loss_numpy(p: dict[str, onp.ndarray], X: onp.ndarray, labels: onp.nda
     return float(-logp[onp.arange(len(labels)), labels].mean())
 
 
+def _lenet_loss(npx, X, labels, params):
+    """LeNet's loss as an MXNet user writes it: the same code runs on fastgrad and on MXNet."""
+    W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = params
+    h = npx.convolution(X, W1, b1, kernel=(5, 5), num_filter=6, pad=(2, 2))
+    h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+    h = npx.convolution(h, W2, b2, kernel=(5, 5), num_filter=16)
+    h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
+    h = npx.relu(npx.fully_connected(h, W3, b3, num_hidden=120))
+    h = npx.relu(npx.fully_connected(h, W4, b4, num_hidden=84))
+    z = npx.fully_connected(h, W5, b5, num_hidden=10)
+    return -npx.pick(npx.log_softmax(z, axis=-1), labels).mean()
+
+
 class LeNetStep(Workload):
     """One LeNet-5 training step, batch 64 of 1x28x28, float32.
 
@@ -1465,19 +1478,11 @@ class LeNetStep(Workload):
         ps = [fnp.array(inputs[n]) for n in self.params]
         for p in ps:
             p.attach_grad()
-        W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
         X, labels = fnp.array(inputs["X"]), fnp.array(inputs["labels"])
 
         def step():
             with fg_autograd.record():
-                h = npx.convolution(X, W1, b1, kernel=(5, 5), num_filter=6, pad=(2, 2))
-                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
-                h = npx.convolution(h, W2, b2, kernel=(5, 5), num_filter=16)
-                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
-                h = npx.relu(npx.fully_connected(h, W3, b3, num_hidden=120))
-                h = npx.relu(npx.fully_connected(h, W4, b4, num_hidden=84))
-                z = npx.fully_connected(h, W5, b5, num_hidden=10)
-                loss = -npx.pick(npx.log_softmax(z, axis=-1), labels).mean()
+                loss = _lenet_loss(npx, X, labels, ps)
             loss.backward()
             return tuple(p.grad for p in ps)
 
@@ -1497,23 +1502,15 @@ class LeNetStep(Workload):
         return backend.bind_step(loss, inputs, self.params)
 
     def mxnet_step(self, backend, inputs):
-        mx, mnp, npx = backend.mx, backend.mnp, backend.npx
+        mx, npx = backend.mx, backend.npx
         ps = [backend.array(inputs[n]) for n in self.params]
         for p in ps:
             p.attach_grad()
-        W1, b1, W2, b2, W3, b3, W4, b4, W5, b5 = ps
         X, labels = backend.array(inputs["X"]), backend.array(inputs["labels"])
 
         def step():
             with mx.autograd.record():
-                h = npx.convolution(X, W1, b1, kernel=(5, 5), num_filter=6, pad=(2, 2))
-                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
-                h = npx.convolution(h, W2, b2, kernel=(5, 5), num_filter=16)
-                h = npx.pooling(npx.relu(h), kernel=(2, 2), stride=(2, 2), pool_type="max")
-                h = npx.relu(npx.fully_connected(h, W3, b3, num_hidden=120))
-                h = npx.relu(npx.fully_connected(h, W4, b4, num_hidden=84))
-                z = npx.fully_connected(h, W5, b5, num_hidden=10)
-                loss = -npx.pick(npx.log_softmax(z, axis=-1), labels).mean()
+                loss = _lenet_loss(npx, X, labels, ps)
             loss.backward()
             return tuple(p.grad for p in ps)
 

@@ -101,9 +101,3 @@ def fd_gradient(f, *args, step=1e-3):
             g[idx] = central_difference(phi, step)
         grads.append(g)
     return grads
-
-
-def reset_autograd_state():
-    """Put the calling thread back to 'not recording, not training'."""
-    mx.autograd.set_recording(False)
-    mx.autograd.set_training(False)

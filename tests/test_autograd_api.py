@@ -16,19 +16,11 @@ from _helpers import (  # noqa: E402
     assert_close,
     f64,
     numerical_grad,
-    reset_autograd_state,
     to_numpy,
 )
 
 FD_RTOL = 1e-6
 FD_ATOL = 1e-7
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
 
 
 def _rng(seed=0):

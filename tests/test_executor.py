@@ -10,14 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fastgrad as mx  # noqa: E402
 
-from _helpers import assert_close, assert_fd_close, fd_gradient, reset_autograd_state  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
+from _helpers import assert_close, assert_fd_close, fd_gradient  # noqa: E402
 
 
 def rand(shape, seed=0):

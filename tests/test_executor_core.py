@@ -19,15 +19,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fastgrad as mx  # noqa: E402
 
-from _helpers import reset_autograd_state  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
-
 
 def _values(shapes, dtype=onp.float64, seed=0):
     rng = onp.random.default_rng(seed)

@@ -14,15 +14,8 @@ from fastgrad._array import REQUIRED  # noqa: E402
 from fastgrad._registry import REGISTRY  # noqa: E402
 
 import test_ops  # noqa: E402
-from _helpers import assert_close, reset_autograd_state  # noqa: E402
+from _helpers import assert_close  # noqa: E402
 from op_specs import SPECS  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
 
 
 def f64(shape, seed=0, low=0.5, high=1.5):

@@ -14,14 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fastgrad as mx  # noqa: E402
 from fastgrad import autograd, nd, np  # noqa: E402
 
-from _helpers import assert_close, reset_autograd_state, to_numpy  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _clean_state():
-    reset_autograd_state()
-    yield
-    reset_autograd_state()
+from _helpers import assert_close, to_numpy  # noqa: E402
 
 
 def _tutorial_x():
