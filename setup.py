@@ -62,7 +62,7 @@ def _digests():
     sources = hashlib.sha256()
     for folder in ("fastgrad", os.path.join("fastgrad", "_large")):
         for name in sorted(os.listdir(folder)):
-            if name.endswith((".pyx", ".pxd", ".h")):
+            if name.endswith((".pyx", ".pxd", ".pxi", ".h")):
                 with open(os.path.join(folder, name), "rb") as source:
                     sources.update(name.encode() + b"\0" + source.read())
     return "%s %s\n" % (config.hexdigest(), sources.hexdigest())

@@ -1,4 +1,5 @@
-# The array type and the recording path.  See Note [Recording] in _array.pyx.
+# The array type and the recording path, one module: _array.pyx and the files it includes.
+# See Note [Recording] in _array_recording.pxi and Note [Array parts] in _array.pyx.
 
 from fastgrad._node cimport Node, VersionCell
 

@@ -1,8 +1,8 @@
 """Docstrings and signatures of the ops, written from the derivative table.
 
 ``help(fastgrad.np.sin)`` and ``inspect.signature(fastgrad.np.sin)`` ask the ``sin`` primitive,
-which asks :func:`describe` (Note [Docstrings of primitives] in _array.pyx). The text is made
-from what fastgrad knows about the op, so it cannot disagree with it: the inputs and
+which asks :func:`describe` (Note [Docstrings of primitives] in _array_recording.pxi). The
+text is made from what fastgrad knows about the op, so it cannot disagree with it: the inputs and
 parameters of the table's signature, NumPy's own summary and descriptions of those parameters
 (for ops NumPy has), the derivative formula of each input and how often it can be
 differentiated. NumPy parameters fastgrad does not take (``out=``, ``where=``...) are listed as

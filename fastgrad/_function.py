@@ -137,7 +137,7 @@ def _versions(saved):
 
 def _check_saved_versions(fn, saved):
     """Raise if an array ``fn`` saved was written in place since ``forward`` (Note [Versions]
-    in _array.pyx): its ``backward`` would read the new values and be silently wrong."""
+    in _array_versions.pxi): its ``backward`` would read the new values and be silently wrong."""
     recorded = getattr(fn, "_saved_versions", None)
     if recorded is None:
         return

@@ -7,8 +7,9 @@ only modules of its own layer or of layers below it, never above, and the import
 layer form no cycle. Modules of fastgrad are imported at the top of a file, never inside a
 function, where an import could hide a cycle (optional dependencies such as SciPy are still
 imported on first use). ``tests/test_layers.py`` reads every module's imports (the syntax
-tree of a ``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd``) and fails on
-a cycle, an import that goes up, or an import inside a function.
+tree of a ``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd`` and of the
+``.pxi`` files a ``.pyx`` includes) and fails on a cycle, an import that goes up, or an import
+inside a function.
 
 Where a lower layer needs something that an upper layer defines, the dependency is inverted:
 the lower module declares a table (a ``register_*`` function and the variable it fills) and
@@ -116,7 +117,12 @@ def _module_name(path, package):
     return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
 
 
+_INCLUDE = re.compile(r'^include\s+"([\w.]+\.pxi)"', re.M)
+
+
 def source_files(package=PACKAGE):
+    """``{module: [its source files]}``. A ``.pxi`` file is part of the ``.pyx`` that
+    includes it (Note [Array parts] in _array.pyx): its imports count as that module's."""
     files = {}
     for folder, dirs, names in os.walk(package):
         dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
@@ -124,6 +130,10 @@ def source_files(package=PACKAGE):
             if name.endswith(SOURCE_SUFFIXES) and not name.endswith(".pyi"):
                 path = os.path.join(folder, name)
                 files.setdefault(_module_name(path, package), []).append(path)
+                if name.endswith(".pyx"):
+                    text = open(path, encoding="utf-8").read()
+                    files[_module_name(path, package)] += [
+                        os.path.join(folder, part) for part in _INCLUDE.findall(text)]
     return files
 
 

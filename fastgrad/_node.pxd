@@ -11,7 +11,7 @@ cpdef enum Derivative:
 
 cdef class VersionCell:
     # How many in-place writes the memory of an array (and of every view of it) has had.
-    # Shared by an array and its views; see Note [Versions] in _array.pyx.
+    # Shared by an array and its views; see Note [Versions] in _array_versions.pxi.
     cdef public unsigned long value
 
 cdef class Node:

@@ -13,8 +13,8 @@ They allocate nothing per step. NumPy cannot fuse an expression into one loop, s
 intermediate terms go to scratch buffers owned by the calling thread (``_scratch``), grown to
 the largest weight seen and reused for every later call; every arithmetic step is a ufunc with
 ``out=``. After writing, each array that changed is marked written (``_touch``), which bumps
-its version (Note [Versions] in ``_array.pyx``) so that a graph recorded before the update and
-differentiated after it raises instead of using the new values. ``a[...] = a`` does the
+its version (Note [Versions] in ``_array_versions.pxi``) so that a graph recorded before the
+update and differentiated after it raises instead of using the new values. ``a[...] = a`` does the
 marking for free: NumPy skips a copy of a buffer onto itself.
 
 Hyper-parameters (``lr``, ``wd``, ``beta1``, ...) are rounded to float32 before use, because

@@ -54,6 +54,26 @@ def test_the_reader_sees_lazy_and_cython_imports():
 
 
 
+def test_every_included_file_belongs_to_the_module_that_includes_it():
+    # A .pxi file is read as part of the .pyx that includes it (Note [Array parts]); one that
+    # no .pyx includes would escape the layer check, and so would its imports.
+    included = {path for paths in _layers.source_files(PACKAGE).values()
+                for path in paths if path.endswith(".pxi")}
+    on_disk = {os.path.join(folder, name) for folder, _, names in os.walk(PACKAGE)
+               for name in names if name.endswith(".pxi")}
+    assert included == on_disk
+    parts = [p for p in _layers.source_files(PACKAGE)["_array"] if p.endswith(".pxi")]
+    assert sorted(os.path.basename(p) for p in parts) == [
+        "_array_recording.pxi", "_array_tables.pxi", "_array_versions.pxi"]
+
+
+def test_the_reader_counts_an_included_files_imports_as_its_includers(tmp_path):
+    (tmp_path / "probe.pyx").write_text('include "probe_part.pxi"\n')
+    (tmp_path / "probe_part.pxi").write_text("from fastgrad._node cimport Node\n")
+    (tmp_path / "_node.pyx").write_text("")
+    assert _layers.import_graph(str(tmp_path))["probe"] == {"_node": "probe_part.pxi:1"}
+
+
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
     path = tmp_path / "probe.py"
     path.write_text("def f():\n    from fastgrad import autograd\n"

@@ -1,0 +1,493 @@
+# Part of fastgrad/_array.pyx, textually included by it (Cython's ``include``): one extension
+# module, so every call below stays a direct C call (Note [Array parts] in _array.pyx).
+# Its imports are _array.pyx's; this file imports nothing.
+#
+# The recording path: Primitive (calling an op: Primitive.apply, recording its node:
+# Primitive._record) and the other ways a node is recorded (custom Functions, zero nodes).
+#
+# Note [Recording]
+# ~~~~~~~~~~~~~~~~
+# Every differentiable operation is a ``Primitive``: a forward kernel written with NumPy and a
+# derivative rule generated from the table in ``_derivatives.py``. Calling a primitive unwraps
+# its inputs to NumPy, runs the kernel, and, only when the thread is recording *and* some input
+# depends on a variable, records a ``Node`` that keeps the parents, the values the rule reads and
+# the output's shape and dtype. Everything else (constants, code outside ``record()``) costs one
+# kernel call and one wrapper allocation. Inputs the rule never reads are not kept, so recording
+# holds no more memory than the backward pass needs.
+
+
+@cython.final
+cdef class Primitive:
+    """A differentiable operation: a NumPy forward kernel and a generated derivative rule.
+
+    Primitives are built from the derivative table at import and are immutable afterwards.
+    Calling one is calling the operation: ``fastgrad.np.sin(x)`` *is* the ``sin`` primitive.
+    """
+
+    def __init__(self, str name, forward, backward, Py_ssize_t n_in, Py_ssize_t n_out,
+                 tuple param_names, tuple param_defaults, tuple save_inputs, tuple save_shapes,
+                 bint save_result, tuple diff, bint differentiable, int order=-1,
+                 bint views=False, bint zero=False, tuple differentiable_outputs=None):
+        self.name = name
+        self.forward = forward
+        self.backward = backward
+        self.n_in = n_in
+        self.nargs_arrays_only = n_in if REQUIRED not in param_defaults else -2
+        self.nargs_all_positional = n_in + len(param_names) if n_in >= 0 else -2
+        self.n_out = n_out
+        self.param_names = param_names
+        self.param_defaults = param_defaults
+        self.save_inputs = save_inputs
+        self.save_shapes = save_shapes
+        self.save_result = save_result
+        self.diff = diff
+        self.diff_all = diff[0] if (n_in < 0 and diff) else HAS_RULE
+        self.differentiable = differentiable
+        self.order = order
+        self.views = views
+        self.zero = zero
+        self.differentiable_outputs = differentiable_outputs
+        self.elementwise = (isinstance(forward, _np.ufunc) and forward.signature is None
+                            and forward.nout == 1 and forward.nin == n_in and not param_names)
+
+    def _set_graph_rule(self, fn):
+        """Set the rule used under ``create_graph`` (once, at import; Note [Bindings])."""
+        if self.backward_graph is not None:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.backward_graph = fn
+
+    def _set_complex(self, int mode, Primitive variant=None):
+        """How the op differentiates complex values (once, at import; Note [Complex
+        gradients] in _complex.py)."""
+        if self.complex_mode:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.complex_mode = mode
+        self.complex_variant = variant
+
+    def _set_large_rule(self, fn):
+        """Set the rule used on large arrays (once, at import; Note [Bindings])."""
+        if self.backward_large is not None:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.backward_large = fn
+
+    @property
+    def saves(self):
+        """Indices of the inputs the derivative rule keeps, and whether it keeps the output."""
+        return self.save_inputs, self.save_shapes, bool(self.save_result)
+
+    def __repr__(self):
+        return "<fastgrad op %s>" % self.name
+
+    def __reduce__(self):
+        return (_ops_lookup, (self.name,))
+
+    # Note [Docstrings of primitives]
+    # ``fastgrad.np.sin`` is a Primitive, not a function, so its docstring and signature are
+    # written from the derivative table by fastgrad._docs, when first asked for (help(),
+    # inspect.signature, Sphinx), never at import. ``__get__`` (returning the primitive itself,
+    # as a class attribute already did) makes it a method descriptor to ``inspect``, so
+    # ``pydoc`` documents it as a routine instead of documenting the Primitive class.
+    @property
+    def __doc__(self):
+        return _describe(self, "doc") if _describe is not None else None
+
+    @property
+    def __signature__(self):
+        return _describe(self, "signature") if _describe is not None else None
+
+    @property
+    def __name__(self):
+        return self.name
+
+    @property
+    def __qualname__(self):
+        return self.name
+
+    def __get__(self, instance, owner):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs:
+            if PyTuple_GET_SIZE(args) == self.nargs_arrays_only:
+                return self.apply(args, self.param_defaults)
+            if PyTuple_GET_SIZE(args) == self.nargs_all_positional:
+                return self.apply(args[:self.n_in], args[self.n_in:])
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, tuple args, dict kwargs):
+        cdef Py_ssize_t n_in = self.n_in
+        if n_in < 0:
+            if not args:
+                raise TypeError("fastgrad.%s() missing its sequence of arrays" % self.name)
+            inputs = tuple(args[0])
+            rest = args[1:]
+            if not inputs:
+                raise ValueError("fastgrad.%s() needs at least one array" % self.name)
+        else:
+            if len(args) < n_in:
+                raise TypeError("fastgrad.%s() takes %d array argument%s (%d given)"
+                                % (self.name, n_in, "" if n_in == 1 else "s", len(args)))
+            inputs = args[:n_in]
+            rest = args[n_in:]
+        names = self.param_names
+        if len(rest) > len(names):
+            raise TypeError("fastgrad.%s() takes at most %d arguments (%d given)"
+                            % (self.name, max(n_in, 0) + len(names), len(args)))
+        params = list(rest) + list(self.param_defaults[len(rest):])
+        for key, value in kwargs.items():
+            try:
+                i = names.index(key)
+            except ValueError:
+                raise TypeError(_unexpected_keyword(self.name, key)) from None
+            if i < len(rest):
+                raise TypeError("fastgrad.%s() got multiple values for argument %r"
+                                % (self.name, key))
+            params[i] = value
+        for i in range(len(params)):
+            if params[i] is REQUIRED:
+                raise TypeError("fastgrad.%s() missing required argument %r"
+                                % (self.name, names[i]))
+        return self.apply(inputs, tuple(params))
+
+    cdef object apply(self, tuple args, tuple params):
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i
+        cdef tuple raws = PyTuple_New(n)
+        cdef bint track = False
+        cdef type cls = None
+        cdef object a, r
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            if isinstance(a, ndarray):
+                r = (<ndarray>a)._data
+                if cls is None:
+                    cls = type(a)
+                if (<ndarray>a)._node is not None:
+                    track = True
+            elif type(a) is list or type(a) is tuple:
+                r = _sequence_argument(a, self, i)
+                if isinstance(r, ndarray):          # Note [History through construction]
+                    a = r
+                    args = args[:i] + (a,) + args[i + 1:]
+                    r = (<ndarray>a)._data
+                    if cls is None:
+                        cls = type(a)
+                    if (<ndarray>a)._node is not None:
+                        track = True
+            elif type(a) is FILLED:
+                r = _asarray(a)
+            else:
+                r = a
+            Py_INCREF(r)
+            PyTuple_SET_ITEM(raws, i, r)
+        try:
+            if PyTuple_GET_SIZE(params):
+                out = self.forward(*raws, *params)
+            elif self.elementwise:
+                out = elementwise(self.forward, raws)   # Note [Large-array kernels]
+                if out is None:
+                    out = self.forward(*raws)
+            else:
+                out = self.forward(*raws)
+        except Exception as exc:
+            _annotate(exc, self, raws, params)
+            raise
+        cdef Node node = None
+        if self.n_out == 1:
+            if type(out) is not NP_NDARRAY:
+                out = _asarray(out)
+            if track and is_recording_c():
+                node = self._record(args, raws, params, out, 1)
+            w = wrap(out, node, 0, cls)
+            if self.views:
+                _share_views(<object>PyTuple_GET_ITEM(args, 0), (w,))
+            if node is not None and self.save_result and not node.zero:
+                node.out_cell = cell_of(w)
+                node.out_v0 = node.out_cell.value
+            return w
+        out = tuple([o if type(o) is NP_NDARRAY else _asarray(o) for o in out])
+        if track and is_recording_c():
+            node = self._record(args, raws, params, out, len(out))
+        ws = tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
+        if node is not None and not node.zero:
+            _zero_outputs(self, node, out, ws)
+        if self.views:
+            _share_views(<object>PyTuple_GET_ITEM(args, 0), ws)
+        if node is not None and self.save_result and not node.zero:
+            # One cell watches every output the rule reads.
+            cell = VersionCell.__new__(VersionCell)
+            for obj in ws:
+                if (<ndarray>obj)._vcell is None:
+                    (<ndarray>obj)._vcell = cell
+            node.out_cell = cell
+        return ws
+
+    cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out):
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, j, d
+        cdef tuple parents = PyTuple_New(n)
+        cdef list oidx = None
+        cdef list consts = None
+        cdef bint linked = False
+        cdef object a, p
+        cdef unsigned long vsum = 0
+        # A node that carries no gradient still records what it depends on (Note [Zero
+        # gradients]): every input with history is a parent, nothing is saved.
+        cdef bint zero = (self.zero or not self.differentiable
+                          or not _carries(out, n_out, args, raws))
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            p = None
+            if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+                d = HAS_RULE if zero else (self.diff_all if self.n_in < 0 else self.diff[i])
+                if d == HAS_RULE:
+                    p = (<ndarray>a)._node
+                    linked = True
+                    if (<ndarray>a)._oidx:
+                        if oidx is None:
+                            oidx = [0] * n
+                        oidx[i] = (<ndarray>a)._oidx
+                elif d == NO_RULE:
+                    raise NotImplementedError(
+                        "fastgrad.%s has no derivative with respect to its argument %d, which "
+                        "depends on a variable being differentiated; detach() it or use an "
+                        "op with a derivative" % (self.name, i))
+            if p is None:
+                if consts is None:
+                    consts = [None] * n
+                consts[i] = <object>PyTuple_GET_ITEM(raws, i)
+            Py_INCREF(p)
+            PyTuple_SET_ITEM(parents, i, p)
+        if not linked:
+            return None
+        cdef Primitive rule_op = self
+        # A zero node runs no rule, so it needs no complex one (comparisons of complex values).
+        if not zero and self.complex_mode != 1 and _any_complex(raws, out, n_out):
+            if self.complex_mode == 0:
+                raise NotImplementedError(
+                    "fastgrad.%s has no derivative checked for complex values; compute it on "
+                    "the real and imaginary parts (numpy.real, numpy.imag) or detach() the "
+                    "input" % self.name)
+            rule_op = self.complex_variant
+        cdef Node node = new_node(rule_op)
+        node.parents = parents
+        if consts is not None:
+            node.consts = tuple(consts)
+        node.parent_oidx = tuple(oidx) if oidx is not None else None
+        cdef Py_ssize_t ns = PyTuple_GET_SIZE(self.save_inputs)
+        cdef Py_ssize_t nsh = PyTuple_GET_SIZE(self.save_shapes)
+        cdef tuple saved
+        if zero:
+            node.zero = True
+            node.saved = ()
+        elif ns or nsh:
+            saved = PyTuple_New(ns + nsh)
+            for i in range(nsh):
+                j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_shapes, i)
+                a = <object>PyTuple_GET_ITEM(raws, j)
+                a = a.shape if type(a) is NP_NDARRAY else _np.shape(a)
+                Py_INCREF(a)
+                PyTuple_SET_ITEM(saved, ns + i, a)
+            for i in range(ns):
+                j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_inputs, i)
+                a = <object>PyTuple_GET_ITEM(args, j)
+                if isinstance(a, ndarray):
+                    vsum += version_of(<ndarray>a)
+                else:
+                    a = <object>PyTuple_GET_ITEM(raws, j)
+                Py_INCREF(a)
+                PyTuple_SET_ITEM(saved, i, a)
+            node.saved = saved
+            node.vsum = vsum
+        else:
+            node.saved = ()
+        if self.save_result and not zero:
+            node.result = out
+        node.params = params
+        node.n_out = n_out
+        if n_out == 1:
+            node.out_shape = out.shape
+            node.out_dtype = out.dtype
+        else:
+            node.out_shape = tuple([o.shape for o in out])
+            node.out_dtype = tuple([o.dtype for o in out])
+        if is_anomaly_c():
+            node.trace = _capture_trace()
+        return node
+
+
+cdef object _sequence_argument(object seq, Primitive op, Py_ssize_t i):
+    """A list or tuple passed for an array argument: a recorded array if it holds fastgrad
+    arrays (Note [History through construction] in _construction.py), else its NumPy array.
+    Ragged or non-numeric sequences raise ``TypeError`` naming the op and the argument."""
+    what = "fastgrad.%s: argument %d" % (op.name, i)
+    if _ops._holds_array(seq):
+        return _ops._from_sequence(seq, None, what)
+    try:
+        r = _asarray(seq)
+    except ValueError as exc:
+        raise TypeError("%s is a ragged sequence (%s)" % (what, exc)) from None
+    _ops._check_numeric(r.dtype, what)
+    return r
+
+
+cdef void _zero_outputs(Primitive op, Node node, tuple out, tuple ws) except *:
+    """Give each output of a multi-output node that carries no gradient (declared so in the
+    table, or of an integer or bool dtype) a zero node of its own between it and ``node``:
+    it still reaches what ``node`` depends on, and ``node`` sees a symbolic zero for it
+    (Note [Zero gradients])."""
+    cdef Py_ssize_t k
+    cdef Node z
+    cdef tuple flags = op.differentiable_outputs
+    for k in range(len(out)):
+        if (flags is None or flags[k]) and (cnp.PyArray_ISFLOAT(<cnp.ndarray>out[k])
+                                            or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out[k])):
+            continue
+        z = new_node(_NO_GRADIENT_OUTPUT)
+        z.zero = True
+        z.parents = (node,)
+        z.parent_oidx = (k,) if k else None
+        z.saved = ()
+        z.params = ()
+        z.out_shape = out[k].shape
+        z.out_dtype = out[k].dtype
+        (<ndarray>ws[k])._node = z
+        (<ndarray>ws[k])._oidx = 0
+
+
+cdef inline bint _carries(object out, Py_ssize_t n_out, tuple args, tuple raws) except -1:
+    """Whether an op's output can carry a gradient: a floating or complex dtype (for several
+    outputs, any of them), or an integer result computed from integer variables alone (MXNet's
+    integer variables). Bool results, and integer results of float inputs (casts, rounding
+    to integers), never do: their derivative is zero (Note [Zero gradients])."""
+    if n_out == 1:
+        if cnp.PyArray_ISFLOAT(<cnp.ndarray>out) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out):
+            return True
+        return cnp.PyArray_ISINTEGER(<cnp.ndarray>out) and _integer_history(args, raws)
+    for o in out:
+        if cnp.PyArray_ISFLOAT(<cnp.ndarray>o) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>o):
+            return True
+    return False
+
+
+cdef bint _integer_history(tuple args, tuple raws) except -1:
+    """Whether every input with history is an integer array."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            if not cnp.PyArray_ISINTEGER(<cnp.ndarray>(<ndarray>a)._data):
+                return False
+    return True
+
+
+cdef bint _any_complex(tuple raws, object out, Py_ssize_t n_out) except -1:
+    """Whether an input or output of a recorded op holds complex values."""
+    cdef object r
+    for r in raws:
+        if type(r) is NP_NDARRAY:
+            if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
+                return True
+        elif type(r) is complex:
+            return True
+    if n_out == 1:
+        return cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out)
+    for r in out:
+        if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
+            return True
+    return False
+
+
+cdef void _annotate(object exc, Primitive op, tuple raws, tuple params):
+    """Add the op, its inputs' shapes and dtypes and its parameters to an error's message."""
+    parts = []
+    for r in raws:
+        if isinstance(r, NP_NDARRAY):
+            parts.append("array of shape %s and dtype %s" % (r.shape, r.dtype))
+        else:
+            parts.append("%s %r" % (type(r).__name__, r))
+    note = "in fastgrad.%s(%s)" % (op.name, ", ".join(parts))
+    if params:
+        note += " with %s" % ", ".join("%s=%r" % (n, v) for n, v in zip(op.param_names, params))
+    try:
+        exc.add_note(note)
+    except AttributeError:      # Python < 3.11: no notes
+        pass
+
+
+def record_custom(op, tuple inputs, tuple outputs):
+    """Record one node for a custom op (``autograd.Function``) and return its outputs.
+
+    ``op`` must have a ``name`` and a ``node_backward(node, g, needs, create_graph)`` method.
+    Returns new arrays sharing the outputs' data, produced by the node, or the outputs
+    unchanged when nothing is recorded.
+    """
+    cdef Py_ssize_t n = len(inputs), i
+    cdef list parents = [None] * n
+    cdef list oidx = None
+    cdef bint linked = False
+    if not is_recording_c():
+        return outputs
+    for i in range(n):
+        a = inputs[i]
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            parents[i] = (<ndarray>a)._node
+            linked = True
+            if (<ndarray>a)._oidx:
+                if oidx is None:
+                    oidx = [0] * n
+                oidx[i] = (<ndarray>a)._oidx
+    if not linked:
+        return outputs
+    cdef Node node = new_node(op)
+    node.parents = tuple(parents)
+    if None in parents:
+        node.consts = tuple([None if parents[i] is not None else unwrap(inputs[i])
+                             for i in range(n)])
+    node.parent_oidx = tuple(oidx) if oidx is not None else None
+    node.saved = ()
+    node.params = ()
+    node.n_out = len(outputs)
+    if node.n_out == 1:
+        node.out_shape = (<ndarray>outputs[0])._data.shape
+        node.out_dtype = (<ndarray>outputs[0])._data.dtype
+    else:
+        node.out_shape = tuple([(<ndarray>o)._data.shape for o in outputs])
+        node.out_dtype = tuple([(<ndarray>o)._data.dtype for o in outputs])
+    if is_anomaly_c():
+        node.trace = _capture_trace()
+    return tuple([wrap((<ndarray>outputs[i])._data, node, i, type(outputs[i]))
+                  for i in range(node.n_out)])
+
+
+def record_zero(str name, tuple inputs, ndarray out):
+    """Record ``out``, an integer or bool result of ``inputs`` that no table op computes
+    (``argmax``, ``nonzero``...), as a zero node (Note [Zero gradients]); returns ``out``."""
+    if not is_recording_c():
+        return out
+    cdef list parents = []
+    cdef list oidx = []
+    for a in inputs:
+        if isinstance(a, ndarray) and (<ndarray>a)._node is not None:
+            parents.append((<ndarray>a)._node)
+            oidx.append((<ndarray>a)._oidx)
+    if not parents:
+        return out
+    cdef Node node = new_node(_ZeroResult(name, out._data))
+    node.zero = True
+    node.parents = tuple(parents)
+    node.parent_oidx = tuple(oidx) if any(oidx) else None
+    node.saved = ()
+    node.params = ()
+    node.out_shape = out._data.shape
+    node.out_dtype = out._data.dtype
+    out._node = node
+    out._oidx = 0
+    return out
+
+
+def wrap_output(data, Node node, Py_ssize_t index):
+    """A fastgrad array for output ``index`` of ``node`` (internal: custom Functions)."""
+    return wrap(data, node, index)
+
+
+def _ops_lookup(name):
+    return _PRIMITIVES[name]
