@@ -118,7 +118,8 @@ from fastgrad._node cimport Node, _bump_cell, last_seq, new_node
 from fastgrad._array cimport (ndarray, Primitive, wrap, cell_of, version_of, GRAD_NULL,
                               GRAD_WRITE, GRAD_ADD)
 from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap_pass_c
-from fastgrad._large.kernels cimport add_into, large_rule, large_rule_size
+from fastgrad._large.kernels cimport (add_into, add as large_add, sum_rows, large_rule,
+                                      large_rule_size)
 
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
@@ -365,7 +366,13 @@ cdef object _sum_to_shape(object g, tuple gshape, tuple shape, object site, Py_s
         else:
             _check_fit(gshape, shape, site, i)
     if axes:
-        g = _add_reduce(g, axis=tuple(axes), keepdims=True)
+        r = None
+        if axes[len(axes) - 1] == len(axes) - 1:
+            r = sum_rows(g, len(axes))          # leading axes (Note [Row sums])
+        if r is None:
+            g = _add_reduce(g, axis=tuple(axes), keepdims=True)
+        else:
+            g = r.reshape((1,) * len(axes) + r.shape)
         allocated[0] = not widen
     if lead:
         g = g.reshape(g.shape[lead:])
@@ -435,8 +442,8 @@ cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bin
     """``acc + g`` for first-order accumulation (Note [Accumulation]): in place into ``acc``
     when the pass owns it, else into ``g`` when the pass owns that, else a new array, which
     the pass then owns (``*owned``). Large in-place additions go through ``add_into`` (Note
-    [Large-array kernels] in _large/__init__.py). Shared by the engine and the executor's
-    replay."""
+    [Large-array kernels] in _large/__init__.py), and so do large out-of-place sums. Shared
+    by the engine and the executor's replay."""
     owned[0] = True
     if acc_owned:
         if not add_into(acc, g):
@@ -447,7 +454,8 @@ cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bin
         if not add_into(g, acc):
             g += acc
         return g
-    acc = acc + g
+    r = large_add(acc, g)
+    acc = acc + g if r is None else r
     if type(acc) is not NP_NDARRAY:
         acc = _asarray(acc)   # 0-d sums come back as NumPy scalars
     return acc

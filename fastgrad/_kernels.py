@@ -10,6 +10,8 @@ import numpy as np
 
 from fastgrad._large import apply as _large_apply
 from fastgrad._large import cached_empty as _cached_empty
+from fastgrad._large import get_min_size as _large_min_size
+from fastgrad._large import sum_all as _large_sum
 
 
 def normalize_axis(axis, ndim):
@@ -85,6 +87,10 @@ _add_reduce = np.add.reduce
 def reduce_sum(x, axis, keepdims):
     # np.add.reduce is what np.sum runs, minus two layers of Python.
     if type(x) is np.ndarray:
+        if axis is None and x.size >= _large_min_size():
+            total = _large_sum(x)               # the same value (Note [Large-array kernels])
+            if total is not None:
+                return np.full((1,) * x.ndim, total) if keepdims else total
         return _add_reduce(x, axis=axis, keepdims=keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 

@@ -370,18 +370,76 @@ def test_pool_works_in_a_forked_child(tmp_path):
 # ---------------------------------------------------------------- reductions and casts
 
 
-def test_bias_gradient_and_full_sum_are_numpys_sums():
-    """Sums are NumPy's own, bit for bit: over the batch (a bias's gradient) and in full."""
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("shape", [(N,), (512, 512), (3, 700, 129), (1 << 20,)], ids=str)
+def test_full_sum_is_numpys_bit_for_bit(shape, dtype):
+    rng = onp.random.default_rng(20)
+    x = (rng.standard_normal(shape) * onp.exp(rng.standard_normal(shape) * 4)).astype(dtype)
+    before = _large.pool_calls()
+    got = _large.sum_all(x)
+    expected = onp.add.reduce(x, axis=None)
+    assert type(got) is type(expected) and got.tobytes() == expected.tobytes()
+    assert _large.pool_calls() == before + 1
+    # Through fastgrad's sum, keepdims or not.
+    for keepdims in (False, True):
+        r = fnp.sum(fnp.array(x), keepdims=keepdims).asnumpy()
+        e = onp.sum(x, keepdims=keepdims)
+        assert r.shape == onp.shape(e) and r.tobytes() == onp.asarray(e).tobytes()
+
+
+def test_full_sum_zeros_and_overflow_as_numpy():
+    z = onp.full(N, -0.0)
+    assert _large.sum_all(z).tobytes() == onp.add.reduce(z, axis=None).tobytes()
+    big = onp.full(N, 1e308)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in reduce"):
+        assert _large.sum_all(big) == onp.inf
+    with onp.errstate(over="raise"), pytest.raises(FloatingPointError):
+        _large.sum_all(big)
+    # Not for it: small, integer, or not contiguous.
+    assert _large.sum_all(onp.ones(100)) is None
+    assert _large.sum_all(onp.ones(N, dtype=onp.int64)) is None
+    assert _large.sum_all(onp.ones((2, N))[:, ::2]) is None
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+@pytest.mark.parametrize("shape,nlead", [((512, 512), 1), ((3, 200, 512), 2),
+                                         ((1001, 300), 1), ((7, 40000), 1)], ids=str)
+def test_row_sums_are_two_halves_on_any_number_of_threads(shape, nlead, dtype):
+    """Note [Row sums]: NumPy's sum of each half of the rows, then their sum."""
+    rng = onp.random.default_rng(21)
+    x = (rng.standard_normal(shape) * onp.exp(rng.standard_normal(shape) * 3)).astype(dtype)
+    rows = int(onp.prod(shape[:nlead]))
+    flat = x.reshape(rows, -1)
+    expected = (onp.add.reduce(flat[: rows // 2], axis=0)
+                + onp.add.reduce(flat[rows // 2:], axis=0)).reshape(shape[nlead:])
+    two = _large.sum_rows(x, nlead)
+    _large.set_num_threads(1)
+    one = _large.sum_rows(x, nlead)
+    _large.set_num_threads(2)
+    _same(two, expected)
+    _same(one, expected)
+    onp.testing.assert_allclose(two, x.sum(axis=tuple(range(nlead))),
+                                rtol=1e-5 if dtype == onp.float32 else 1e-12,
+                                atol=1e-5 * float(onp.abs(x).max()))
+
+
+def test_row_sums_only_for_large_wide_float_arrays():
+    assert _large.sum_rows(onp.ones((4, 100)), 1) is None          # small
+    assert _large.sum_rows(onp.ones((2000, 100)), 1) is None       # narrow rows
+    assert _large.sum_rows(onp.ones((1, 300000)), 1) is None       # one row
+    assert _large.sum_rows(onp.ones((600, 512), dtype=onp.int64), 1) is None
+
+
+def test_bias_gradient_uses_the_row_sums():
     rng = onp.random.default_rng(22)
     xs, bs = rng.standard_normal((600, 512)), rng.standard_normal(512)
     x, b = fnp.array(xs), fnp.array(bs)
     b.attach_grad()
     with autograd.record():
-        z = fnp.sin(x + b)
-        y = fnp.sum(z)
+        y = fnp.sum(fnp.sin(x + b))
     y.backward()
-    _same(b.grad.asnumpy(), onp.add.reduce(onp.cos(xs + bs), axis=0))
-    assert float(y) == float(onp.add.reduce(onp.sin(xs + bs), axis=None))
+    g = onp.cos(xs + bs)
+    _same(b.grad.asnumpy(), onp.add.reduce(g[:300], axis=0) + onp.add.reduce(g[300:], axis=0))
 
 
 @pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
@@ -520,10 +578,14 @@ def test_each_kernel_can_be_switched_off_alone(name):
         if name == "apply":
             _same(_large.apply(onp.sin, x), onp.sin(x))
             assert _large.pool_calls() == before
+        elif name == "sum_all":
+            assert _large.sum_all(x) is None
         elif name == "cast_mask":
             assert _large.cast_mask(m, onp.float64) is None
-        # Gradients of a large broadcast (elementwise, accumulation, the large rule) are
-        # those of the kernels all on.
+        elif name == "sum_rows":
+            assert _large.sum_rows(x, 1) is None
+        # Gradients of a large broadcast (elementwise, both accumulations, the large rule,
+        # the row sum) are those of the kernels all on, except for sum_rows's own order.
         xs, bs = fnp.array(x), fnp.array(b)
         xs.attach_grad()
         bs.attach_grad()
@@ -536,7 +598,10 @@ def test_each_kernel_can_be_switched_off_alone(name):
             y = fnp.sin(xs + bs) * xs + xs * xs
         y.backward()
         _same(got[0], xs.grad.asnumpy())
-        _same(got[1], bs.grad.asnumpy())
+        if name != "sum_rows":
+            _same(got[1], bs.grad.asnumpy())
+        else:
+            onp.testing.assert_allclose(got[1], bs.grad.asnumpy(), rtol=1e-12)
     finally:
         _large.disable()
 

@@ -7,11 +7,12 @@ this subpackage, which does the same work on several cores and gives NumPy's res
 bit (or declines, and the caller calls NumPy). Its whole interface is small:
 
 * for Cython callers, ``kernels.pxd``: ``elementwise(ufunc, args)`` (``Primitive.apply`` for
-  ops whose kernel is a ufunc), ``add_into(acc, g)`` (the engine's in-place gradient
-  accumulation), and ``large_rule(g)``/``large_rule_size()`` (the engine's choice of a rule's
+  ops whose kernel is a ufunc), ``add_into(acc, g)`` and ``add(a, b)`` (the engine's gradient
+  accumulation), ``sum_rows(x, nlead)`` (the engine's sum over broadcast leading axes, Note
+  [Row sums]), and ``large_rule(g)``/``large_rule_size()`` (the engine's choice of a rule's
   large binding, Note [Bindings] in ``_bindings.py``);
-* for Python callers, this module: ``apply(ufunc, *args)`` (relu's kernel),
-  ``cast_mask(mask, dtype)`` (a boolean mask as 0/1 floats, for
+* for Python callers, this module: ``apply(ufunc, *args)`` (relu's kernel), ``sum_all(x)``
+  (full sums), ``cast_mask(mask, dtype)`` (a boolean mask as 0/1 floats, for
   ``Filled``), the operators ``op_add``..., ``Split`` and the rule scope ``rule_begin``/
   ``rule_end`` of the large binding (Note [Owned temporaries] in ``kernels.pyx``), and the
   settings below.
@@ -32,9 +33,11 @@ from fastgrad._large.kernels import (KERNELS, Split, apply, cached_bytes, cached
                                      clear_cache, disable, get_min_size, get_num_threads,
                                      op_add, op_div, op_eq, op_ge, op_gt, op_le, op_lt, op_mul,
                                      op_ne, op_neg, op_sub, pool_calls, rule_begin, rule_end,
-                                     set_cache_limit, set_min_size, set_num_threads)
+                                     set_cache_limit, set_min_size, set_num_threads, sum_all,
+                                     sum_rows)
 
 __all__ = ["KERNELS", "Split", "apply", "cached_bytes", "cached_empty", "cast_mask", "clear_cache",
            "disable", "get_min_size", "get_num_threads", "op_add", "op_div", "op_eq", "op_ge", "op_gt",
            "op_le", "op_lt", "op_mul", "op_ne", "op_neg", "op_sub", "pool_calls", "rule_begin",
-           "rule_end", "set_cache_limit", "set_min_size", "set_num_threads"]
+           "rule_end", "set_cache_limit", "set_min_size", "set_num_threads", "sum_all",
+           "sum_rows"]

@@ -14,10 +14,10 @@ loops), twice that on the kernel pool and eight times that on Python threads.
 
 Splitting only pays when the ops around it split the same way. On the 2-core reference
 machine a megabyte that one core wrote moves to the other core's cache at a few GB/s, so an
-add split in two followed by a sum on one core is slower than both on one core. (The pool
-also ran full sums and sums over leading axes once; measured again for issue 15 they did not
-pay on W2, W3 or W6 and were dropped, with the out-of-place accumulation.) The pool runs a
-mask cast for relu's gradient (``cast_mask``), and every slice goes to the same
+add split in two followed by a sum on one core is slower than both on one core. Hence the
+pool also runs the reductions a backward pass makes on large arrays: full sums (``sum_all``,
+NumPy's pairwise order, bit for bit) and sums over leading axes (``sum_rows``, Note [Row
+sums]); a mask cast for relu's gradient (``cast_mask``); and every slice goes to the same
 thread each time (thread ``t`` takes chunk ``t``), so consecutive ops find their data in the
 cache of the core that wrote it. Fresh outputs come from a cache of freed buffers (Note
 [Buffer cache] in ``pool.h``): page faults in two threads at once cost more than the work.
@@ -36,8 +36,10 @@ There are two ways to run the slices:
 
 Either way chunk boundaries are multiples of 8192 elements from the start (or whole rows),
 so every element goes through the same inner loop, at the same position within its SIMD
-block and with the same alignment, as in the unsplit call: results are bit-identical. Type
-resolution, weak Python scalars and type errors are NumPy's (the pool asks NumPy to resolve the loop;
+block and with the same alignment, as in the unsplit call: results are bit-identical. So
+are full sums; sums over leading axes have an order of their own, the same on any number of
+threads (Note [Row sums]). Type resolution,
+weak Python scalars and type errors are NumPy's (the pool asks NumPy to resolve the loop;
 the Python path applies the ufunc to empty slices first).
 
 ``num_threads`` is ``FASTGRAD_NUM_THREADS`` if set (``1`` turns splitting off), else the
@@ -52,10 +54,10 @@ nothing is split.
 
 Callers reach this module only through the interface of ``kernels.pxd`` and
 ``fastgrad._large`` (Note [Large-array kernels]), each call starting with a C-level size
-test: ``Primitive.apply`` for kernels that are ufuncs; the engine's in-place gradient
-accumulation; the rules' large binding (Note [Bindings] in ``_bindings.py``), whose operators
-and ufunc names call ``op_*`` and ``Split`` here; ``relu``'s kernel and ``Filled``'s mask
-casts.
+test: ``Primitive.apply`` for kernels that are ufuncs; the engine's gradient accumulation and
+sums over leading axes; the rules' large binding (Note [Bindings] in ``_bindings.py``), whose
+operators and ufunc names call ``op_*`` and ``Split`` here; ``relu``'s kernel, full sums and
+``Filled``'s mask casts.
 """
 
 cimport cython
@@ -65,6 +67,7 @@ from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from cpython.pythread cimport PyThread_get_thread_ident
+from libc.string cimport memcpy
 
 
 cdef extern from "pool.h":
@@ -81,7 +84,11 @@ cdef extern from "pool.h":
         fg_loop_fn fn
         void *context
         void *auxdata
+    ctypedef union fg_partial:
+        double d
+        float f
     ctypedef struct fg_job:
+        int kind
         int nargs
         char *base[3]
         int n_odims
@@ -92,9 +99,14 @@ cdef extern from "pool.h":
         cnp.npy_intp n_inner
         cnp.npy_intp chunk
         int nchunks
+        cnp.npy_intp bounds[33]
+        fg_partial partial[32]
         fg_loop loops[32]
     enum:
         FG_MAX_THREADS
+        FG_ELEMENTWISE
+        FG_SUM_BLOCKS
+        FG_SUM_ROWS
     int fg_bool_to_double(void *context, char *const *data, const cnp.npy_intp *dims,
                           const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     int fg_bool_to_float(void *context, char *const *data, const cnp.npy_intp *dims,
@@ -135,6 +147,7 @@ cdef object _geterr = _np.geterr
 cdef object _errstate = _np.errstate
 cdef object _empty = _np.empty
 cdef object _broadcast_shapes = _np.broadcast_shapes
+cdef object _add_reduce = _np.add.reduce
 cdef object _BOOL = _np.dtype(bool)
 
 cdef Py_ssize_t _min_size = 1 << 16
@@ -294,8 +307,8 @@ cdef inline bint any_large(tuple args) noexcept:
 # (kernels.pxd; Note [Large-array kernels])
 
 # Each kernel can be switched off on its own, to measure what it brings (``disable``).
-cdef dict _KERNELS = {"elementwise": 1, "add_into": 2, "cast_mask": 32, "apply": 64,
-                      "large_rules": 128}
+cdef dict _KERNELS = {"elementwise": 1, "add_into": 2, "add": 4, "sum_rows": 8,
+                      "sum_all": 16, "cast_mask": 32, "apply": 64, "large_rules": 128}
 cdef int _off = 0
 
 
@@ -325,6 +338,10 @@ cdef object elementwise(object ufunc, tuple args):
 
 cdef bint add_into(object acc, object g) except -1:
     return not (_off & 2) and is_large(acc) and call(_add, (acc, g), acc) is not None
+
+
+cdef object add(object a, object b):
+    return call(_add, (a, b)) if not (_off & 4) and is_large(a) else None
 
 
 cdef bint large_rule(object g) noexcept:
@@ -422,13 +439,15 @@ cdef class _Loop:
     cdef tuple types                # what _resolve_dtypes_and_context was given
     cdef readonly tuple dtypes      # the loop's dtypes: inputs, then the output
     cdef bint check_fpe             # the loop may raise floating-point flags
+    cdef bint reduction             # NumPy's reduce loop (out += a pairwise sum)
     cdef list capsules              # one call-info capsule per thread (they own the loops)
 
     cdef int fill(self, fg_job *job, int nthreads) except -1:
         cdef fg_call_info *info
         cdef int t
         while len(self.capsules) < nthreads:
-            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(self.types)
+            dtypes, capsule = self.ufunc._resolve_dtypes_and_context(
+                self.types, reduction=self.reduction)
             self.ufunc._get_strided_loop(capsule)
             self.capsules.append(capsule)
         for t in range(nthreads):
@@ -449,10 +468,15 @@ cdef object _find_loop(object ufunc, tuple key):
     if loop is not False:
         return loop
     loop = None
-    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type.
-    types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
+    # Array operands are keyed by their dtype, scalars by (dtype,) or their Python type; a
+    # reduction by (ufunc, "reduce", dtype).
+    cdef bint reduction = len(key) == 3 and key[1] == "reduce"
+    if reduction:
+        types = (None, key[2], None)
+    else:
+        types = tuple([t[0] if type(t) is tuple else t for t in key[1:]]) + (None,)
     try:
-        dtypes, capsule = ufunc._resolve_dtypes_and_context(types)
+        dtypes, capsule = ufunc._resolve_dtypes_and_context(types, reduction=reduction)
         ufunc._get_strided_loop(capsule)
         info = <fg_call_info*>PyCapsule_GetPointer(capsule, _CAPSULE)
     except Exception:           # an old NumPy, no loop for these types, another capsule
@@ -460,7 +484,7 @@ cdef object _find_loop(object ufunc, tuple key):
     if info != NULL and not info.requires_pyapi and info.strided_loop != NULL:
         ok = True
         for i in range(len(types) - 1):
-            t = key[i + 1]
+            t = types[i] if reduction else key[i + 1]
             if isinstance(t, _np.dtype) and t != dtypes[i]:
                 ok = False      # NumPy would cast this array first
         # Floating and boolean loops only: integer loops may raise Python errors from
@@ -471,6 +495,7 @@ cdef object _find_loop(object ufunc, tuple key):
             made.types = types
             made.dtypes = tuple(dtypes)
             made.check_fpe = not info.no_floatingpoint_errors
+            made.reduction = reduction
             made.capsules = [capsule]
             loop = made
     with _loops_lock:
@@ -642,6 +667,7 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         job.nchunks = <int>((outer + job.chunk - 1) // job.chunk)
     if job.nchunks < 2:
         return None
+    job.kind = FG_ELEMENTWISE
     bits = _run_job(&job, loop, NULL, ufunc.__name__)
     if bits < 0:
         return None                     # another thread's job is running
@@ -672,6 +698,7 @@ cdef int _run_job(fg_job *job, _Loop loop, fg_loop_fn fn, str name) except -2:
         fg_job_now = job[0]
         with nogil:
             bits = fg_pool_run()
+        memcpy(job.partial, fg_job_now.partial, sizeof(job.partial))    # while still ours
     finally:
         fg_pool_release()
     _pool_calls += 1
@@ -687,11 +714,171 @@ cdef inline Py_ssize_t _pool_min(object ufunc) noexcept:
     return _min_size * POOL_CHEAP_FACTOR
 
 
+cdef bint _float_ok(cnp.ndarray a) noexcept:
+    return (cnp.PyArray_IS_C_CONTIGUOUS(a) and (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE
+                                                 or cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT))
+
+
 cdef bint _errstate_ok(dict errs):
     for mode in errs.values():
         if mode not in _SPLIT_MODES:
             return False
     return True
+
+
+def sum_all(x):
+    """``numpy.add.reduce(x)`` over every axis of a large C-contiguous float array, on the
+    kernel pool; ``None`` when not applicable (the caller then calls NumPy).
+
+    NumPy sums a contiguous run pairwise: the sum of ``n`` values is the sum of the first
+    ``n2`` plus the sum of the rest, ``n2`` being ``n // 2`` rounded down to a multiple of 8.
+    The blocks here are the leaves of that recursion, each summed by NumPy's own reduce loop
+    and combined along the same tree, so the result is NumPy's, bit for bit.
+    """
+    cdef cnp.ndarray arr
+    cdef fg_job job
+    cdef Py_ssize_t size, lo, hi, half, i
+    cdef int nthreads, depth, leaves, c, bits
+    cdef double dv[32]
+    cdef float fv[32]
+    if type(x) is not NP_NDARRAY or get_num_threads() < 2 or _off & 16:
+        return None
+    arr = <cnp.ndarray>x
+    size = cnp.PyArray_SIZE(arr)
+    if not _float_ok(arr) or size < _min_size * POOL_CHEAP_FACTOR:
+        return None
+    errs = _geterr()
+    if not _errstate_ok(errs):
+        return None
+    loop = _find_loop(_np.add, (_np.add, "reduce", arr.dtype))
+    if loop is None:
+        return None
+    nthreads = min(_nthreads, FG_MAX_THREADS)
+    depth = 0
+    while (1 << depth) < nthreads:
+        depth += 1
+    blocks = [(0, size)]
+    for _ in range(depth):
+        split = []
+        for lo, hi in blocks:
+            if hi - lo <= 128:
+                return None             # the recursion stops here: not worth it anyway
+            half = (hi - lo) // 2
+            half -= half % 8
+            split.append((lo, lo + half))
+            split.append((lo + half, hi))
+        blocks = split
+    leaves = len(blocks)
+    job.kind = FG_SUM_BLOCKS
+    job.nargs = 3
+    job.base[1] = <char*>cnp.PyArray_DATA(arr)
+    job.inner_stride[1] = cnp.PyArray_ITEMSIZE(arr)
+    job.n_outer = 1
+    job.n_inner = size
+    job.nchunks = leaves
+    for c in range(leaves):
+        job.bounds[c] = blocks[c][0]
+    job.bounds[leaves] = size
+    bits = _run_job(&job, <_Loop>loop, NULL, "add")
+    if bits < 0:
+        return None
+    # Combine along the recursion, in the array's precision.
+    if cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE:
+        for c in range(leaves):
+            dv[c] = job.partial[c].d
+        while leaves > 1:
+            for c in range(leaves // 2):
+                dv[c] = dv[2 * c] + dv[2 * c + 1]
+            leaves //= 2
+        result = _np.float64(dv[0])
+    else:
+        for c in range(leaves):
+            fv[c] = job.partial[c].f
+        while leaves > 1:
+            for c in range(leaves // 2):
+                fv[c] = fv[2 * c] + fv[2 * c + 1]
+            leaves //= 2
+        result = _np.float32(fv[0])
+    if bits and (<_Loop>loop).check_fpe:
+        _report("reduce", bits, errs)
+    return result
+
+
+#: The size from which sum_rows sums two halves of the rows (on any number of threads).
+SUM_ROWS_MIN = 1 << 17
+
+
+cpdef object sum_rows(object x, Py_ssize_t nlead):
+    """The sum over the first ``nlead`` axes of a large C-contiguous float array, as the sum
+    of two halves of its rows; ``None`` for arrays that do not qualify (the caller then calls
+    ``numpy.add.reduce``).
+
+    Note [Row sums]
+    ~~~~~~~~~~~~~~~
+    A gradient summed back over broadcast leading axes (a bias's, summed over the batch) is
+    the one reduction of a backward pass that NumPy cannot split without changing its order
+    of summation: it adds the rows in order. Split by columns, each thread would read half of
+    every row, which the op before wrote half on each core; on the 2-core reference machine
+    that costs more than it saves. So from ``SUM_ROWS_MIN`` elements (with at least 256 kept
+    elements and 2 rows) the sum is defined as NumPy's sum of the first ``rows // 2`` rows
+    plus NumPy's sum of the others, computed by one thread each when there are two, and in
+    that same order by NumPy otherwise. The result depends only on the shape, never on the
+    number of threads; it can differ from ``numpy.add.reduce`` in the last bits, as any
+    other order of summation would.
+    """
+    cdef cnp.ndarray arr, o, t
+    cdef fg_job job
+    cdef Py_ssize_t size, rows = 1, cols = 1, k, half
+    cdef int bits = -1
+    if type(x) is not NP_NDARRAY or _off & 8:
+        return None
+    arr = <cnp.ndarray>x
+    size = cnp.PyArray_SIZE(arr)
+    if not _float_ok(arr) or size < SUM_ROWS_MIN:
+        return None
+    if nlead < 1 or nlead >= cnp.PyArray_NDIM(arr):
+        return None
+    for k in range(cnp.PyArray_NDIM(arr)):
+        if k < nlead:
+            rows *= cnp.PyArray_DIM(arr, k)
+        else:
+            cols *= cnp.PyArray_DIM(arr, k)
+    if cols < 256 or rows < 2:
+        return None
+    half = rows // 2
+    shape = x.shape[nlead:]
+    out = _out(shape, arr.dtype)
+    other = _out(shape, arr.dtype)
+    o = <cnp.ndarray>out
+    t = <cnp.ndarray>other
+    errs = _geterr()
+    loop = None
+    if get_num_threads() >= 2 and _errstate_ok(errs):
+        loop = _find_loop(_np.add, (_np.add, arr.dtype, arr.dtype))
+    if loop is not None:
+        job.kind = FG_SUM_ROWS
+        job.nargs = 3
+        job.base[0] = <char*>cnp.PyArray_DATA(o)
+        job.base[1] = <char*>cnp.PyArray_DATA(arr)
+        job.base[2] = <char*>cnp.PyArray_DATA(t)
+        job.inner_stride[0] = job.inner_stride[1] = job.inner_stride[2] = \
+            cnp.PyArray_ITEMSIZE(arr)
+        job.outer_stride[1][0] = cols * cnp.PyArray_ITEMSIZE(arr)
+        job.n_outer = rows
+        job.n_inner = cols
+        job.nchunks = 2
+        job.bounds[0] = 0
+        job.bounds[1] = half
+        job.bounds[2] = rows
+        bits = _run_job(&job, <_Loop>loop, NULL, "add")
+        if bits > 0 and (<_Loop>loop).check_fpe:
+            _report("reduce", bits, errs)
+    if bits < 0:                        # one thread, or the pool busy: the same sums here
+        flat = x.reshape(rows, cols)
+        _add_reduce(flat[:half], axis=0, out=out.reshape(cols))
+        _add_reduce(flat[half:], axis=0, out=other.reshape(cols))
+    _np.add(out, other, out=out)
+    return out
 
 
 def cast_mask(mask, dtype):
@@ -719,6 +906,7 @@ def cast_mask(mask, dtype):
     out = _out(mask.shape, dtype)
     o = <cnp.ndarray>out
     nthreads = min(_nthreads, FG_MAX_THREADS)
+    job.kind = FG_ELEMENTWISE
     job.nargs = 2
     job.base[0] = <char*>cnp.PyArray_DATA(m)
     job.base[1] = <char*>cnp.PyArray_DATA(o)

@@ -113,7 +113,24 @@ typedef struct {
  * odims[0..n_odims) (C order); operand k's element j of that row is at base[k] + the sum of
  * index[d] * outer_stride[k][d] + j * inner_stride[k]. Chunks are ranges of `chunk` rows,
  * or of `chunk` elements when there is one row. loops[t] is thread t's own copy of the loop. */
+enum {
+    FG_ELEMENTWISE = 0,   /* loops[t] on rows / element ranges, as described above */
+    FG_SUM_BLOCKS = 1,    /* a reduce loop per element range [bounds[c], bounds[c+1]) of one
+                           * contiguous operand (base[1], inner_stride[1]) into partial[c] */
+    FG_SUM_ROWS = 2       /* chunk c: +0, then each row r in [bounds[c], bounds[c+1]) of
+                           * base[1] (row stride outer_stride[1][0], n_inner elements) added
+                           * in order with the binary loop, into base[0] (chunk 0) or
+                           * base[2] (chunk 1) */
+};
+
+typedef union {
+    double d;
+    float f;
+    char bytes[16];
+} fg_partial;
+
 typedef struct {
+    int kind;
     int nargs;
     char *base[FG_MAX_ARGS];
     int n_odims;
@@ -124,6 +141,8 @@ typedef struct {
     npy_intp n_inner;
     npy_intp chunk;
     int nchunks;
+    npy_intp bounds[FG_MAX_THREADS + 1];
+    fg_partial partial[FG_MAX_THREADS];
     fg_loop loops[FG_MAX_THREADS];
 } fg_job;
 
@@ -156,6 +175,30 @@ static int fg_run_chunk(fg_job *j, int c, int t) {
     npy_intp n, lo, hi, r, steps[FG_MAX_ARGS];
     int k, rc = 0;
     const fg_loop *lp = &j->loops[t];
+    if (j->kind == FG_SUM_BLOCKS) {
+        /* NumPy's reduce loop: out (stride 0) += the pairwise sum of the range. */
+        memset(&j->partial[c], 0, sizeof(fg_partial));       /* +0, add's identity */
+        data[0] = data[2] = j->partial[c].bytes;
+        data[1] = j->base[1] + j->bounds[c] * j->inner_stride[1];
+        steps[0] = steps[2] = 0;
+        steps[1] = j->inner_stride[1];
+        n = j->bounds[c + 1] - j->bounds[c];
+        return lp->fn(lp->context, data, &n, steps, lp->auxdata);
+    }
+    if (j->kind == FG_SUM_ROWS) {
+        /* As NumPy reduces leading axes: the identity, then each row added in order. */
+        char *target = j->base[c == 0 ? 0 : 2];
+        n = j->n_inner;
+        memset(target, 0, (size_t)(n * j->inner_stride[0]));
+        steps[0] = steps[2] = j->inner_stride[0];
+        steps[1] = j->inner_stride[1];
+        for (r = j->bounds[c]; r < j->bounds[c + 1] && rc == 0; r++) {
+            data[0] = data[2] = target;
+            data[1] = j->base[1] + r * j->outer_stride[1][0];
+            rc = lp->fn(lp->context, data, &n, steps, lp->auxdata);
+        }
+        return rc;
+    }
     if (j->n_outer == 1) {
         lo = (npy_intp)c * j->chunk;
         hi = lo + j->chunk < j->n_inner ? lo + j->chunk : j->n_inner;
