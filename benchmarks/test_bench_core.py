@@ -159,3 +159,12 @@ def test_compare_script_runs(capsys):
     ], out
     assert "fastgrad bound Executor / imperative (record + backward): [9] " in out
     assert "Targets of issue 17" in out and "Caveat: --quick" in out
+
+
+def test_min_step_script_prints_one_step_time(capsys):
+    """``min_step.py`` runs a workload's fastgrad step and prints its fastest time per step."""
+    import min_step
+
+    assert min_step.main(["5", "--seconds", "0.05", "--steps", "2"]) == 0
+    value = float(capsys.readouterr().out.strip())
+    assert 0.0 < value < 1e7                    # microseconds per step of a 4th derivative
