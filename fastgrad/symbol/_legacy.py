@@ -306,10 +306,12 @@ def _convolution(x, p):
         raise NotImplementedError("Convolution: only layout NCHW is supported")
     g = p["num_group"]
     kw = dict(kernel=p["kernel"], stride=_pairs(p["stride"]), dilate=_pairs(p["dilate"]),
-              pad=_pairs(p["pad"]), no_bias=True)
-    if g == 1:
-        out = npx.convolution(data, weight, None, num_filter=p["num_filter"], **kw)
+              pad=_pairs(p["pad"]))
+    if g == 1:      # the bias goes into the product, as in npx.convolution
+        return npx.convolution(data, weight, bias, num_filter=p["num_filter"],
+                               no_bias=bias is None, **kw)
     else:
+        kw["no_bias"] = True
         c = unwrap(data).shape[1]
         f = unwrap(weight).shape[0]
         if c % g or f % g:
