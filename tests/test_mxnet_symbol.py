@@ -9,97 +9,33 @@ finite differences in float64.
 import copy
 import json
 import os
+import sys
 
 import numpy as onp
 import pytest
 
 import fastgrad as mx
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
+
+import mxnet_symbol_networks as networks  # noqa: E402
+
 sym = mx.sym
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "mxnet_symbol")
 
 
 # ---------------------------------------------------------------- the fixture networks
-# The same networks as make_mxnet_symbol_fixtures.py, built with fastgrad.
+# Built from the same code as the fixtures (tests/fixtures/mxnet_symbol_networks.py).
+NETS = {name: (lambda build: lambda: build(sym)[0])(build)
+        for name, build in networks.NETS.items()}
+
 
 def mlp():
-    data = sym.var("data")
-    fc1 = sym.FullyConnected(data, num_hidden=8, name="fc1")
-    act = sym.Activation(fc1, act_type="relu", name="relu1")
-    fc2 = sym.FullyConnected(act, num_hidden=5, name="fc2")
-    return sym.SoftmaxOutput(fc2, name="softmax")
+    return NETS["mlp"]()
 
 
 def lenet(p):
-    data = sym.var("data")
-    c1 = sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv1")
-    bn = sym.BatchNorm(c1, fix_gamma=False, momentum=0.8, eps=1e-3, name="bn1")
-    a1 = sym.Activation(bn, act_type="tanh", name="tanh1")
-    p1 = sym.Pooling(a1, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
-    c2 = sym.Convolution(p1, kernel=(2, 2), num_filter=3, stride=(1, 1), no_bias=True,
-                         name="conv2")
-    a2 = sym.Activation(c2, act_type="sigmoid", name="sig2")
-    p2 = sym.Pooling(a2, kernel=(2, 2), stride=(1, 1), pool_type="avg", name="pool2")
-    f = sym.Flatten(p2, name="flat")
-    d = sym.Dropout(f, p=p, name="drop")
-    fc = sym.FullyConnected(d, num_hidden=3, name="fc")
-    return sym.SoftmaxOutput(fc, name="softmax", normalization="batch")
-
-
-def regressions():
-    x = sym.var("x")
-    h = sym.FullyConnected(x, num_hidden=3, name="fc", flatten=True)
-    lin = sym.LinearRegressionOutput(h, name="lin", grad_scale=0.5)
-    logi = sym.LogisticRegressionOutput(h, name="logi")
-    mae = sym.MAERegressionOutput(h, name="mae")
-    return sym.Group([lin, logi, mae])
-
-
-def misc():
-    tok = sym.var("tok")
-    emb = sym.Embedding(tok, input_dim=7, output_dim=4, name="emb")
-    a = sym.LeakyReLU(emb, slope=0.2, name="leaky")
-    b = sym.LeakyReLU(emb, act_type="elu", slope=0.5, name="elu")
-    c = sym.Concat(a, b, dim=2, name="cat")
-    s = sym.elemwise_add(sym.BlockGrad(c, name="stop"), sym._copy(c, name="cp"), name="plus")
-    r = sym.Reshape(s, shape=(0, -1), name="rs")
-    t = sym.transpose(r, axes=(1, 0), name="tr")
-    sm = sym.softmax(t, axis=0, name="sm")
-    ls = sym.log_softmax(t, axis=-1, name="lsm")
-    parts = sym.SliceChannel(ls, num_outputs=2, axis=1, name="split")
-    m = sym.broadcast_mul(parts[0], parts[1], name="bm")
-    tot = sym.broadcast_add(sym.sum(m, axis=1, keepdims=True, name="tot"),
-                            sym.mean(sm, name="mu"), name="badd")
-    loss = sym.MakeLoss(sym.square(tot, name="sq"), grad_scale=2.0, name="loss")
-    dense = sym.dot(sym.relu(sym.var("u"), name="r"), sym.tanh(sym.var("v"), name="t"), name="dot")
-    return sym.Group([loss, sym.sigmoid(dense, name="sg")])
-
-
-def deconv():
-    data = sym.var("data")
-    d1 = sym.Deconvolution(data, kernel=(3, 3), stride=(2, 2), pad=(1, 1), adj=(1, 1),
-                           num_filter=2, no_bias=False, name="dc1")
-    a = sym.Activation(d1, act_type="tanh", name="t")
-    d2 = sym.Deconvolution(a, kernel=(2, 2), num_filter=4, num_group=2, dilate=(2, 1),
-                           name="dc2")
-    return sym.Group([d2, sym.FullyConnected(d1, num_hidden=2, name="fc")])
-
-
-def pools():
-    data = sym.var("data")
-    lrn = sym.LRN(data, nsize=3, alpha=0.01, beta=0.6, knorm=1.5, name="lrn")
-    full_max = sym.Pooling(lrn, kernel=(3, 3), stride=(2, 2), pool_type="max",
-                           pooling_convention="full", name="fmax")
-    full_avg = sym.Pooling(data, kernel=(3, 2), stride=(2, 2), pad=(1, 0), pool_type="avg",
-                           pooling_convention="full", name="favg")
-    full_avg_ex = sym.Pooling(data, kernel=(2, 3), stride=(2, 2), pad=(0, 1),
-                              pool_type="avg", pooling_convention="full",
-                              count_include_pad=False, name="favgx")
-    return sym.Group([full_max, full_avg, full_avg_ex])
-
-
-NETS = {"mlp": mlp, "lenet": lambda: lenet(0.5), "lenet_nodrop": lambda: lenet(0.0),
-        "regressions": regressions, "misc": misc, "deconv": deconv, "pools": pools}
+    return networks.lenet(sym, p)[0]
 
 
 def _fixture(name):
