@@ -101,3 +101,15 @@ def fd_gradient(f, *args, step=1e-3):
             g[idx] = central_difference(phi, step)
         grads.append(g)
     return grads
+
+
+class SquareFunction(mx.autograd.Function):
+    """``x * x`` as a custom Function that saves its input (for tests of Functions)."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return x * x
+
+    def backward(self, dy):
+        (x,) = self.saved_tensors
+        return 2 * x * dy

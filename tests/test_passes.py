@@ -7,6 +7,7 @@ Every wait is bounded: a deadlock fails the test instead of hanging the suite.
 import gc
 import json
 import os
+import sys
 import threading
 import tracemalloc
 import weakref
@@ -16,6 +17,10 @@ import pytest
 
 from fastgrad import autograd, np
 from fastgrad._state import current_pass
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _helpers import SquareFunction as Square  # noqa: E402
 
 
 TIMEOUT = 60          # seconds any thread or event wait may take before the test fails
@@ -62,16 +67,6 @@ def wait(event):
 
 
 # ----- helpers: Functions
-
-class Square(autograd.Function):
-    def forward(self, x):
-        self.save_for_backward(x)
-        return x * x
-
-    def backward(self, dy):
-        (x,) = self.saved_tensors
-        return 2 * x * dy
-
 
 class Cube(autograd.Function):
     """x**3, whose backward finds 3 x**2 by differentiating ``Square()(a) * x`` through the

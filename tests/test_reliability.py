@@ -1,6 +1,8 @@
 """Reliability: in-place mutation, release of saved values, leaks, anomaly detection, errors."""
 
 import gc
+import os
+import sys
 import threading
 import tracemalloc
 import weakref
@@ -8,9 +10,12 @@ import weakref
 import numpy as onp
 import pytest
 
-import fastgrad as mx
 from fastgrad import autograd, np, npx
 from fastgrad._function import live_functions
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _helpers import SquareFunction  # noqa: E402
 
 
 def var(values, dtype=onp.float64):
@@ -142,20 +147,10 @@ def test_dropped_graph_is_freed_without_backward():
     assert node() is None
 
 
-class _Square(autograd.Function):
-    def forward(self, x):
-        self.save_for_backward(x)
-        return x * x
-
-    def backward(self, dy):
-        (x,) = self.saved_tensors
-        return 2 * x * dy
-
-
 def test_dropped_function_graph_releases_the_function():
     x = var([1.0, 2.0])
     with autograd.record():
-        fn = _Square()
+        fn = SquareFunction()
         y = fn(x)
     ref = weakref.ref(fn)
     del fn
