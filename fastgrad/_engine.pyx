@@ -157,44 +157,6 @@ def register_primitives(prims):
     P_REAL = prims["real"]
 
 
-# ------------------------------------------------------------------ ready heap (by seq, max first)
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline void _heap_push(list heap, Node n) except *:
-    cdef Py_ssize_t i = len(heap), parent
-    heap.append(n)
-    while i > 0:
-        parent = (i - 1) >> 1
-        if (<Node>heap[parent]).seq >= n.seq:
-            break
-        heap[i] = heap[parent]
-        i = parent
-    heap[i] = n
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline Node _heap_pop(list heap):
-    cdef Node top = <Node>heap[0]
-    cdef Node last = <Node>heap.pop()
-    cdef Py_ssize_t n = len(heap), i = 0, child
-    if n == 0:
-        return top
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and (<Node>heap[child + 1]).seq > (<Node>heap[child]).seq:
-            child += 1
-        if (<Node>heap[child]).seq <= last.seq:
-            break
-        heap[i] = heap[child]
-        i = child
-    heap[i] = last
-    return top
-
-
 # ------------------------------------------------------------------ helpers
 
 cdef inline bint _acts_as_leaf(Node n) noexcept:
@@ -707,7 +669,9 @@ cdef class _Pass:
     cdef Py_ssize_t n               # slots in use
     cdef Py_ssize_t cap             # slots allocated
     cdef dict shadow                # Node -> slot, for nodes another running pass claimed
-    cdef list heap                  # ready nodes, max seq first
+    cdef Py_ssize_t *work           # the walk's stack, then the ready heap: slot indices
+    cdef Py_ssize_t nwork           # entries in use
+    cdef Py_ssize_t capwork         # entries allocated
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
     cdef object __weakref__
 
@@ -715,6 +679,9 @@ cdef class _Pass:
         self.slots = NULL
         self.n = 0
         self.cap = 0
+        self.work = NULL
+        self.nwork = 0
+        self.capwork = 0
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -724,6 +691,8 @@ cdef class _Pass:
             Py_XDECREF(slots[k].acc)
             Py_XDECREF(slots[k].node)
         PyMem_Free(slots)
+        PyMem_Free(self.work)
+        self.work = NULL
 
     cdef inline Py_ssize_t slot_of(self, Node n) except -2:
         """``n``'s slot in this pass, or -1 if the pass has not visited it."""
@@ -747,8 +716,9 @@ cdef class _Pass:
         self.cap = newcap
         return 0
 
-    cdef inline Py_ssize_t visit(self, Node n, list stack) except -1:
-        """Give ``n`` a slot, claiming the node if no running pass holds it."""
+    cdef inline Py_ssize_t visit(self, Node n) except -1:
+        """Give ``n`` a slot, claiming the node if no running pass holds it, and push the slot
+        on the walk's stack (``work``)."""
         cdef Py_ssize_t k = self.n
         if k == self.cap:
             self.grow()
@@ -766,8 +736,66 @@ cdef class _Pass:
             if self.shadow is None:
                 self.shadow = {}
             self.shadow[n] = k
-        stack.append(n)
+        self.push_work(k)
         return k
+
+    # Note [Work array]
+    # ~~~~~~~~~~~~~~~~~
+    # The walk's stack and the ready heap hold slot indices in one C array of the pass (the
+    # stack is empty before the first node is pushed on the heap), not nodes in Python lists:
+    # on a chain of ops both hold one or two entries, and a Python list that empties frees its
+    # memory, so every push and pop was a realloc. The slots hold the references to the nodes,
+    # and they do not move while the heap is in use (``order_by_seq`` runs before it).
+
+    cdef inline int push_work(self, Py_ssize_t k) except -1:
+        cdef void *mem
+        if self.nwork == self.capwork:
+            mem = PyMem_Realloc(self.work, (64 if self.capwork == 0 else 2 * self.capwork)
+                                * sizeof(Py_ssize_t))
+            if mem == NULL:
+                raise MemoryError()
+            self.work = <Py_ssize_t *>mem
+            self.capwork = 64 if self.capwork == 0 else 2 * self.capwork
+        self.work[self.nwork] = k
+        self.nwork += 1
+        return 0
+
+    cdef inline int heap_push(self, Py_ssize_t k) except -1:
+        """Push slot ``k`` on the ready heap (max ``seq`` first)."""
+        cdef Py_ssize_t i = self.nwork, parent
+        cdef long long seq = self.slots[k].seq
+        self.push_work(k)
+        while i > 0:
+            parent = (i - 1) >> 1
+            if self.slots[self.work[parent]].seq >= seq:
+                break
+            self.work[i] = self.work[parent]
+            i = parent
+        self.work[i] = k
+        return 0
+
+    cdef inline Py_ssize_t heap_pop(self) noexcept:
+        """Pop the slot of the ready node with the largest ``seq`` (the heap is not empty)."""
+        cdef Py_ssize_t top = self.work[0], last, n, i = 0, child
+        cdef long long last_seq
+        self.nwork -= 1
+        n = self.nwork
+        if n == 0:
+            return top
+        last = self.work[n]
+        last_seq = self.slots[last].seq
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and self.slots[self.work[child + 1]].seq > self.slots[self.work[child]].seq:
+                child += 1
+            if self.slots[self.work[child]].seq <= last_seq:
+                break
+            self.work[i] = self.work[child]
+            i = child
+        self.work[i] = last
+        return top
 
     cdef void finish(self) noexcept:
         """Hand the nodes this pass claimed back and drop its references (the pass is over)."""
@@ -955,7 +983,6 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     ps.epoch = _epoch
     ps.create = create_graph
     ps.prune = variables is not None
-    ps.heap = []
     if create_graph:
         ps.memo = {}                # Note [Shared subexpressions]
     prev_rec = set_recording_c(create_graph)
@@ -976,7 +1003,6 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                  bint allow_unused):
     cdef bint create = ps.create
     cdef long long start_seq = last_seq()       # nodes after it are made by this pass
-    cdef list stack = []
     cdef list seeds = []
     cdef list freed = []
     cdef Node n, p
@@ -989,7 +1015,6 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     cdef bint owned, allocated
     cdef object fitted, needs = None
     cdef tuple args
-    cdef list heap = ps.heap
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -1014,11 +1039,12 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
         if ps.slot_of(h._node) < 0:
-            ps.visit(h._node, stack)
+            ps.visit(h._node)
 
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
-    while stack:
-        n = <Node>stack.pop()
+    while ps.nwork:
+        ps.nwork -= 1
+        n = <Node>ps.slots[ps.work[ps.nwork]].node
         if _acts_as_leaf(n):
             continue
         if n.released:
@@ -1031,7 +1057,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             p = <Node>obj
             pslot = ps.slot_of(p)
             if pslot < 0:
-                pslot = ps.visit(p, stack)
+                pslot = ps.visit(p)
             ps.slots[pslot].deps += 1
 
     cdef list targets = None
@@ -1082,12 +1108,12 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         slot = ps.slot_of(n)
         if ps.slots[slot].flags & NEEDED and ps.slots[slot].deps == 0:
             ps.slots[slot].deps = -1
-            _heap_push(heap, n)
+            ps.heap_push(slot)
     seeds = None
 
-    while heap:
-        n = _heap_pop(heap)
-        slot = ps.slot_of(n)
+    while ps.nwork:
+        slot = ps.heap_pop()
+        n = <Node>ps.slots[slot].node
         owned = (ps.slots[slot].flags & OWNED) != 0
         g = ps.take_acc(slot)
         if prune:
@@ -1151,7 +1177,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 continue
             ps.slots[pslot].deps -= 1
             if ps.slots[pslot].deps == 0:
-                _heap_push(heap, p)
+                ps.heap_push(pslot)
 
     if not prune:
         return None
