@@ -304,14 +304,43 @@ cdef class Primitive:
         node.params = params
         node.n_out = n_out
         if n_out == 1:
-            node.out_shape = out.shape
-            node.out_dtype = out.dtype
+            node.out_shape = _out_shape(<cnp.ndarray>out, parents)
+            node.out_dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>out)
         else:
             node.out_shape = tuple([o.shape for o in out])
             node.out_dtype = tuple([o.dtype for o in out])
         if is_anomaly_c():
             node.trace = _capture_trace()
         return node
+
+
+cdef tuple _out_shape(cnp.ndarray out, tuple parents):
+    """``out.shape``: the shape tuple of a parent whose single output has the same shape
+    (an elementwise op's usual case), else a new one.
+
+    Note [Shared shape tuples]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A node keeps its output's shape as a tuple (``out_shape``), and ``ndarray.shape`` builds a
+    new one through an attribute lookup at each call. Most recorded ops output the shape of an
+    input, whose node already holds that tuple: comparing the dimensions in C and sharing the
+    (immutable) tuple costs a few loads instead. Nothing compares these tuples by identity.
+    """
+    cdef Py_ssize_t i, k, nd = cnp.PyArray_NDIM(out)
+    cdef PyObject *p
+    cdef object shape
+    for i in range(PyTuple_GET_SIZE(parents)):
+        p = PyTuple_GET_ITEM(parents, i)
+        if <object>p is None or (<Node>p).n_out != 1:
+            continue
+        shape = (<Node>p).out_shape
+        if type(shape) is not tuple or PyTuple_GET_SIZE(shape) != nd:
+            continue
+        for k in range(nd):
+            if (<cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k)) != cnp.PyArray_DIMS(out)[k]:
+                break
+        else:
+            return <tuple>shape
+    return (<object>out).shape
 
 
 cdef object _sequence_argument(object seq, Primitive op, Py_ssize_t i):
