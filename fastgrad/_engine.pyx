@@ -109,6 +109,7 @@ from cpython.tuple cimport (PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyT
                             PyTuple_CheckExact)
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
+from cpython.sequence cimport PySequence_Fast_ITEMS
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
@@ -128,6 +129,9 @@ from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 from fastgrad import _anomaly, _kernels
 
 cnp.import_array()
+
+cdef extern from "Python.h":
+    object PyObject_Vectorcall(object callable, PyObject **args, size_t nargsf, PyObject *kwnames)
 
 cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
@@ -223,6 +227,10 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
     if p.n_out == 1:
         shape = p.out_shape
         dtype = p.out_dtype
+        if (not create and type(g) is NP_NDARRAY
+                and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
+                and _has_shape(<cnp.ndarray>g, <tuple>shape)):
+            return g            # already fits: what fit_gradient would return, sooner
     else:
         shape = p.out_shape[oidx]
         dtype = p.out_dtype[oidx]
@@ -378,6 +386,12 @@ cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
     passed through), a view, or an array it computed. So a writeable base array that is none
     of the arguments (looked into one level of tuples: multi-output ``g`` and ``result``) and
     is not also returned for another input is the rule's own."""
+    return _result_owned(r, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), grads, i)
+
+
+cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads,
+                        Py_ssize_t i):
+    """``rule_result_owned`` with the rule's arguments as the C array it was called with."""
     cdef Py_ssize_t k, j
     cdef PyObject *a
     cdef PyObject *me = <PyObject *>r
@@ -386,8 +400,8 @@ cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
             or not cnp.PyArray_CHKFLAGS(<cnp.ndarray>r, cnp.NPY_ARRAY_OWNDATA)):
         return False
     # Borrowed pointers only: no reference counting in this scan.
-    for k in range(PyTuple_GET_SIZE(args)):
-        a = PyTuple_GET_ITEM(args, k)
+    for k in range(nargs):
+        a = args[k]
         if a == me:
             return False
         if PyTuple_CheckExact(<object>a):
@@ -572,12 +586,26 @@ cdef void _check_versions(Node n, tuple saved) except *:
             "out of place, or copy() the array before modifying it." % (op.name, n.seq))
 
 
-cdef tuple _rule_args(Node n, object g, object mask, bint create):
-    """The arguments of ``n``'s table rule: ``(g, needs, *saved, [result], *params)``; ``g``
-    completed with zeros for a multi-output node. For a table op only (``Primitive``)."""
+# Note [Rule arguments]
+# ~~~~~~~~~~~~~~~~~~~~~
+# A table rule is called through vectorcall with its arguments in a C array on the pass loop's
+# stack (``RULE_ARGV`` of them; a rule with more gets a tuple, whose items are such an array),
+# not packed into a tuple that the call unpacks again: one allocation and one deallocation
+# fewer per node. The array holds new references, which the loop drops after the call.
+cdef enum:
+    RULE_ARGV = 16
+
+
+cdef tuple _rule_argv(Node n, object g, object mask, bint create, PyObject **argv,
+                     Py_ssize_t *count):
+    """Put the arguments of ``n``'s table rule, ``(g, needs, *saved, [result], *params)``
+    with ``g`` completed with zeros for a multi-output node, in ``argv`` (``RULE_ARGV``
+    entries) as new references, set ``*count`` to how many there are and return None; when
+    there are more, return them in a new tuple instead (Note [Rule arguments]). Nothing is
+    put in ``argv`` unless all of it is. For a table op only (``Primitive``)."""
     cdef Primitive op = <Primitive>n.op
     cdef Py_ssize_t ns, nprm, k, j
-    cdef tuple args
+    cdef tuple args = None
     cdef object s
     # Read once: another pass over the same graph may release the node meanwhile
     # (Note [Pass state]); these references keep what this call uses alive.
@@ -591,49 +619,51 @@ cdef tuple _rule_args(Node n, object g, object mask, bint create):
     ns = PyTuple_GET_SIZE(saved)
     nprm = PyTuple_GET_SIZE(n.params)
     cdef bint with_result = op.save_result
-    args = PyTuple_New(2 + ns + with_result + nprm)
+    if with_result and create:
+        if n.n_out == 1:
+            result = wrap(result, n, 0)
+        else:
+            result = tuple([wrap(result[k], n, k) for k in range(n.n_out)])
+    count[0] = 2 + ns + with_result + nprm
+    if count[0] > RULE_ARGV:
+        args = PyTuple_New(count[0])
+        argv = PySequence_Fast_ITEMS(args)
     Py_INCREF(g)
-    PyTuple_SET_ITEM(args, 0, g)
+    argv[0] = <PyObject *>g
     s = mask
     Py_INCREF(s)
-    PyTuple_SET_ITEM(args, 1, s)
+    argv[1] = <PyObject *>s
     j = 2
     for k in range(ns):
         s = <object>PyTuple_GET_ITEM(saved, k)
         if not create and isinstance(s, ndarray):
             s = (<ndarray>s)._data
         Py_INCREF(s)
-        PyTuple_SET_ITEM(args, j, s)
+        argv[j] = <PyObject *>s
         j += 1
     if with_result:
-        if create:
-            if n.n_out == 1:
-                s = wrap(result, n, 0)
-            else:
-                s = tuple([wrap(result[k], n, k) for k in range(n.n_out)])
-        else:
-            s = result
-        Py_INCREF(s)
-        PyTuple_SET_ITEM(args, j, s)
+        Py_INCREF(result)
+        argv[j] = <PyObject *>result
         j += 1
     for k in range(nprm):
         s = <object>PyTuple_GET_ITEM(n.params, k)
         Py_INCREF(s)
-        PyTuple_SET_ITEM(args, j, s)
+        argv[j] = <PyObject *>s
         j += 1
     return args
 
 
-cdef tuple _call_rule(Node n, tuple args, bint create):
-    """Run the table rule of ``n`` on ``args`` (from ``_rule_args``)."""
+cdef tuple _call_rule(Node n, PyObject **argv, Py_ssize_t nargs, bint create):
+    """Run the table rule of ``n`` on the ``nargs`` arguments ``argv`` (from ``_rule_argv``)."""
     cdef Primitive op = <Primitive>n.op
-    g = <object>PyTuple_GET_ITEM(args, 0)
+    g = <object>argv[0]
     if create and op.backward_graph is not None:
-        return op.backward_graph(*args)
+        return PyObject_Vectorcall(op.backward_graph, argv, nargs, NULL)
     if not create and op.backward_large is not None and (
             large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
-        return op.backward_large(*args)         # Note [Bindings] in _bindings.py
-    return op.backward(*args)
+        # Note [Bindings] in _bindings.py
+        return PyObject_Vectorcall(op.backward_large, argv, nargs, NULL)
+    return PyObject_Vectorcall(op.backward, argv, nargs, NULL)
 
 
 # ------------------------------------------------------------------ the pass
@@ -907,9 +937,10 @@ cdef class _Pass:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_owned) except *:
-    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its arguments, None for a
-    ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
+cdef void _deliver(_Pass ps, Node n, tuple grads, PyObject **args, Py_ssize_t nargs, object g,
+                   bint g_owned) except *:
+    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its ``nargs`` arguments,
+    NULL for a ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
     [Gradient buffer ownership]. ``g_owned``: the pass owns ``g``, the gradient the table rule
     received; a rule that passes it on unchanged (``add``) then hands the pass's buffer on, and
     the one slot that keeps it as it is owns it (two that keep it share it: neither does)."""
@@ -920,6 +951,7 @@ cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_o
     cdef Node p
     cdef object obj, gi, fitted
     cdef list fits = None
+    cdef unsigned long long fit_alloc = 0     # bit i: fits[i] was allocated (i < 64)
     if g_owned:
         for i in range(nparents):
             if PyTuple_GET_ITEM(grads, i) == <PyObject *>g:
@@ -938,7 +970,11 @@ cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_o
                 continue
             k = 0 if poidx is None else <Py_ssize_t>poidx[i]
             fitted = _fit(gi, p, k, n, i, create, &allocated)
-            fits[i] = (fitted, allocated)
+            if i < 64:
+                fits[i] = fitted
+                fit_alloc |= (<unsigned long long>allocated) << i
+            else:
+                fits[i] = (fitted, allocated)
             if fitted is g:
                 holders += 1
     for i in range(nparents):
@@ -955,13 +991,17 @@ cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_o
         k = 0 if poidx is None else <Py_ssize_t>poidx[i]
         if fits is None:
             fitted = _fit(gi, p, k, n, i, create, &allocated)
+        elif i < 64:
+            fitted = fits[i]
+            allocated = (fit_alloc >> i) & 1
+            fits[i] = None
         else:
             fitted, allocated = <tuple>fits[i]
             fits[i] = None
         # The pass owns what it allocated, what a table rule made for this input alone, and
         # its own g passed on to this input alone.
-        owned = allocated or (args is not None and fitted is gi and not create and (
-            rule_result_owned(gi, args, grads, i) or (fitted is g and holders == 1)))
+        owned = allocated or (args != NULL and fitted is gi and not create and (
+            _result_owned(gi, args, nargs, grads, i) or (fitted is g and holders == 1)))
         gi = None
         ps.accumulate(p, pslot, k, fitted, owned)
         fitted = None
@@ -1014,7 +1054,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     cdef unsigned long long mask
     cdef bint owned, allocated
     cdef object fitted, needs = None
-    cdef tuple args
+    cdef PyObject *argv[RULE_ARGV]          # Note [Rule arguments]
+    cdef PyObject **rargs
+    cdef Py_ssize_t nargs
+    cdef tuple spill
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -1141,23 +1184,36 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         if needs is None and mask:
             needs = mask
         if needs is not None and g is not None and not n.zero:
-            if type(n.op) is Primitive:
-                args = _rule_args(n, g, needs, create)
-                grads = _call_rule(n, args, create)
-            else:
-                # A Function or a custom op: its backward is user code, which may keep the
-                # gradient it receives and the arrays it returns.
-                args = None
-                grads = tuple(n.op.node_backward(n, g, needs, create))
-                if prune and ps.slots[slot].flags & TARGET:
-                    captured[n] = (captured[n][0], False)
-            if PyTuple_GET_SIZE(grads) != nparents:
-                raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                   "for %d inputs" % (n.op.name, len(grads), nparents))
-            if is_anomaly_c():
-                _anomaly_report(n, grads)
-            _deliver(ps, n, grads, args, g, owned and args is not None and not create)
-            args = None
+            nargs = 0
+            rargs = NULL
+            spill = None
+            try:
+                if type(n.op) is Primitive:
+                    spill = _rule_argv(n, g, needs, create, argv, &nargs)
+                    if spill is None:
+                        rargs = &argv[0]
+                    else:
+                        rargs = PySequence_Fast_ITEMS(spill)
+                    grads = _call_rule(n, rargs, nargs, create)
+                else:
+                    # A Function or a custom op: its backward is user code, which may keep the
+                    # gradient it receives and the arrays it returns.
+                    grads = tuple(n.op.node_backward(n, g, needs, create))
+                    if prune and ps.slots[slot].flags & TARGET:
+                        captured[n] = (captured[n][0], False)
+                if PyTuple_GET_SIZE(grads) != nparents:
+                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
+                                       "for %d inputs" % (n.op.name, len(grads), nparents))
+                if is_anomaly_c():
+                    _anomaly_report(n, grads)
+                _deliver(ps, n, grads, rargs, nargs, g,
+                         owned and rargs != NULL and not create)
+            finally:
+                if rargs == &argv[0]:
+                    for i in range(nargs):
+                        Py_XDECREF(argv[i])
+                rargs = NULL
+                spill = None
             grads = None          # release the rule's results as soon as they are delivered
         g = None
         if not retain and not n.zero:     # a zero node holds nothing a rule needs
