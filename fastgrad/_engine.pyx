@@ -227,7 +227,7 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
     if p.n_out == 1:
         shape = p.out_shape
         dtype = p.out_dtype
-        if (not create and type(g) is NP_NDARRAY
+        if (not create and type(g) is NP_NDARRAY and type(shape) is tuple
                 and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
                 and _has_shape(<cnp.ndarray>g, <tuple>shape)):
             return g            # already fits: what fit_gradient would return, sooner
