@@ -28,6 +28,9 @@ cdef class Step:
     cdef tuple shape_slots           # slots of the inputs whose shapes the rule reads
     cdef bint save_result            # the rule reads the output
     cdef _Composite composite        # set for a composite step
+    cdef bint expandable             # trace it at the next forward (Note [Composite expansion])
+    cdef object trace                # (inputs, outputs) of that trace, until taken
+    cdef readonly object node_id     # the id of its symbol node
     cdef readonly Py_ssize_t index   # position in the plan
     cdef tuple released              # slots forward drops after this step (Note [Slot lifetimes])
     # Note [Deferred weight gradients] in _kernels.py: for a matmul whose right operand is an

@@ -64,7 +64,9 @@ steps make new ones.
 
 A composite step is differentiated through its own small tape by the engine: a composite
 whose input also feeds other steps may round that input's gradient differently from a fully
-imperative tape (the composite's contributions are summed first, then added).
+imperative tape (the composite's contributions are summed first, then added). The executor
+replaces the composites of a list by the primitives they ran, from the second forward on
+(Note [Composite expansion] in ``symbol/_expand.py``; ``Step.expandable``, ``take_traces``).
 """
 
 cimport cython
@@ -87,6 +89,7 @@ from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
 from fastgrad._anomaly import report as _anomaly_report
 from fastgrad.symbol._graph import topo_nodes, run_composite
+from fastgrad.symbol._expand import EXPANDABLE
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
 
 cnp.import_array()
@@ -202,6 +205,7 @@ cdef void _run_primitive(Step st, list vals) except *:
 cdef void _run_composite(Step st, list vals) except *:
     cdef Py_ssize_t i
     cdef ndarray a
+    cdef bint trace = st.expandable
     inputs = []
     variables = []
     for i in range(st.n_in):
@@ -211,12 +215,18 @@ cdef void _run_composite(Step st, list vals) except *:
             # A fresh variable of the step's own tape (its gradient is returned, not stored).
             a._node = new_leaf(a._data.shape, a._data.dtype, None)
             variables.append((i, a))
+        elif trace:
+            # Every input of a trace is a variable (Note [Composite expansion]).
+            a._node = new_leaf(a._data.shape, a._data.dtype, None)
         inputs.append(a)
-    cdef int prev = set_recording_c(1 if variables else 0)
+    cdef int prev = set_recording_c(1 if variables or trace else 0)
     try:
         outs = run_composite(st.kernel, st.name, st.params, inputs, st.n_out)
     finally:
         set_recording_c(prev)
+    if trace:
+        st.expandable = False
+        st.trace = (inputs, outs)
     for i in range(st.n_out):
         vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, i)] = (<ndarray>outs[i])._data
     if st.linked:
@@ -283,7 +293,7 @@ cdef class Plan:
     """
 
     def __init__(self, symbol, list arg_names, list reqs, list arg_arrays, list grad_arrays,
-                 list own_grads, type out_cls):
+                 list own_grads, type out_cls, bint trace=False):
         cdef Step st
         cdef Py_ssize_t i, k
         self.values = []
@@ -378,6 +388,7 @@ cdef class Plan:
                 st.kernel = fn
                 st.params = snode.params
                 st.composite = _Composite(snode.op, len(ins), n_out)
+                st.expandable = trace and snode.op in EXPANDABLE
             st.gslots = tuple(gslots)
             st.linked = any([s >= 0 for s in gslots])
             st.needs = needs_mask([s >= 0 for s in gslots])
@@ -386,6 +397,7 @@ cdef class Plan:
                 slot[(snode.id, i)] = outs[i]
             st.outs = outs
             st.index = len(self.steps)
+            st.node_id = snode.id
             self.steps.append(st)
 
         self.arg_slots = tuple(arg_slots)
@@ -456,6 +468,22 @@ cdef class Plan:
                     and st.gslots[1] >= 0 and st.gslots[1] in wants):
                 st.defer_left = left[st.gslots[1]]
                 st.needs_without_y = needs_mask([st.gslots[0] >= 0, False])
+
+    def take_traces(self):
+        """The traces of composite steps the last forward made, by symbol node id (Note
+        [Composite expansion] in ``symbol/_expand.py``); ``None`` when there are none."""
+        cdef Step st
+        traces = {}
+        for st in self.steps:
+            if st.trace is not None:
+                traces[st.node_id] = st.trace
+                st.trace = None
+        return traces or None
+
+    def adopt_outputs(self, Plan other):
+        """Write into ``other``'s output arrays, which the executor has handed out."""
+        self.outputs = other.outputs
+        self.ones = other.ones
 
     def set_grad(self, Py_ssize_t k, grad):
         """Argument ``k`` has a new gradient buffer of the executor's (a forward with a new
