@@ -15,3 +15,5 @@ cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object 
 cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *
 cdef bint same_layout(cnp.ndarray a, cnp.ndarray b)
 cdef object needs_mask(list wants)
+cdef bint deferrable_product(object x, object y, object g) except -1
+cdef object summed_weight_gradients(list xs, list gs, dict memo)

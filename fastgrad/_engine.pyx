@@ -141,6 +141,8 @@ cdef object _add_reduce = _np.add.reduce
 cdef unsigned long long _epoch = 0     # the last pass's number (Note [Pass state])
 
 cdef object _sum_to = _kernels.sum_to           # NumPy kernel: sum_to(array, shape)
+cdef object _summed_weight_gradients = _kernels.summed_weight_gradients
+cdef Py_ssize_t _DEFERRED_MAX_ROWS = _kernels.DEFERRED_MAX_ROWS
 cdef object _anomaly_report = _anomaly.report
 
 # The table's primitives the engine records with under create_graph: registered once by
@@ -150,15 +152,17 @@ cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
 cdef Primitive P_REAL = None
+cdef Primitive P_MATMUL = None     # Note [Deferred weight gradients] in _kernels.py
 
 
 def register_primitives(prims):
     """Take the primitives the engine records with (by name): called once by
     fastgrad._registry when it has built them."""
-    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL
+    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, P_MATMUL
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
     P_REAL = prims["real"]
+    P_MATMUL = prims["matmul"]
 
 
 # ------------------------------------------------------------------ helpers
@@ -471,6 +475,27 @@ cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *:
     _bump_cell(cell_of(buf))
 
 
+cdef bint deferrable_product(object x, object y, object g) except -1:
+    """Whether the gradient of ``matmul(x, y)`` for ``y``, given ``g``, may be deferred (Note
+    [Deferred weight gradients] in _kernels.py): NumPy matrices of one real floating dtype,
+    ``x`` with few rows."""
+    cdef int t
+    if type(x) is not NP_NDARRAY or type(y) is not NP_NDARRAY or type(g) is not NP_NDARRAY:
+        return False
+    if (cnp.PyArray_NDIM(<cnp.ndarray>x) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>y) != 2
+            or cnp.PyArray_NDIM(<cnp.ndarray>g) != 2
+            or cnp.PyArray_DIM(<cnp.ndarray>x, 0) > _DEFERRED_MAX_ROWS):
+        return False
+    t = cnp.PyArray_TYPE(<cnp.ndarray>x)
+    return ((t == cnp.NPY_FLOAT or t == cnp.NPY_DOUBLE)
+            and cnp.PyArray_TYPE(<cnp.ndarray>y) == t and cnp.PyArray_TYPE(<cnp.ndarray>g) == t)
+
+
+cdef object summed_weight_gradients(list xs, list gs, dict memo):
+    """The deferred products' sum (Note [Deferred weight gradients] in _kernels.py)."""
+    return _summed_weight_gradients(xs, gs, memo)
+
+
 cdef object needs_mask(list wants):
     """The ``needs`` argument of a rule: bit ``i`` set when input ``i`` wants a gradient
     (``wants[i]`` true), one bit per input however many there are."""
@@ -672,6 +697,8 @@ cdef enum:
     NEEDED = 1          # lies on a path to a requested variable (grad()); always for backward()
     TARGET = 2          # its gradient is returned by grad()
     OWNED = 4           # its accumulated gradient is a buffer this pass allocated
+    DEFERRED = 8        # it has deferred weight-gradient products (Note [Deferred weight
+                        # gradients] in _kernels.py)
 
 
 cdef struct Slot:
@@ -703,6 +730,8 @@ cdef class _Pass:
     cdef Py_ssize_t nwork           # entries in use
     cdef Py_ssize_t capwork         # entries allocated
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
+    cdef dict deferred              # slot -> ([x, ...], [g, ...]): Note [Deferred weight
+    cdef dict stacked               # gradients] in _kernels.py; the stacked rows' memo
     cdef object __weakref__
 
     def __cinit__(self):
@@ -840,6 +869,8 @@ cdef class _Pass:
             Py_XDECREF(slots[k].acc)
             slots[k].node = NULL
             Py_DECREF(n)                # n still holds its own reference until it goes
+        self.deferred = None
+        self.stacked = None
 
     cdef inline object take_acc(self, Py_ssize_t k):
         """The gradient accumulated for slot ``k``, which the slot no longer holds."""
@@ -894,6 +925,53 @@ cdef class _Pass:
             accs[oidx] = P_ADD.apply((acc, g), ())
         else:
             accs[oidx] = add_gradient(acc, False, g, False, &owned)
+
+    cdef bint defer_weight_gradient(self, Node n, object g) except -1:
+        """Keep the gradient of ``n`` (a matmul) for its right operand, a variable, to be
+        summed with the variable's other products in one (Note [Deferred weight gradients] in
+        _kernels.py); False leaves it to the rule."""
+        cdef object obj = <object>PyTuple_GET_ITEM(n.parents, 1)
+        cdef Node p
+        cdef Py_ssize_t slot
+        if obj is None or is_anomaly_c():
+            return False
+        p = <Node>obj
+        if not _acts_as_leaf(p):
+            return False
+        slot = self.slot_of(p)
+        if not self.slots[slot].flags & DEFERRED and self.slots[slot].deps <= 1:
+            return False                # its only consumer left: nothing to stack with
+        cdef tuple saved = n.saved
+        if n.released or saved is None:
+            return False                # the rule's path raises the error
+        x = <object>PyTuple_GET_ITEM(saved, 0)
+        y = <object>PyTuple_GET_ITEM(saved, 1)
+        if isinstance(x, ndarray):
+            x = (<ndarray>x)._data
+        if isinstance(y, ndarray):
+            y = (<ndarray>y)._data
+        if not deferrable_product(x, y, g):
+            return False
+        _check_versions(n, saved)
+        if self.deferred is None:
+            self.deferred = {}
+        pending = self.deferred.get(slot)
+        if pending is None:
+            pending = ([], [])
+            self.deferred[slot] = pending
+        (<list>pending[0]).append(x)
+        (<list>pending[1]).append(g)
+        self.slots[slot].flags |= DEFERRED
+        return True
+
+    cdef void add_deferred(self, Node p, Py_ssize_t slot) except *:
+        """Add the deferred products of ``p`` (Note [Deferred weight gradients] in
+        _kernels.py) to its gradient, as one product."""
+        xs, gs = self.deferred.pop(slot)
+        self.slots[slot].flags &= ~DEFERRED
+        if self.stacked is None:
+            self.stacked = {}
+        self.accumulate(p, slot, 0, _summed_weight_gradients(xs, gs, self.stacked), True)
 
     cdef void order_by_seq(self) except *:
         """Sort the slots by ``seq`` (parents first) and renumber them."""
@@ -1157,6 +1235,8 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     while ps.nwork:
         slot = ps.heap_pop()
         n = <Node>ps.slots[slot].node
+        if ps.slots[slot].flags & DEFERRED:
+            ps.add_deferred(n, slot)
         owned = (ps.slots[slot].flags & OWNED) != 0
         g = ps.take_acc(slot)
         if prune:
@@ -1183,6 +1263,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                     needs = (mask if needs is None else needs) | ((<object>1) << i)  # a Python int
         if needs is None and mask:
             needs = mask
+        if (mask & 2 and n.op is P_MATMUL and not create and g is not None
+                and ps.defer_weight_gradient(n, g)):
+            mask &= ~(<unsigned long long>2)
+            needs = mask if mask else None
         if needs is not None and g is not None and not n.zero:
             nargs = 0
             rargs = NULL

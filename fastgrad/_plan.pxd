@@ -28,7 +28,16 @@ cdef class Step:
     cdef tuple shape_slots           # slots of the inputs whose shapes the rule reads
     cdef bint save_result            # the rule reads the output
     cdef _Composite composite        # set for a composite step
+    cdef bint expandable             # trace it at the next forward (Note [Composite expansion])
+    cdef object trace                # (inputs, outputs) of that trace, until taken
+    cdef readonly object node_id     # the id of its symbol node
     cdef readonly Py_ssize_t index   # position in the plan
+    cdef tuple released              # slots forward drops after this step (Note [Slot lifetimes])
+    # Note [Deferred weight gradients] in _kernels.py: for a matmul whose right operand is an
+    # argument, the consumers of that argument the engine would count at this step (this one
+    # and those replayed after it), else 0; and the rule's needs without that operand.
+    cdef Py_ssize_t defer_left
+    cdef object needs_without_y
 
 
 cdef class Plan:
@@ -37,6 +46,7 @@ cdef class Plan:
     cdef list bsteps                 # the linked Steps, in reverse creation order
     cdef list arg_arrays             # the executor's argument arrays (shared list)
     cdef tuple arg_slots             # per argument: its slot
+    cdef tuple kept_slots            # step outputs kept after forward (Note [Slot lifetimes])
     cdef tuple grad_args             # the arguments that get a gradient (indices)
     cdef list bufs                   # per argument: its gradient buffer (an ndarray) or None
     cdef list reqs                   # per argument: GRAD_WRITE or GRAD_ADD (None: no gradient)
@@ -47,6 +57,7 @@ cdef class Plan:
     cdef list acc                    # per slot: the gradient accumulated so far (backward only)
     cdef bytearray owned             # per slot: acc is a buffer the pass owns
     cdef bytearray multi             # per slot: an output of a multi-output step
+    cdef dict deferred               # per argument slot: its deferred products ([x], [g])
     cdef tuple out_slots
     cdef list outputs                # the output arrays handed to the user (reused)
     cdef type out_cls
@@ -55,4 +66,5 @@ cdef class Plan:
     cdef list _store_outputs(self)
     cdef void _accumulate(self, Py_ssize_t s, object g, bint exclusive) except *
     cdef void _replay(self, list head_grads) except *
+    cdef bint _defer(self, Step st, list vals, object g) except -1
     cdef void _write_grads(self) except *

@@ -51,9 +51,22 @@ they are never written into, because a seed is never owned by the pass. What sta
 plan's own is the compiled forward schedule, the slots it reuses, constant folding and the
 merging of equal steps (``Executor.get_optimized_symbol``).
 
+Note [Slot lifetimes]
+~~~~~~~~~~~~~~~~~~~~~
+Forward keeps a slot's value after the pass only when something reads it later: the outputs,
+and what the backward replay reads (the values and shapes a linked step's rule takes, its
+result when the rule reads it, every output of a linked multi-output step, and every input a
+gradient flows to, whose shape and dtype the gradient is fitted to). Any other value a step
+makes is dropped right after the last step that reads it (``Step.released``), so an inference
+plan (``grad_req='null'``) holds about one intermediate at a time instead of all of them, as
+NumPy code would. The values kept are dropped at the start of the next forward, before the
+steps make new ones.
+
 A composite step is differentiated through its own small tape by the engine: a composite
 whose input also feeds other steps may round that input's gradient differently from a fully
-imperative tape (the composite's contributions are summed first, then added).
+imperative tape (the composite's contributions are summed first, then added). The executor
+replaces the composites of a list by the primitives they ran, from the second forward on
+(Note [Composite expansion] in ``symbol/_expand.py``; ``Step.expandable``, ``take_traces``).
 """
 
 cimport cython
@@ -65,7 +78,8 @@ cimport numpy as cnp
 from fastgrad._node cimport new_leaf, HAS_RULE, NO_RULE
 from fastgrad._array cimport ndarray, Primitive, wrap
 from fastgrad._engine cimport (fit_gradient_like, add_gradient, rule_result_owned,
-                               complete_gradients, write_grad_buffer, same_layout, needs_mask)
+                               complete_gradients, write_grad_buffer, same_layout, needs_mask,
+                               deferrable_product, summed_weight_gradients)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 
 import types
@@ -75,6 +89,7 @@ from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
 from fastgrad._anomaly import report as _anomaly_report
 from fastgrad.symbol._graph import topo_nodes, run_composite
+from fastgrad.symbol._expand import EXPANDABLE
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
 
 cnp.import_array()
@@ -190,6 +205,7 @@ cdef void _run_primitive(Step st, list vals) except *:
 cdef void _run_composite(Step st, list vals) except *:
     cdef Py_ssize_t i
     cdef ndarray a
+    cdef bint trace = st.expandable
     inputs = []
     variables = []
     for i in range(st.n_in):
@@ -199,12 +215,18 @@ cdef void _run_composite(Step st, list vals) except *:
             # A fresh variable of the step's own tape (its gradient is returned, not stored).
             a._node = new_leaf(a._data.shape, a._data.dtype, None)
             variables.append((i, a))
+        elif trace:
+            # Every input of a trace is a variable (Note [Composite expansion]).
+            a._node = new_leaf(a._data.shape, a._data.dtype, None)
         inputs.append(a)
-    cdef int prev = set_recording_c(1 if variables else 0)
+    cdef int prev = set_recording_c(1 if variables or trace else 0)
     try:
         outs = run_composite(st.kernel, st.name, st.params, inputs, st.n_out)
     finally:
         set_recording_c(prev)
+    if trace:
+        st.expandable = False
+        st.trace = (inputs, outs)
     for i in range(st.n_out):
         vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, i)] = (<ndarray>outs[i])._data
     if st.linked:
@@ -213,7 +235,7 @@ cdef void _run_composite(Step st, list vals) except *:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef tuple _rule_args(Step st, list vals, object g):
+cdef tuple _rule_args(Step st, list vals, object g, object needs):
     """The rule's arguments ``(g, needs, *saved inputs, *saved shapes, [result], *params)``
     from the slots."""
     cdef Py_ssize_t ns = PyTuple_GET_SIZE(st.saved_slots)
@@ -223,7 +245,7 @@ cdef tuple _rule_args(Step st, list vals, object g):
     cdef object s
     Py_INCREF(g)
     PyTuple_SET_ITEM(args, 0, g)
-    s = st.needs
+    s = needs
     Py_INCREF(s)
     PyTuple_SET_ITEM(args, 1, s)
     j = 2
@@ -271,7 +293,7 @@ cdef class Plan:
     """
 
     def __init__(self, symbol, list arg_names, list reqs, list arg_arrays, list grad_arrays,
-                 list own_grads, type out_cls):
+                 list own_grads, type out_cls, bint trace=False):
         cdef Step st
         cdef Py_ssize_t i, k
         self.values = []
@@ -366,6 +388,7 @@ cdef class Plan:
                 st.kernel = fn
                 st.params = snode.params
                 st.composite = _Composite(snode.op, len(ins), n_out)
+                st.expandable = trace and snode.op in EXPANDABLE
             st.gslots = tuple(gslots)
             st.linked = any([s >= 0 for s in gslots])
             st.needs = needs_mask([s >= 0 for s in gslots])
@@ -374,11 +397,14 @@ cdef class Plan:
                 slot[(snode.id, i)] = outs[i]
             st.outs = outs
             st.index = len(self.steps)
+            st.node_id = snode.id
             self.steps.append(st)
 
         self.arg_slots = tuple(arg_slots)
         self.grad_args = tuple(grad_args)
         self.out_slots = tuple([slot[(n.id, k)] for n, k in symbol._entries])
+        self._plan_lifetimes(static)
+        self._plan_deferred_products(arg_slots)
         self.head_slots = tuple([s for s in self.out_slots if linked[s]])
         self.head_index = tuple([i for i, s in enumerate(self.out_slots) if linked[s]])
         self.bsteps = [st for st in reversed(self.steps) if st.linked]
@@ -386,6 +412,78 @@ cdef class Plan:
         self.owned = bytearray(len(values))
         self.multi = bytearray(multi)
         self.any_grad = bool(grad_args)
+
+    def _plan_lifetimes(self, list static):
+        """Decide which slots forward drops, and when (Note [Slot lifetimes])."""
+        cdef Step st
+        kept = set(self.out_slots)
+        for st in self.steps:
+            if not st.linked:
+                continue
+            kept.update(st.saved_slots)
+            kept.update(st.shape_slots)
+            kept.update([s for s in st.gslots if s >= 0])
+            if st.save_result or st.n_out > 1:
+                kept.update(st.outs)
+        last_use = {}
+        for st in self.steps:
+            for s in st.outs:
+                last_use[s] = st.index
+            for s in st.ins:
+                last_use[s] = st.index
+        produced = set()
+        for st in self.steps:
+            produced.update(st.outs)
+        for st in self.steps:
+            st.released = tuple(sorted(set([
+                s for s in st.ins + st.outs
+                if s in produced and s not in kept and not static[s]
+                and last_use[s] == st.index])))
+        self.kept_slots = tuple(sorted([s for s in produced if s in kept]))
+
+    def _plan_deferred_products(self, list arg_slots):
+        """Mark the matmul steps whose gradient for a variable the replay defers where the
+        engine would (Note [Deferred weight gradients] in _kernels.py): the engine defers
+        while the variable has more than one consumer left to run, counting every input of
+        every node it visits, a node being visited when it has history and leads to a head."""
+        cdef Step st
+        wants = set([arg_slots[k] for k in self.grad_args])
+        history = set(wants)
+        for st in self.steps:
+            if any([s in history for s in st.ins]):
+                history.update(st.outs)
+        reached = set([s for s in self.out_slots if s in history])
+        visited = []
+        for st in reversed(self.steps):
+            st.defer_left = 0
+            if any([s in reached for s in st.outs]):
+                visited.append(st)
+                reached.update([s for s in st.ins if s in history])
+        left = dict.fromkeys(wants, 0)
+        for st in reversed(visited):            # creation order
+            for s in st.ins:
+                if s in left:
+                    left[s] += 1
+            if (st.composite is None and st.op == "matmul" and st.n_in == 2
+                    and st.gslots[1] >= 0 and st.gslots[1] in wants):
+                st.defer_left = left[st.gslots[1]]
+                st.needs_without_y = needs_mask([st.gslots[0] >= 0, False])
+
+    def take_traces(self):
+        """The traces of composite steps the last forward made, by symbol node id (Note
+        [Composite expansion] in ``symbol/_expand.py``); ``None`` when there are none."""
+        cdef Step st
+        traces = {}
+        for st in self.steps:
+            if st.trace is not None:
+                traces[st.node_id] = st.trace
+                st.trace = None
+        return traces or None
+
+    def adopt_outputs(self, Plan other):
+        """Write into ``other``'s output arrays, which the executor has handed out."""
+        self.outputs = other.outputs
+        self.ones = other.ones
 
     def set_grad(self, Py_ssize_t k, grad):
         """Argument ``k`` has a new gradient buffer of the executor's (a forward with a new
@@ -414,6 +512,9 @@ cdef class Plan:
         cdef int prev_train = set_training_c(is_train)
         cdef int prev_rec = set_recording_c(0)
         try:
+            # The last pass's values go first, so that their buffers can be reused.
+            for k in range(PyTuple_GET_SIZE(self.kept_slots)):
+                vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.kept_slots, k)] = None
             for k in range(n):
                 vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)] = \
                     (<ndarray>PyList_GET_ITEM(self.arg_arrays, k))._data
@@ -423,6 +524,8 @@ cdef class Plan:
                     _run_primitive(st, vals)
                 else:
                     _run_composite(st, vals)
+                for k in range(PyTuple_GET_SIZE(st.released)):
+                    vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.released, k)] = None
         finally:
             set_recording_c(prev_rec)
             set_training_c(prev_train)
@@ -468,6 +571,7 @@ cdef class Plan:
             set_training_c(prev_train)
             for i in range(len(self.acc)):
                 self.acc[i] = None
+            self.deferred = None
 
     cdef void _accumulate(self, Py_ssize_t s, object g, bint g_owned) except *:
         """Add ``g`` to the gradient of slot ``s`` with the engine's ``add_gradient`` (Note
@@ -523,6 +627,11 @@ cdef class Plan:
             if st.composite is not None:
                 args = None         # its gradients come from a pass of its own: not owned
                 grads = st.composite.backward_c(g, st.needs)
+            elif st.defer_left and not anomaly and self._defer(st, vals, g):
+                if not st.gslots[0] >= 0:
+                    continue
+                args = _rule_args(st, vals, g, st.needs_without_y)
+                grads = st.rule(*args)
             else:
                 if st.n_out > 1:
                     # Outputs no gradient reached get symbolic zeros, as in the engine.
@@ -530,7 +639,7 @@ cdef class Plan:
                     g = complete_gradients(g, st.n_out, [o.shape for o in outs],
                                            [o.dtype for o in outs])
                     outs = None
-                args = _rule_args(st, vals, g)
+                args = _rule_args(st, vals, g, st.needs)
                 grads = st.rule(*args)
             g = None
             if PyTuple_GET_SIZE(grads) != st.n_in:
@@ -555,6 +664,25 @@ cdef class Plan:
                 fitted = None
             args = None
 
+    cdef bint _defer(self, Step st, list vals, object g) except -1:
+        """Keep ``st``'s gradient for its right operand to sum with the others in one product,
+        where the engine would (Note [Deferred weight gradients] in _kernels.py)."""
+        cdef Py_ssize_t s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, 1)
+        if st.defer_left <= 1 and (self.deferred is None or s not in self.deferred):
+            return False
+        x = _slot(vals, st.ins, 0)
+        if not deferrable_product(x, _slot(vals, st.ins, 1), g):
+            return False
+        if self.deferred is None:
+            self.deferred = {}
+        pending = self.deferred.get(s)
+        if pending is None:
+            pending = ([], [])
+            self.deferred[s] = pending
+        (<list>pending[0]).append(x)
+        (<list>pending[1]).append(g)
+        return True
+
     cdef void _write_grads(self) except *:
         """Write every argument's gradient into its buffer (as the engine writes a
         variable's)."""
@@ -562,9 +690,13 @@ cdef class Plan:
         cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
         cdef Py_ssize_t j, k, s
         cdef object g
+        cdef dict memo = {}
         for j in range(PyTuple_GET_SIZE(self.grad_args)):
             k = <Py_ssize_t><object>PyTuple_GET_ITEM(self.grad_args, j)
             s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)
+            if self.deferred is not None and s in self.deferred:
+                xs, gs = self.deferred.pop(s)
+                self._accumulate(s, summed_weight_gradients(xs, gs, memo), True)
             g = <object>PyList_GET_ITEM(accs, s)
             accs[s] = None
             write_grad_buffer(<ndarray>self.bufs[k], <int>self.reqs[k], g,

@@ -23,6 +23,7 @@ import numpy as np
 from fastgrad._array import ndarray, unwrap, _wrap, parse_grad_req
 from fastgrad._plan import Plan
 from fastgrad.symbol import _graph
+from fastgrad.symbol._expand import expand, traced_symbol
 from fastgrad.symbol._optimize import optimize
 
 
@@ -122,12 +123,38 @@ class Executor:
         self._args.extend(aux_arrays)
         self._grads.extend([None] * len(aux_arrays))
         self._own_grad.extend([True] * len(aux_arrays))
-        self._plan = Plan(symbol, names + self._aux_names,
-                          self._reqs + ["null"] * len(aux_arrays), self._args, self._grads,
-                          self._own_grad, self._out_cls)
+        self._plan = self._make_plan(symbol, trace=True)
+        self._replan = False            # an argument's shape changed: plan the symbol again
         self._requires_grad = self._plan.any_grad
         self.outputs = None
         self._is_train = False
+
+    def _make_plan(self, symbol, trace):
+        return Plan(symbol, self._arg_names + self._aux_names,
+                    self._reqs + ["null"] * len(self._aux_names), self._args, self._grads,
+                    self._own_grad, self._out_cls, trace)
+
+    def _next_plan(self):
+        """The plan the next forward runs (Note [Composite expansion] in
+        ``symbol/_expand.py``): the symbol planned again after a new argument shape, or with
+        the composites the last forward traced replaced by their primitives."""
+        if self._replan:
+            self._replan = False
+            new = self._make_plan(self._symbol, trace=True)
+        else:
+            traces = self._plan.take_traces()
+            if traces is None:
+                return
+            subs = {}
+            for node_id, (inputs, outputs) in traces.items():
+                sub = traced_symbol(inputs, outputs)
+                if sub is not None:
+                    subs[node_id] = sub
+            if not subs:
+                return
+            new = self._make_plan(expand(self._symbol, subs), trace=False)
+        new.adopt_outputs(self._plan)
+        self._plan = new
 
     def _parse_reqs(self, grad_req):
         names = self._arg_names
@@ -242,6 +269,7 @@ class Executor:
                 raise ValueError("%s: %r has shape %s but its args_grad buffer has shape %s"
                                  % (what, names[i], data.shape, dst.shape))
             self._args[i] = _wrap(np.array(data, dtype=dst.dtype), type(dst))
+            self._replan = True         # traces were made for the old shapes
             if self._grads[i] is not None:
                 self._grads[i] = _wrap(np.zeros(data.shape, dst.dtype), type(dst))
                 self._plan.set_grad(i, self._grads[i])
@@ -331,6 +359,7 @@ class Executor:
                 raise ValueError("forward: %r is not an argument of the symbol (arguments: %s)"
                                  % (name, self._arg_names))
             self._set_arg(index[name], value, "forward", reshape=True)
+        self._next_plan()
         self.outputs = self._plan.forward(bool(is_train))
         self._is_train = bool(is_train)
         return self.outputs

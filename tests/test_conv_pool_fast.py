@@ -194,6 +194,33 @@ def test_max_pool_kernels_match_the_old_formulation(rng, xs, kernel, stride, pad
                                    old_max_pool2d_select(h, x, kernel, stride, pad))
 
 
+@pytest.mark.parametrize("xs, kernel, stride, pad", POOL_CASES)
+@pytest.mark.parametrize("values", ["distinct", "ties", "nan", "inf_gradient"])
+def test_max_pool_kernels_on_mixed_memory_layouts(rng, xs, kernel, stride, pad, values):
+    """x CNHW in memory (a convolution's output) and g CHWN (a batch-last convolution's
+    input gradient), as in the LeNet step: the kernels bring them to one order and must give
+    what they give on C-ordered arrays."""
+    x = rng.standard_normal(xs)
+    if values == "ties":
+        x = onp.round(x)
+    elif values == "nan":
+        x[0, 0, 1, 1] = onp.nan
+    x_cnhw = onp.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    y = K.max_pool2d(x_cnhw, kernel, stride, pad)
+    onp.testing.assert_array_equal(y, old_max_pool2d(x, kernel, stride, pad))
+    g = rng.standard_normal(y.shape)
+    if values == "inf_gradient":
+        g[0, 0, 0, 0], g[-1, -1, -1, -1] = onp.inf, -onp.inf
+    g_chwn = onp.ascontiguousarray(g.transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2)
+    got = K.max_pool2d_scatter(g_chwn, x_cnhw, kernel, stride, pad)
+    assert_close(got, old_max_pool2d_scatter(g, x, kernel, stride, pad), rtol=1e-14,
+                 atol=1e-14)
+    h = rng.standard_normal(xs)
+    h_cnhw = onp.ascontiguousarray(h.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    onp.testing.assert_array_equal(K.max_pool2d_select(h_cnhw, x_cnhw, kernel, stride, pad),
+                                   old_max_pool2d_select(h, x, kernel, stride, pad))
+
+
 def test_max_pool_tie_goes_to_the_first_maximum_in_row_major_order():
     x = onp.array([[[[1.0, 3.0, 0.0, 0.0],
                      [3.0, 3.0, 0.0, 0.0]]]])

@@ -23,7 +23,8 @@ from fastgrad.symbol._graph import Symbol, SymNode, constant
 from fastgrad.symbol._ops import VARIABLE
 
 
-def _collect(heads):
+def tape_of(heads):
+    """The tape nodes ``heads`` (nodes) depend on, in ``seq`` order."""
     seen = {}
     stack = list(heads)
     while stack:
@@ -72,7 +73,7 @@ def from_history(x, names=None):
             if node is None or node.op is not None:
                 raise ValueError("get_symbol: names may only name variables (attach_grad)")
             by_node[node.seq] = nm
-    tape = _collect([n for n, _ in heads])
+    tape = tape_of([n for n, _ in heads])
     variables = [n for n in tape if n.op is None]
     if isinstance(names, (list, tuple)):
         if len(names) != len(variables):
