@@ -10,6 +10,7 @@ import tracemalloc
 import numpy as onp
 
 import fastgrad as mx
+from fastgrad._array import unwrap
 
 N = 512                 # one (512, 512) float64 value: 2 MiB
 MIB = 1 << 20
@@ -56,3 +57,32 @@ def test_a_training_plan_keeps_what_backward_reads():
         d[i] = eps
         want[i] = (_chain(onp, x + d, 4).sum() - _chain(onp, x - d, 4).sum()) / (2 * eps)
     onp.testing.assert_allclose(first, want, rtol=1e-7, atol=1e-9)
+
+
+def _handler_name(a=None):
+    from numpy._core.multiarray import get_handler_name
+    return get_handler_name() if a is None else get_handler_name(a)
+
+
+def test_the_plan_allocates_through_the_buffer_cache_and_restores_the_allocator():
+    # Note [Slot lifetimes]: forward and backward allocate through the kernels' buffer cache,
+    # and the caller's allocator is back afterwards, also when a step raises.
+    x = onp.linspace(-1, 1, 2 * N).reshape(2, N)
+    sym = mx.sym.sum(mx.sym.exp(mx.sym.var("x")) * 3.0)
+    ex = sym.bind(mx.cpu(), {"x": mx.np.array(x)})
+    before = _handler_name()
+    ex.forward(is_train=True)
+    ex.backward()
+    assert _handler_name() == before
+    grad = unwrap(ex.grad_dict["x"])        # the buffer took the pass's own gradient
+    onp.testing.assert_allclose(grad, 3 * onp.exp(x), rtol=1e-15)
+    assert _handler_name(grad) == "fastgrad_buffer_cache"
+    bad = mx.sym.broadcast_to(mx.sym.var("y"), shape=(3, 5))
+    ex2 = bad.bind(mx.cpu(), {"y": mx.np.ones((4, 5))})
+    try:
+        ex2.forward()
+    except Exception:
+        pass
+    else:
+        raise AssertionError("broadcasting (4, 5) to (3, 5) should fail")
+    assert _handler_name() == before

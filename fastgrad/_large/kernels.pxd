@@ -16,3 +16,5 @@ cdef Py_ssize_t large_rule_size() noexcept           # ... the size from which (
 cdef bint is_large(object a) noexcept                # an ndarray these kernels would take
 cdef Py_ssize_t min_size() noexcept                  # the smallest size is_large() accepts
 cdef object call(object ufunc, tuple args, object out=*, int elide=*)
+cdef object use_buffer_cache()                      # the allocator it replaces
+cdef void restore_allocator(object previous) except *

@@ -392,6 +392,16 @@ cdef object _out(object shape, object dtype):
         PyDataMem_SetHandler(old)
 
 
+cdef object use_buffer_cache():
+    """Make the buffer cache (Note [Buffer cache] in ``pool.h``) this context's NumPy
+    allocator; returns the one it replaces, for ``restore_allocator``."""
+    return PyDataMem_SetHandler(_HANDLER)
+
+
+cdef void restore_allocator(object previous) except *:
+    PyDataMem_SetHandler(previous)
+
+
 def cached_empty(shape, dtype):
     """``numpy.empty(shape, dtype)`` whose memory comes from, and goes back to, the buffer
     cache (Note [Buffer cache] in ``pool.h``).
