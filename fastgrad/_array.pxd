@@ -55,6 +55,7 @@ cdef class Primitive:
     cdef readonly int complex_mode   # 0 no complex rule, 1 same rule, 2 complex_variant
                                      #   (Note [Complex gradients] in _complex.py)
     cdef readonly Primitive complex_variant  # the op with its rule for complex values
+    cdef void *vectorcall            # the call entry (Note [Primitive vectorcall])
 
     cdef object apply(self, tuple args, tuple params)
     cdef object _apply(self, tuple args, tuple params, PyObject **rawv, Py_ssize_t n,

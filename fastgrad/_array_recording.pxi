@@ -49,6 +49,7 @@ cdef class Primitive:
         self.differentiable_outputs = differentiable_outputs
         self.elementwise = (isinstance(forward, _np.ufunc) and forward.signature is None
                             and forward.nout == 1 and forward.nin == n_in and not param_names)
+        self.vectorcall = <void *>_primitive_vectorcall
 
     def _set_graph_rule(self, fn):
         """Set the rule used under ``create_graph`` (once, at import; Note [Bindings])."""
@@ -382,6 +383,53 @@ cdef tuple _out_shape(cnp.ndarray out, tuple parents):
         else:
             return <tuple>shape
     return (<object>out).shape
+
+
+# Note [Primitive vectorcall]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``fastgrad.np.sin(x)`` calls a Primitive. Cython gives ``__call__`` only the ``tp_call``
+# entry, through which Python packs the arguments in a tuple and the keywords in a new dict
+# per call. The type also gets a vectorcall entry (set up once, below the class): a C
+# function stored in each primitive, which takes the arguments as Python's C array and goes
+# straight to ``apply``. It does what ``__call__`` does; keyword calls go to ``_call_slow``
+# as before. A primitive made without ``__init__`` has no entry, and Python then calls
+# ``tp_call``.
+cdef extern from "Python.h":
+    ctypedef struct _VectorcallType "PyTypeObject":
+        Py_ssize_t tp_vectorcall_offset
+        unsigned long tp_flags
+    unsigned long Py_TPFLAGS_HAVE_VECTORCALL
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+
+
+cdef object _primitive_vectorcall(object callable, PyObject **argv, size_t nargsf,
+                                  PyObject *kwnames):
+    cdef Primitive self = <Primitive>callable
+    cdef Py_ssize_t n = PyVectorcall_NARGS(nargsf), i
+    cdef tuple args = PyTuple_New(n)
+    for i in range(n):
+        Py_INCREF(<object>argv[i])
+        PyTuple_SET_ITEM(args, i, <object>argv[i])
+    if kwnames == NULL:
+        if n == self.nargs_arrays_only:
+            return self.apply(args, self.param_defaults)
+        if n == self.nargs_all_positional:
+            return self.apply(args[:self.n_in], args[self.n_in:])
+        return self._call_slow(args, {})
+    cdef dict kwargs = {}
+    cdef tuple names = <tuple>kwnames
+    for i in range(PyTuple_GET_SIZE(names)):
+        kwargs[<object>PyTuple_GET_ITEM(names, i)] = <object>argv[n + i]
+    if not kwargs:
+        return self.__call__(*args)
+    return self._call_slow(args, kwargs)
+
+
+cdef Primitive _probe = Primitive.__new__(Primitive)
+(<_VectorcallType *>Primitive).tp_vectorcall_offset = (
+    <char *>&_probe.vectorcall - <char *><PyObject *>_probe)
+(<_VectorcallType *>Primitive).tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL
+_probe = None
 
 
 cdef tuple _raw_tuple(PyObject **rawv, Py_ssize_t n):
