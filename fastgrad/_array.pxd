@@ -1,6 +1,7 @@
 # The array type and the recording path, one module: _array.pyx and the files it includes.
 # See Note [Recording] in _array_recording.pxi and Note [Array parts] in _array.pyx.
 
+from cpython.ref cimport PyObject
 from fastgrad._node cimport Node, VersionCell
 
 
@@ -54,10 +55,17 @@ cdef class Primitive:
     cdef readonly int complex_mode   # 0 no complex rule, 1 same rule, 2 complex_variant
                                      #   (Note [Complex gradients] in _complex.py)
     cdef readonly Primitive complex_variant  # the op with its rule for complex values
+    cdef void *vectorcall            # the call entry (Note [Primitive vectorcall])
 
     cdef object apply(self, tuple args, tuple params)
-    cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out)
+    cdef object _apply(self, tuple args, tuple params, PyObject **rawv, Py_ssize_t n,
+                       bint on_stack, Py_ssize_t *filled)
+    cdef Node _record(self, tuple args, PyObject **raws, tuple params, object out,
+                      Py_ssize_t n_out)
 
+
+cdef enum:
+    RAW_ARGV = 8            # raw inputs apply keeps on its stack (Note [Raw arguments])
 
 cdef enum:
     GRAD_NULL = 0

@@ -18,14 +18,16 @@ are the ones below (``_layers.source_files`` counts the ``.pxi`` files as ``_arr
 
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.ref cimport Py_INCREF, PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
+from cpython.sequence cimport PySequence_Fast_ITEMS
 from fastgrad._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell, HAS_RULE, NO_RULE
 cimport numpy as cnp
 
 cdef extern from "Python.h":
     Py_ssize_t _refcount "Py_REFCNT"(PyObject* o)   # no temporary reference, unlike Py_REFCNT
+    object PyObject_Vectorcall(object callable, PyObject **args, size_t nargsf, PyObject *kwnames)
 from fastgrad._state cimport is_recording_c, is_anomaly_c
-from fastgrad._large.kernels cimport elementwise
+from fastgrad._large.kernels cimport elementwise, is_large
 
 import types as _types
 import weakref

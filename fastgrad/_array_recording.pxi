@@ -49,6 +49,7 @@ cdef class Primitive:
         self.differentiable_outputs = differentiable_outputs
         self.elementwise = (isinstance(forward, _np.ufunc) and forward.signature is None
                             and forward.nout == 1 and forward.nin == n_in and not param_names)
+        self.vectorcall = <void *>_primitive_vectorcall
 
     def _set_graph_rule(self, fn):
         """Set the rule used under ``create_graph`` (once, at import; Note [Bindings])."""
@@ -149,12 +150,42 @@ cdef class Primitive:
                                 % (self.name, names[i]))
         return self.apply(inputs, tuple(params))
 
+    # Note [Raw arguments]
+    # ~~~~~~~~~~~~~~~~~~~~~
+    # ``apply`` keeps the NumPy values of an op's inputs (``raws``) in a C array on its stack
+    # (``RAW_ARGV`` of them; more go in a tuple, whose items are such an array) and calls the
+    # kernel through vectorcall, rather than packing them in a tuple per op that the call
+    # unpacks again. The array holds new references, dropped when ``apply`` returns or
+    # raises; a tuple is built only where one is wanted (parameters, the large-array kernels,
+    # an error's note).
     cdef object apply(self, tuple args, tuple params):
-        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i
-        cdef tuple raws = PyTuple_New(n)
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, filled = 0
+        cdef PyObject *rawbuf[RAW_ARGV]
+        cdef PyObject **rawv = rawbuf
+        cdef tuple raws = None
+        if n > RAW_ARGV:
+            raws = PyTuple_New(n)
+            for i in range(n):
+                Py_INCREF(None)
+                PyTuple_SET_ITEM(raws, i, None)
+            rawv = PySequence_Fast_ITEMS(raws)
+        try:
+            return self._apply(args, params, rawv, n, raws is None, &filled)
+        finally:
+            if raws is None:
+                for i in range(filled):
+                    Py_XDECREF(rawbuf[i])
+
+    cdef object _apply(self, tuple args, tuple params, PyObject **rawv, Py_ssize_t n,
+                       bint on_stack, Py_ssize_t *filled):
+        """``apply`` with the C array ``rawv`` for the raw inputs (Note [Raw arguments]):
+        ``on_stack``: it holds new references, ``*filled`` of them so far; else it is a
+        tuple's items (of ``None`` until set)."""
+        cdef Py_ssize_t i
         cdef bint track = False
         cdef type cls = None
         cdef object a, r
+        cdef PyObject *old
         for i in range(n):
             a = <object>PyTuple_GET_ITEM(args, i)
             if isinstance(a, ndarray):
@@ -178,25 +209,35 @@ cdef class Primitive:
             else:
                 r = a
             Py_INCREF(r)
-            PyTuple_SET_ITEM(raws, i, r)
+            if on_stack:
+                rawv[i] = <PyObject *>r
+                filled[0] = i + 1
+            else:
+                old = rawv[i]
+                rawv[i] = <PyObject *>r
+                Py_XDECREF(old)
         try:
             if PyTuple_GET_SIZE(params):
-                out = self.forward(*raws, *params)
+                out = self.forward(*_raw_tuple(rawv, n), *params)
             elif self.elementwise:
-                out = elementwise(self.forward, raws)   # Note [Large-array kernels]
+                out = None
+                for i in range(n):
+                    if is_large(<object>rawv[i]):    # Note [Large-array kernels]
+                        out = elementwise(self.forward, _raw_tuple(rawv, n))
+                        break
                 if out is None:
-                    out = self.forward(*raws)
+                    out = PyObject_Vectorcall(self.forward, rawv, n, NULL)
             else:
-                out = self.forward(*raws)
+                out = PyObject_Vectorcall(self.forward, rawv, n, NULL)
         except Exception as exc:
-            _annotate(exc, self, raws, params)
+            _annotate(exc, self, _raw_tuple(rawv, n), params)
             raise
         cdef Node node = None
         if self.n_out == 1:
             if type(out) is not NP_NDARRAY:
                 out = _asarray(out)
             if track and is_recording_c():
-                node = self._record(args, raws, params, out, 1)
+                node = self._record(args, rawv, params, out, 1)
             w = wrap(out, node, 0, cls)
             if self.views:
                 _share_views(<object>PyTuple_GET_ITEM(args, 0), (w,))
@@ -206,7 +247,7 @@ cdef class Primitive:
             return w
         out = tuple([o if type(o) is NP_NDARRAY else _asarray(o) for o in out])
         if track and is_recording_c():
-            node = self._record(args, raws, params, out, len(out))
+            node = self._record(args, rawv, params, out, len(out))
         ws = tuple([wrap(out[i], node, i, cls) for i in range(len(out))])
         if node is not None and not node.zero:
             _zero_outputs(self, node, out, ws)
@@ -221,7 +262,8 @@ cdef class Primitive:
             node.out_cell = cell
         return ws
 
-    cdef Node _record(self, tuple args, tuple raws, tuple params, object out, Py_ssize_t n_out):
+    cdef Node _record(self, tuple args, PyObject **raws, tuple params, object out,
+                      Py_ssize_t n_out):
         cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i, j, d
         cdef tuple parents = PyTuple_New(n)
         cdef list oidx = None
@@ -232,7 +274,7 @@ cdef class Primitive:
         # A node that carries no gradient still records what it depends on (Note [Zero
         # gradients]): every input with history is a parent, nothing is saved.
         cdef bint zero = (self.zero or not self.differentiable
-                          or not _carries(out, n_out, args, raws))
+                          or not _carries(out, n_out, args))
         for i in range(n):
             a = <object>PyTuple_GET_ITEM(args, i)
             p = None
@@ -253,14 +295,14 @@ cdef class Primitive:
             if p is None:
                 if consts is None:
                     consts = [None] * n
-                consts[i] = <object>PyTuple_GET_ITEM(raws, i)
+                consts[i] = <object>raws[i]
             Py_INCREF(p)
             PyTuple_SET_ITEM(parents, i, p)
         if not linked:
             return None
         cdef Primitive rule_op = self
         # A zero node runs no rule, so it needs no complex one (comparisons of complex values).
-        if not zero and self.complex_mode != 1 and _any_complex(raws, out, n_out):
+        if not zero and self.complex_mode != 1 and _any_complex(raws, n, out, n_out):
             if self.complex_mode == 0:
                 raise NotImplementedError(
                     "fastgrad.%s has no derivative checked for complex values; compute it on "
@@ -282,7 +324,7 @@ cdef class Primitive:
             saved = PyTuple_New(ns + nsh)
             for i in range(nsh):
                 j = <Py_ssize_t><object>PyTuple_GET_ITEM(self.save_shapes, i)
-                a = <object>PyTuple_GET_ITEM(raws, j)
+                a = <object>raws[j]
                 a = a.shape if type(a) is NP_NDARRAY else _np.shape(a)
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(saved, ns + i, a)
@@ -292,7 +334,7 @@ cdef class Primitive:
                 if isinstance(a, ndarray):
                     vsum += version_of(<ndarray>a)
                 else:
-                    a = <object>PyTuple_GET_ITEM(raws, j)
+                    a = <object>raws[j]
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(saved, i, a)
             node.saved = saved
@@ -304,14 +346,100 @@ cdef class Primitive:
         node.params = params
         node.n_out = n_out
         if n_out == 1:
-            node.out_shape = out.shape
-            node.out_dtype = out.dtype
+            node.out_shape = _out_shape(<cnp.ndarray>out, parents)
+            node.out_dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>out)
         else:
             node.out_shape = tuple([o.shape for o in out])
             node.out_dtype = tuple([o.dtype for o in out])
         if is_anomaly_c():
             node.trace = _capture_trace()
         return node
+
+
+cdef tuple _out_shape(cnp.ndarray out, tuple parents):
+    """``out.shape``: the shape tuple of a parent whose single output has the same shape
+    (an elementwise op's usual case), else a new one.
+
+    Note [Shared shape tuples]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A node keeps its output's shape as a tuple (``out_shape``), and ``ndarray.shape`` builds a
+    new one through an attribute lookup at each call. Most recorded ops output the shape of an
+    input, whose node already holds that tuple: comparing the dimensions in C and sharing the
+    (immutable) tuple costs a few loads instead. Nothing compares these tuples by identity.
+    """
+    cdef Py_ssize_t i, k, nd = cnp.PyArray_NDIM(out)
+    cdef PyObject *p
+    cdef object shape
+    for i in range(PyTuple_GET_SIZE(parents)):
+        p = PyTuple_GET_ITEM(parents, i)
+        if <object>p is None or (<Node>p).n_out != 1:
+            continue
+        shape = (<Node>p).out_shape
+        if type(shape) is not tuple or PyTuple_GET_SIZE(shape) != nd:
+            continue
+        for k in range(nd):
+            if (<cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k)) != cnp.PyArray_DIMS(out)[k]:
+                break
+        else:
+            return <tuple>shape
+    return (<object>out).shape
+
+
+# Note [Primitive vectorcall]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``fastgrad.np.sin(x)`` calls a Primitive. Cython gives ``__call__`` only the ``tp_call``
+# entry, through which Python packs the arguments in a tuple and the keywords in a new dict
+# per call. The type also gets a vectorcall entry (set up once, below the class): a C
+# function stored in each primitive, which takes the arguments as Python's C array and goes
+# straight to ``apply``. It does what ``__call__`` does; keyword calls go to ``_call_slow``
+# as before. A primitive made without ``__init__`` has no entry, and Python then calls
+# ``tp_call``.
+cdef extern from "Python.h":
+    ctypedef struct _VectorcallType "PyTypeObject":
+        Py_ssize_t tp_vectorcall_offset
+        unsigned long tp_flags
+    unsigned long Py_TPFLAGS_HAVE_VECTORCALL
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+
+
+cdef object _primitive_vectorcall(object callable, PyObject **argv, size_t nargsf,
+                                  PyObject *kwnames):
+    cdef Primitive self = <Primitive>callable
+    cdef Py_ssize_t n = PyVectorcall_NARGS(nargsf), i
+    cdef tuple args = PyTuple_New(n)
+    for i in range(n):
+        Py_INCREF(<object>argv[i])
+        PyTuple_SET_ITEM(args, i, <object>argv[i])
+    if kwnames == NULL:
+        if n == self.nargs_arrays_only:
+            return self.apply(args, self.param_defaults)
+        if n == self.nargs_all_positional:
+            return self.apply(args[:self.n_in], args[self.n_in:])
+        return self._call_slow(args, {})
+    cdef dict kwargs = {}
+    cdef tuple names = <tuple>kwnames
+    for i in range(PyTuple_GET_SIZE(names)):
+        kwargs[<object>PyTuple_GET_ITEM(names, i)] = <object>argv[n + i]
+    if not kwargs:
+        return self.__call__(*args)
+    return self._call_slow(args, kwargs)
+
+
+cdef Primitive _probe = Primitive.__new__(Primitive)
+(<_VectorcallType *>Primitive).tp_vectorcall_offset = (
+    <char *>&_probe.vectorcall - <char *><PyObject *>_probe)
+(<_VectorcallType *>Primitive).tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL
+_probe = None
+
+
+cdef tuple _raw_tuple(PyObject **rawv, Py_ssize_t n):
+    """The raw inputs of ``apply`` as a tuple (Note [Raw arguments])."""
+    cdef tuple t = PyTuple_New(n)
+    cdef Py_ssize_t i
+    for i in range(n):
+        Py_INCREF(<object>rawv[i])
+        PyTuple_SET_ITEM(t, i, <object>rawv[i])
+    return t
 
 
 cdef object _sequence_argument(object seq, Primitive op, Py_ssize_t i):
@@ -353,7 +481,7 @@ cdef void _zero_outputs(Primitive op, Node node, tuple out, tuple ws) except *:
         (<ndarray>ws[k])._oidx = 0
 
 
-cdef inline bint _carries(object out, Py_ssize_t n_out, tuple args, tuple raws) except -1:
+cdef inline bint _carries(object out, Py_ssize_t n_out, tuple args) except -1:
     """Whether an op's output can carry a gradient: a floating or complex dtype (for several
     outputs, any of them), or an integer result computed from integer variables alone (MXNet's
     integer variables). Bool results, and integer results of float inputs (casts, rounding
@@ -361,14 +489,14 @@ cdef inline bint _carries(object out, Py_ssize_t n_out, tuple args, tuple raws) 
     if n_out == 1:
         if cnp.PyArray_ISFLOAT(<cnp.ndarray>out) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>out):
             return True
-        return cnp.PyArray_ISINTEGER(<cnp.ndarray>out) and _integer_history(args, raws)
+        return cnp.PyArray_ISINTEGER(<cnp.ndarray>out) and _integer_history(args)
     for o in out:
         if cnp.PyArray_ISFLOAT(<cnp.ndarray>o) or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>o):
             return True
     return False
 
 
-cdef bint _integer_history(tuple args, tuple raws) except -1:
+cdef bint _integer_history(tuple args) except -1:
     """Whether every input with history is an integer array."""
     cdef Py_ssize_t i
     for i in range(PyTuple_GET_SIZE(args)):
@@ -379,10 +507,13 @@ cdef bint _integer_history(tuple args, tuple raws) except -1:
     return True
 
 
-cdef bint _any_complex(tuple raws, object out, Py_ssize_t n_out) except -1:
-    """Whether an input or output of a recorded op holds complex values."""
+cdef bint _any_complex(PyObject **raws, Py_ssize_t n, object out, Py_ssize_t n_out) except -1:
+    """Whether an input (the ``n`` raw values ``raws``) or output of a recorded op holds
+    complex values."""
     cdef object r
-    for r in raws:
+    cdef Py_ssize_t i
+    for i in range(n):
+        r = <object>raws[i]
         if type(r) is NP_NDARRAY:
             if cnp.PyArray_ISCOMPLEX(<cnp.ndarray>r):
                 return True

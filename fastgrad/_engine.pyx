@@ -109,6 +109,7 @@ from cpython.tuple cimport (PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyT
                             PyTuple_CheckExact)
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
+from cpython.sequence cimport PySequence_Fast_ITEMS
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
@@ -128,6 +129,9 @@ from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 from fastgrad import _anomaly, _kernels
 
 cnp.import_array()
+
+cdef extern from "Python.h":
+    object PyObject_Vectorcall(object callable, PyObject **args, size_t nargsf, PyObject *kwnames)
 
 cdef type NP_NDARRAY = _np.ndarray
 cdef object _asarray = _np.asarray
@@ -159,44 +163,6 @@ def register_primitives(prims):
     P_COPY = prims["copy"]
     P_REAL = prims["real"]
     P_MATMUL = prims["matmul"]
-
-
-# ------------------------------------------------------------------ ready heap (by seq, max first)
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline void _heap_push(list heap, Node n) except *:
-    cdef Py_ssize_t i = len(heap), parent
-    heap.append(n)
-    while i > 0:
-        parent = (i - 1) >> 1
-        if (<Node>heap[parent]).seq >= n.seq:
-            break
-        heap[i] = heap[parent]
-        i = parent
-    heap[i] = n
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline Node _heap_pop(list heap):
-    cdef Node top = <Node>heap[0]
-    cdef Node last = <Node>heap.pop()
-    cdef Py_ssize_t n = len(heap), i = 0, child
-    if n == 0:
-        return top
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and (<Node>heap[child + 1]).seq > (<Node>heap[child]).seq:
-            child += 1
-        if (<Node>heap[child]).seq <= last.seq:
-            break
-        heap[i] = heap[child]
-        i = child
-    heap[i] = last
-    return top
 
 
 # ------------------------------------------------------------------ helpers
@@ -265,6 +231,10 @@ cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i,
     if p.n_out == 1:
         shape = p.out_shape
         dtype = p.out_dtype
+        if (not create and type(g) is NP_NDARRAY and type(shape) is tuple
+                and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
+                and _has_shape(<cnp.ndarray>g, <tuple>shape)):
+            return g            # already fits: what fit_gradient would return, sooner
     else:
         shape = p.out_shape[oidx]
         dtype = p.out_dtype[oidx]
@@ -420,6 +390,12 @@ cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
     passed through), a view, or an array it computed. So a writeable base array that is none
     of the arguments (looked into one level of tuples: multi-output ``g`` and ``result``) and
     is not also returned for another input is the rule's own."""
+    return _result_owned(r, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), grads, i)
+
+
+cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads,
+                        Py_ssize_t i):
+    """``rule_result_owned`` with the rule's arguments as the C array it was called with."""
     cdef Py_ssize_t k, j
     cdef PyObject *a
     cdef PyObject *me = <PyObject *>r
@@ -428,8 +404,8 @@ cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
             or not cnp.PyArray_CHKFLAGS(<cnp.ndarray>r, cnp.NPY_ARRAY_OWNDATA)):
         return False
     # Borrowed pointers only: no reference counting in this scan.
-    for k in range(PyTuple_GET_SIZE(args)):
-        a = PyTuple_GET_ITEM(args, k)
+    for k in range(nargs):
+        a = args[k]
         if a == me:
             return False
         if PyTuple_CheckExact(<object>a):
@@ -635,12 +611,26 @@ cdef void _check_versions(Node n, tuple saved) except *:
             "out of place, or copy() the array before modifying it." % (op.name, n.seq))
 
 
-cdef tuple _rule_args(Node n, object g, object mask, bint create):
-    """The arguments of ``n``'s table rule: ``(g, needs, *saved, [result], *params)``; ``g``
-    completed with zeros for a multi-output node. For a table op only (``Primitive``)."""
+# Note [Rule arguments]
+# ~~~~~~~~~~~~~~~~~~~~~
+# A table rule is called through vectorcall with its arguments in a C array on the pass loop's
+# stack (``RULE_ARGV`` of them; a rule with more gets a tuple, whose items are such an array),
+# not packed into a tuple that the call unpacks again: one allocation and one deallocation
+# fewer per node. The array holds new references, which the loop drops after the call.
+cdef enum:
+    RULE_ARGV = 16
+
+
+cdef tuple _rule_argv(Node n, object g, object mask, bint create, PyObject **argv,
+                     Py_ssize_t *count):
+    """Put the arguments of ``n``'s table rule, ``(g, needs, *saved, [result], *params)``
+    with ``g`` completed with zeros for a multi-output node, in ``argv`` (``RULE_ARGV``
+    entries) as new references, set ``*count`` to how many there are and return None; when
+    there are more, return them in a new tuple instead (Note [Rule arguments]). Nothing is
+    put in ``argv`` unless all of it is. For a table op only (``Primitive``)."""
     cdef Primitive op = <Primitive>n.op
     cdef Py_ssize_t ns, nprm, k, j
-    cdef tuple args
+    cdef tuple args = None
     cdef object s
     # Read once: another pass over the same graph may release the node meanwhile
     # (Note [Pass state]); these references keep what this call uses alive.
@@ -654,49 +644,51 @@ cdef tuple _rule_args(Node n, object g, object mask, bint create):
     ns = PyTuple_GET_SIZE(saved)
     nprm = PyTuple_GET_SIZE(n.params)
     cdef bint with_result = op.save_result
-    args = PyTuple_New(2 + ns + with_result + nprm)
+    if with_result and create:
+        if n.n_out == 1:
+            result = wrap(result, n, 0)
+        else:
+            result = tuple([wrap(result[k], n, k) for k in range(n.n_out)])
+    count[0] = 2 + ns + with_result + nprm
+    if count[0] > RULE_ARGV:
+        args = PyTuple_New(count[0])
+        argv = PySequence_Fast_ITEMS(args)
     Py_INCREF(g)
-    PyTuple_SET_ITEM(args, 0, g)
+    argv[0] = <PyObject *>g
     s = mask
     Py_INCREF(s)
-    PyTuple_SET_ITEM(args, 1, s)
+    argv[1] = <PyObject *>s
     j = 2
     for k in range(ns):
         s = <object>PyTuple_GET_ITEM(saved, k)
         if not create and isinstance(s, ndarray):
             s = (<ndarray>s)._data
         Py_INCREF(s)
-        PyTuple_SET_ITEM(args, j, s)
+        argv[j] = <PyObject *>s
         j += 1
     if with_result:
-        if create:
-            if n.n_out == 1:
-                s = wrap(result, n, 0)
-            else:
-                s = tuple([wrap(result[k], n, k) for k in range(n.n_out)])
-        else:
-            s = result
-        Py_INCREF(s)
-        PyTuple_SET_ITEM(args, j, s)
+        Py_INCREF(result)
+        argv[j] = <PyObject *>result
         j += 1
     for k in range(nprm):
         s = <object>PyTuple_GET_ITEM(n.params, k)
         Py_INCREF(s)
-        PyTuple_SET_ITEM(args, j, s)
+        argv[j] = <PyObject *>s
         j += 1
     return args
 
 
-cdef tuple _call_rule(Node n, tuple args, bint create):
-    """Run the table rule of ``n`` on ``args`` (from ``_rule_args``)."""
+cdef tuple _call_rule(Node n, PyObject **argv, Py_ssize_t nargs, bint create):
+    """Run the table rule of ``n`` on the ``nargs`` arguments ``argv`` (from ``_rule_argv``)."""
     cdef Primitive op = <Primitive>n.op
-    g = <object>PyTuple_GET_ITEM(args, 0)
+    g = <object>argv[0]
     if create and op.backward_graph is not None:
-        return op.backward_graph(*args)
+        return PyObject_Vectorcall(op.backward_graph, argv, nargs, NULL)
     if not create and op.backward_large is not None and (
             large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
-        return op.backward_large(*args)         # Note [Bindings] in _bindings.py
-    return op.backward(*args)
+        # Note [Bindings] in _bindings.py
+        return PyObject_Vectorcall(op.backward_large, argv, nargs, NULL)
+    return PyObject_Vectorcall(op.backward, argv, nargs, NULL)
 
 
 # ------------------------------------------------------------------ the pass
@@ -734,7 +726,9 @@ cdef class _Pass:
     cdef Py_ssize_t n               # slots in use
     cdef Py_ssize_t cap             # slots allocated
     cdef dict shadow                # Node -> slot, for nodes another running pass claimed
-    cdef list heap                  # ready nodes, max seq first
+    cdef Py_ssize_t *work           # the walk's stack, then the ready heap: slot indices
+    cdef Py_ssize_t nwork           # entries in use
+    cdef Py_ssize_t capwork         # entries allocated
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
     cdef dict deferred              # slot -> ([x, ...], [g, ...]): Note [Deferred weight
     cdef dict stacked               # gradients] in _kernels.py; the stacked rows' memo
@@ -744,6 +738,9 @@ cdef class _Pass:
         self.slots = NULL
         self.n = 0
         self.cap = 0
+        self.work = NULL
+        self.nwork = 0
+        self.capwork = 0
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -753,6 +750,8 @@ cdef class _Pass:
             Py_XDECREF(slots[k].acc)
             Py_XDECREF(slots[k].node)
         PyMem_Free(slots)
+        PyMem_Free(self.work)
+        self.work = NULL
 
     cdef inline Py_ssize_t slot_of(self, Node n) except -2:
         """``n``'s slot in this pass, or -1 if the pass has not visited it."""
@@ -776,8 +775,9 @@ cdef class _Pass:
         self.cap = newcap
         return 0
 
-    cdef inline Py_ssize_t visit(self, Node n, list stack) except -1:
-        """Give ``n`` a slot, claiming the node if no running pass holds it."""
+    cdef inline Py_ssize_t visit(self, Node n) except -1:
+        """Give ``n`` a slot, claiming the node if no running pass holds it, and push the slot
+        on the walk's stack (``work``)."""
         cdef Py_ssize_t k = self.n
         if k == self.cap:
             self.grow()
@@ -795,8 +795,66 @@ cdef class _Pass:
             if self.shadow is None:
                 self.shadow = {}
             self.shadow[n] = k
-        stack.append(n)
+        self.push_work(k)
         return k
+
+    # Note [Work array]
+    # ~~~~~~~~~~~~~~~~~
+    # The walk's stack and the ready heap hold slot indices in one C array of the pass (the
+    # stack is empty before the first node is pushed on the heap), not nodes in Python lists:
+    # on a chain of ops both hold one or two entries, and a Python list that empties frees its
+    # memory, so every push and pop was a realloc. The slots hold the references to the nodes,
+    # and they do not move while the heap is in use (``order_by_seq`` runs before it).
+
+    cdef inline int push_work(self, Py_ssize_t k) except -1:
+        cdef void *mem
+        if self.nwork == self.capwork:
+            mem = PyMem_Realloc(self.work, (64 if self.capwork == 0 else 2 * self.capwork)
+                                * sizeof(Py_ssize_t))
+            if mem == NULL:
+                raise MemoryError()
+            self.work = <Py_ssize_t *>mem
+            self.capwork = 64 if self.capwork == 0 else 2 * self.capwork
+        self.work[self.nwork] = k
+        self.nwork += 1
+        return 0
+
+    cdef inline int heap_push(self, Py_ssize_t k) except -1:
+        """Push slot ``k`` on the ready heap (max ``seq`` first)."""
+        cdef Py_ssize_t i = self.nwork, parent
+        cdef long long seq = self.slots[k].seq
+        self.push_work(k)
+        while i > 0:
+            parent = (i - 1) >> 1
+            if self.slots[self.work[parent]].seq >= seq:
+                break
+            self.work[i] = self.work[parent]
+            i = parent
+        self.work[i] = k
+        return 0
+
+    cdef inline Py_ssize_t heap_pop(self) noexcept:
+        """Pop the slot of the ready node with the largest ``seq`` (the heap is not empty)."""
+        cdef Py_ssize_t top = self.work[0], last, n, i = 0, child
+        cdef long long last_seq
+        self.nwork -= 1
+        n = self.nwork
+        if n == 0:
+            return top
+        last = self.work[n]
+        last_seq = self.slots[last].seq
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and self.slots[self.work[child + 1]].seq > self.slots[self.work[child]].seq:
+                child += 1
+            if self.slots[self.work[child]].seq <= last_seq:
+                break
+            self.work[i] = self.work[child]
+            i = child
+        self.work[i] = last
+        return top
 
     cdef void finish(self) noexcept:
         """Hand the nodes this pass claimed back and drop its references (the pass is over)."""
@@ -957,9 +1015,10 @@ cdef class _Pass:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_owned) except *:
-    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its arguments, None for a
-    ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
+cdef void _deliver(_Pass ps, Node n, tuple grads, PyObject **args, Py_ssize_t nargs, object g,
+                   bint g_owned) except *:
+    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its ``nargs`` arguments,
+    NULL for a ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
     [Gradient buffer ownership]. ``g_owned``: the pass owns ``g``, the gradient the table rule
     received; a rule that passes it on unchanged (``add``) then hands the pass's buffer on, and
     the one slot that keeps it as it is owns it (two that keep it share it: neither does)."""
@@ -970,6 +1029,7 @@ cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_o
     cdef Node p
     cdef object obj, gi, fitted
     cdef list fits = None
+    cdef unsigned long long fit_alloc = 0     # bit i: fits[i] was allocated (i < 64)
     if g_owned:
         for i in range(nparents):
             if PyTuple_GET_ITEM(grads, i) == <PyObject *>g:
@@ -988,7 +1048,11 @@ cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_o
                 continue
             k = 0 if poidx is None else <Py_ssize_t>poidx[i]
             fitted = _fit(gi, p, k, n, i, create, &allocated)
-            fits[i] = (fitted, allocated)
+            if i < 64:
+                fits[i] = fitted
+                fit_alloc |= (<unsigned long long>allocated) << i
+            else:
+                fits[i] = (fitted, allocated)
             if fitted is g:
                 holders += 1
     for i in range(nparents):
@@ -1005,13 +1069,17 @@ cdef void _deliver(_Pass ps, Node n, tuple grads, tuple args, object g, bint g_o
         k = 0 if poidx is None else <Py_ssize_t>poidx[i]
         if fits is None:
             fitted = _fit(gi, p, k, n, i, create, &allocated)
+        elif i < 64:
+            fitted = fits[i]
+            allocated = (fit_alloc >> i) & 1
+            fits[i] = None
         else:
             fitted, allocated = <tuple>fits[i]
             fits[i] = None
         # The pass owns what it allocated, what a table rule made for this input alone, and
         # its own g passed on to this input alone.
-        owned = allocated or (args is not None and fitted is gi and not create and (
-            rule_result_owned(gi, args, grads, i) or (fitted is g and holders == 1)))
+        owned = allocated or (args != NULL and fitted is gi and not create and (
+            _result_owned(gi, args, nargs, grads, i) or (fitted is g and holders == 1)))
         gi = None
         ps.accumulate(p, pslot, k, fitted, owned)
         fitted = None
@@ -1033,7 +1101,6 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     ps.epoch = _epoch
     ps.create = create_graph
     ps.prune = variables is not None
-    ps.heap = []
     if create_graph:
         ps.memo = {}                # Note [Shared subexpressions]
     prev_rec = set_recording_c(create_graph)
@@ -1054,7 +1121,6 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                  bint allow_unused):
     cdef bint create = ps.create
     cdef long long start_seq = last_seq()       # nodes after it are made by this pass
-    cdef list stack = []
     cdef list seeds = []
     cdef list freed = []
     cdef Node n, p
@@ -1066,8 +1132,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
     cdef unsigned long long mask
     cdef bint owned, allocated
     cdef object fitted, needs = None
-    cdef tuple args
-    cdef list heap = ps.heap
+    cdef PyObject *argv[RULE_ARGV]          # Note [Rule arguments]
+    cdef PyObject **rargs
+    cdef Py_ssize_t nargs
+    cdef tuple spill
 
     for i in range(len(heads)):
         obj = heads[i]
@@ -1092,11 +1160,12 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
         seeds.append((h._node, h._oidx, g))
         if ps.slot_of(h._node) < 0:
-            ps.visit(h._node, stack)
+            ps.visit(h._node)
 
     # Walk the graph; count the consumers of every node (Note [Scheduling]).
-    while stack:
-        n = <Node>stack.pop()
+    while ps.nwork:
+        ps.nwork -= 1
+        n = <Node>ps.slots[ps.work[ps.nwork]].node
         if _acts_as_leaf(n):
             continue
         if n.released:
@@ -1109,7 +1178,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             p = <Node>obj
             pslot = ps.slot_of(p)
             if pslot < 0:
-                pslot = ps.visit(p, stack)
+                pslot = ps.visit(p)
             ps.slots[pslot].deps += 1
 
     cdef list targets = None
@@ -1160,12 +1229,12 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
         slot = ps.slot_of(n)
         if ps.slots[slot].flags & NEEDED and ps.slots[slot].deps == 0:
             ps.slots[slot].deps = -1
-            _heap_push(heap, n)
+            ps.heap_push(slot)
     seeds = None
 
-    while heap:
-        n = _heap_pop(heap)
-        slot = ps.slot_of(n)
+    while ps.nwork:
+        slot = ps.heap_pop()
+        n = <Node>ps.slots[slot].node
         if ps.slots[slot].flags & DEFERRED:
             ps.add_deferred(n, slot)
         owned = (ps.slots[slot].flags & OWNED) != 0
@@ -1199,23 +1268,36 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             mask &= ~(<unsigned long long>2)
             needs = mask if mask else None
         if needs is not None and g is not None and not n.zero:
-            if type(n.op) is Primitive:
-                args = _rule_args(n, g, needs, create)
-                grads = _call_rule(n, args, create)
-            else:
-                # A Function or a custom op: its backward is user code, which may keep the
-                # gradient it receives and the arrays it returns.
-                args = None
-                grads = tuple(n.op.node_backward(n, g, needs, create))
-                if prune and ps.slots[slot].flags & TARGET:
-                    captured[n] = (captured[n][0], False)
-            if PyTuple_GET_SIZE(grads) != nparents:
-                raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                   "for %d inputs" % (n.op.name, len(grads), nparents))
-            if is_anomaly_c():
-                _anomaly_report(n, grads)
-            _deliver(ps, n, grads, args, g, owned and args is not None and not create)
-            args = None
+            nargs = 0
+            rargs = NULL
+            spill = None
+            try:
+                if type(n.op) is Primitive:
+                    spill = _rule_argv(n, g, needs, create, argv, &nargs)
+                    if spill is None:
+                        rargs = &argv[0]
+                    else:
+                        rargs = PySequence_Fast_ITEMS(spill)
+                    grads = _call_rule(n, rargs, nargs, create)
+                else:
+                    # A Function or a custom op: its backward is user code, which may keep the
+                    # gradient it receives and the arrays it returns.
+                    grads = tuple(n.op.node_backward(n, g, needs, create))
+                    if prune and ps.slots[slot].flags & TARGET:
+                        captured[n] = (captured[n][0], False)
+                if PyTuple_GET_SIZE(grads) != nparents:
+                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
+                                       "for %d inputs" % (n.op.name, len(grads), nparents))
+                if is_anomaly_c():
+                    _anomaly_report(n, grads)
+                _deliver(ps, n, grads, rargs, nargs, g,
+                         owned and rargs != NULL and not create)
+            finally:
+                if rargs == &argv[0]:
+                    for i in range(nargs):
+                        Py_XDECREF(argv[i])
+                rargs = NULL
+                spill = None
             grads = None          # release the rule's results as soon as they are delivered
         g = None
         if not retain and not n.zero:     # a zero node holds nothing a rule needs
@@ -1235,7 +1317,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 continue
             ps.slots[pslot].deps -= 1
             if ps.slots[pslot].deps == 0:
-                _heap_push(heap, p)
+                ps.heap_push(pslot)
 
     if not prune:
         return None
