@@ -16,4 +16,5 @@ cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *
 cdef bint same_layout(cnp.ndarray a, cnp.ndarray b)
 cdef object needs_mask(list wants)
 cdef bint deferrable_product(object x, object y, object g) except -1
+cdef dict keep_product(dict deferred, Py_ssize_t key, object x, object g)
 cdef object summed_weight_gradients(list xs, list gs, dict memo)

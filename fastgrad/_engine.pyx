@@ -491,6 +491,20 @@ cdef bint deferrable_product(object x, object y, object g) except -1:
             and cnp.PyArray_TYPE(<cnp.ndarray>y) == t and cnp.PyArray_TYPE(<cnp.ndarray>g) == t)
 
 
+cdef dict keep_product(dict deferred, Py_ssize_t key, object x, object g):
+    """Add ``(x, g)`` to the products deferred for ``key`` (Note [Deferred weight gradients]
+    in _kernels.py); returns ``deferred``, made if it was None."""
+    if deferred is None:
+        deferred = {}
+    pending = deferred.get(key)
+    if pending is None:
+        pending = ([], [])
+        deferred[key] = pending
+    (<list>pending[0]).append(x)
+    (<list>pending[1]).append(g)
+    return deferred
+
+
 cdef object summed_weight_gradients(list xs, list gs, dict memo):
     """The deferred products' sum (Note [Deferred weight gradients] in _kernels.py)."""
     return _summed_weight_gradients(xs, gs, memo)
@@ -953,14 +967,7 @@ cdef class _Pass:
         if not deferrable_product(x, y, g):
             return False
         _check_versions(n, saved)
-        if self.deferred is None:
-            self.deferred = {}
-        pending = self.deferred.get(slot)
-        if pending is None:
-            pending = ([], [])
-            self.deferred[slot] = pending
-        (<list>pending[0]).append(x)
-        (<list>pending[1]).append(g)
+        self.deferred = keep_product(self.deferred, slot, x, g)
         self.slots[slot].flags |= DEFERRED
         return True
 

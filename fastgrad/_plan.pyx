@@ -86,7 +86,7 @@ from fastgrad._node cimport new_leaf, HAS_RULE, NO_RULE
 from fastgrad._array cimport ndarray, Primitive, wrap
 from fastgrad._engine cimport (fit_gradient_like, add_gradient, rule_result_owned,
                                complete_gradients, write_grad_buffer, same_layout, needs_mask,
-                               deferrable_product, summed_weight_gradients)
+                               deferrable_product, keep_product, summed_weight_gradients)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 from fastgrad._large.kernels cimport use_buffer_cache, restore_allocator
 
@@ -685,14 +685,7 @@ cdef class Plan:
         x = _slot(vals, st.ins, 0)
         if not deferrable_product(x, _slot(vals, st.ins, 1), g):
             return False
-        if self.deferred is None:
-            self.deferred = {}
-        pending = self.deferred.get(s)
-        if pending is None:
-            pending = ([], [])
-            self.deferred[s] = pending
-        (<list>pending[0]).append(x)
-        (<list>pending[1]).append(g)
+        self.deferred = keep_product(self.deferred, s, x, g)
         return True
 
     cdef void _write_grads(self) except *:
