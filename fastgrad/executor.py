@@ -1,7 +1,9 @@
 """The executor: a symbol bound to argument values, run forward and backward from a plan.
 
-The plan, a forward schedule and a backward replay in the engine's order, is built once at
-bind: see Note [Executor plan] and Note [Backward replay] in ``fastgrad/_plan.pyx``. The replay
+The plan, a forward schedule and a backward replay in the engine's order, is built at bind,
+and once more before the second forward with MXNet's layer operators replaced by the primitives
+the first forward traced (Note [Composite expansion] in ``symbol/_expand.py``): see Note
+[Executor plan] and Note [Backward replay] in ``fastgrad/_plan.pyx``. The replay
 runs the derivative rules and then the engine's own fitting, accumulation and gradient writing
 (``_engine.pxd``), so the executor's gradients are the tape's bit for bit.
 

@@ -44,7 +44,7 @@ EXPANDABLE = frozenset([
     "mx.batch_dot",
 ])
 
-_INPUT = "__expand_input%d"
+_INPUT = "__expand_input"          # + the input's position: a trace's argument names
 
 
 def _arrays_in(value):
@@ -80,7 +80,7 @@ def traced_symbol(inputs, outputs):
         kept = list(_arrays_in(list(n.constants or ()))) + list(_arrays_in(list(n.op_params)))
         if any(np.may_share_memory(k, d) for k in kept for d in data):
             return None                 # an input's values went into a constant or parameter
-    names = {a: _INPUT % i for i, a in enumerate(inputs)}
+    names = {a: "%s%d" % (_INPUT, i) for i, a in enumerate(inputs)}
     try:
         sub = from_history(list(outputs), names)
     except (ValueError, TypeError, NotImplementedError, RuntimeError):
@@ -109,7 +109,7 @@ def expand(symbol, traces):
         inner = {}
         for sn in topo_nodes(sub._entries):
             if sn.op == VARIABLE:
-                inner[(sn.id, 0)] = inputs[int(sn.name[len(_INPUT) - 2:])]
+                inner[(sn.id, 0)] = inputs[int(sn.name[len(_INPUT):])]
             elif sn.op == CONSTANT:
                 inner[(sn.id, 0)] = (sn, 0)
             else:
