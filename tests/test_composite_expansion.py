@@ -95,12 +95,18 @@ def test_operators_become_primitives_and_gradients_are_the_tapes(dtype):
             assert onp.array_equal(got, want[k]), (step, k, onp.abs(got - want[k]).max())
 
 
-def test_expanded_gradients_match_central_differences():
-    values = _lenet_values(seed=3)
+def _trained_twice(values):
+    """An executor of the LeNet-like symbol after two training steps (so expanded)."""
     ex = _bind_lenet(values)
     for _ in range(2):
         ex.forward(is_train=True)
         ex.backward()
+    return ex
+
+
+def test_expanded_gradients_match_central_differences():
+    values = _lenet_values(seed=3)
+    ex = _trained_twice(values)
 
     def loss_at(k, v):
         vals = dict(values)
@@ -128,10 +134,7 @@ def test_the_outputs_stay_the_same_arrays_across_the_expansion():
 
 def test_a_new_batch_size_plans_the_symbol_again():
     values = _lenet_values(batch=4)
-    ex = _bind_lenet(values)
-    for _ in range(2):
-        ex.forward(is_train=True)
-        ex.backward()
+    ex = _trained_twice(values)
     assert "im2col" in _ops(ex)
     small = _lenet_values(batch=3, seed=8)
     for step in range(2):
