@@ -610,7 +610,7 @@ cdef class Plan:
         cdef list accs = self.acc
         cdef Py_ssize_t i, k, s, nh = PyTuple_GET_SIZE(self.head_slots)
         cdef Step st
-        cdef object g, gi, fitted, outs
+        cdef object g, gi, fitted, outs, needs
         cdef tuple grads, args
         cdef bint owned, allocated, anomaly = is_anomaly_c()
         # Seeds first, in output order (never owned: a head gradient is not the pass's).
@@ -639,19 +639,19 @@ cdef class Plan:
             if st.composite is not None:
                 args = None         # its gradients come from a pass of its own: not owned
                 grads = st.composite.backward_c(g, st.needs)
-            elif st.defer_left and not anomaly and self._defer(st, vals, g):
-                if not st.gslots[0] >= 0:
-                    continue
-                args = _rule_args(st, vals, g, st.needs_without_y)
-                grads = st.rule(*args)
             else:
+                needs = st.needs
+                if st.defer_left and not anomaly and self._defer(st, vals, g):
+                    needs = st.needs_without_y      # the product for y waits (_defer)
+                    if not needs:
+                        continue
                 if st.n_out > 1:
                     # Outputs no gradient reached get symbolic zeros, as in the engine.
                     outs = [_as_np(vals[<Py_ssize_t>st.outs[k]]) for k in range(st.n_out)]
                     g = complete_gradients(g, st.n_out, [o.shape for o in outs],
                                            [o.dtype for o in outs])
                     outs = None
-                args = _rule_args(st, vals, g, st.needs)
+                args = _rule_args(st, vals, g, needs)
                 grads = st.rule(*args)
             g = None
             if PyTuple_GET_SIZE(grads) != st.n_in:
