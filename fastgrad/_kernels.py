@@ -710,12 +710,24 @@ def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
 # reduction). The gradient goes to one element per window, the first maximum in row-major
 # order within the window (what ``argmax`` picks; MXNet and PyTorch also route a tie to one
 # element), and a window whose maximum is NaN routes it to its first NaN. ``_first_maxima``
-# gives, per offset, the mask of windows whose first maximum sits there (three boolean ufuncs
-# per offset), and the scatter adds ``g`` times that mask into the offset's slice: slice adds,
-# no ``np.add.at`` (overlapping windows add into shared elements correctly, since one slice
-# never holds an element twice; windows that do not overlap write the product straight into
-# the slice). When the masks hold as many hits as there are windows, every window has exactly
-# one maximum and the step that keeps only the first is skipped.
+# gives, per offset, the mask of windows whose first maximum sits there (Note [First maxima by
+# running maxima]), and the scatter adds ``g`` times that mask into the offset's slice: slice
+# adds, no ``np.add.at`` (overlapping windows add into shared elements correctly, since one
+# slice never holds an element twice; windows that do not overlap write the product straight
+# into the slice).
+#
+# Note [First maxima by running maxima]: let m_k be the running maximum of a window's first
+# k + 1 offsets (``np.maximum``, which propagates NaN) and top = m_last its maximum. m_k ==
+# top exactly when one of offsets 0..k holds the maximum, so "m_k == top" is false up to the
+# first maximum and true from it on, and the first maximum is at the k where it turns true:
+# offset 0 where m_0 == top, offset k where m_k == top and not m_(k-1) == top (a ``greater``
+# of two masks), the last offset where m_(last-1) != top. With a NaN in a window, m_k is NaN
+# from its first NaN on and top is NaN: "m_k == top or m_k is NaN" turns true at the first
+# NaN, which therefore gets the gradient. For a 2x2 window that is three maxima, three
+# comparisons and three boolean ufuncs (the previous formulation compared every offset with
+# the maximum, counted the hits, and on ties, which relu's zeros make common, resolved them
+# with seven more ufuncs). Every mask is made by ufuncs over operands in ``xp``'s memory order,
+# so they all share it (a mask in another order made each product with it 5x slower).
 def _offset_slices(kernel, stride, out_hw):
     oh, ow = max(out_hw[0], 0), max(out_hw[1], 0)
     return [(slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
@@ -762,22 +774,25 @@ def max_pool2d(x, kernel, stride, pad):
 
 
 def _first_maxima(xp, slices):
-    """Per offset, the windows whose first maximum (or first NaN) is at that offset."""
-    top = _slice_maxima(xp, slices)
+    """Per offset, the windows whose first maximum (or first NaN) is at that offset (Note
+    [First maxima by running maxima])."""
+    if len(slices) == 1:
+        return [np.ones(xp[slices[0]].shape, dtype=bool)]
+    running = [xp[slices[0]], np.maximum(xp[slices[0]], xp[slices[1]])]
+    for key in slices[2:]:
+        running.append(np.maximum(running[-1], xp[key]))
+    top = running.pop()
     nan = top.dtype.kind in "fc" and bool(np.isnan(top).any())
-    hits = []
-    for key in slices:
-        hit = xp[key] == top
+    reached = []
+    for partial in running:
+        at_top = np.equal(partial, top)
         if nan:
-            hit |= np.isnan(xp[key])
-        hits.append(hit)
-    # Every window has at least one hit, so as many hits as windows means one in each.
-    if sum(np.count_nonzero(hit) for hit in hits) != top.size:
-        seen = hits[0].copy()
-        for k in range(1, len(hits)):
-            hit = hits[k]
-            hits[k] = np.greater(hit, seen)
-            seen |= hit
+            at_top |= np.isnan(partial)
+        reached.append(at_top)
+    hits = [reached[0]]
+    for k in range(1, len(reached)):
+        hits.append(np.greater(reached[k], reached[k - 1]))
+    hits.append(np.logical_not(reached[-1]))
     return hits
 
 
