@@ -688,17 +688,23 @@ def conv2d_product_bias(w, cols, b):
 # products have few rows (6 filters): im2col writes them out and the product reads them back
 # from the L3 cache or memory, and both run at its speed, not at the speed of the arithmetic.
 # ``conv2d`` and ``conv2d_weight_grad`` therefore gather the columns of a few images at a time
-# (CONV_CHUNK_BYTES of them) into one cached buffer (Note [Column buffers]) and run the product
-# on those while they are still in the L2 cache: the forward writes each chunk's product into
-# its columns of the output, the weight gradient adds the chunks' products up. The columns of
-# a chunk are those of its images in the unchunked order, so the forward's values are the
-# unchunked product's; the weight gradient sums the images in chunks, a change of rounding
-# only. Measured for LeNet's first layer (float32, batch 64, one thread): gather and product
-# 935 -> 465 us; the weight gradient including its own gather, 510 us, no more than the
-# product with the forward's saved columns took (540 us), so ``npx.convolution`` records a
-# convolution whose columns span more than one chunk as one ``conv2d`` node and gathers again
-# in the backward (Note [Convolution as recorded ops] in ``numpy_extension.py``).
-CONV_CHUNK_BYTES = 1 << 19
+# (at most CONV_CHUNK_BYTES of them) into one cached buffer (Note [Column buffers]) and run
+# the product on those while they are still in the L2 cache: the forward writes each chunk's
+# product into its columns of the output, the weight gradient adds the chunks' products up.
+# The columns of a chunk are those of its images in the unchunked order, so the forward's
+# values are the unchunked product's; the weight gradient sums the images in chunks, a change
+# of rounding only. Measured for LeNet's first layer (float32, batch 64, one BLAS thread, a
+# 1 MiB L2 cache per core): forward and weight gradient 1.90 ms unchunked, 1.30 ms in chunks
+# of 128 KiB, 1.06-1.08 ms from 256 to 512 KiB, 1.6 ms from 768 KiB (the chunk, its product
+# and BLAS's packed blocks no longer fit); 384 KiB keeps a margin from that edge. The weight
+# gradient with its own gather costs no more than the product with the forward's saved
+# columns did (510 against 540 us), so ``npx.convolution`` records a convolution whose
+# columns span more than one chunk as one ``conv2d`` node that gathers again in the backward
+# (Note [Convolution as recorded ops] in ``numpy_extension.py``). Data with the batch
+# innermost (``batch_last``) keeps the two recorded ops: its chunks would be rows of output
+# pixels, and LeNet's second layer, 16 filters over 150-long columns, is bound by its
+# arithmetic (its products run near the core's peak) rather than by the columns' traffic.
+CONV_CHUNK_BYTES = 384 << 10
 
 
 def _batch_chunks(n, image_bytes):
