@@ -563,8 +563,9 @@ def pinv(x, rtol):
 # added in place) as separate nodes so that the backward reuses the forward's buffer instead
 # of gathering the windows again (Note [Convolution as recorded ops] in
 # ``numpy_extension.py``); ``conv2d`` and its two adjoints below (used by 1-D/3-D
-# convolution, deconvolution, the symbol API and second-order rules) use the same kernels in
-# one call.
+# convolution, deconvolution, the symbol API, second-order rules, and ``npx.convolution`` of
+# NCHW data whose columns exceed a batch chunk, Note [Convolution in batch chunks]) use the
+# same kernels in one call.
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
