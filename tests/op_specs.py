@@ -742,6 +742,8 @@ _special("erfc j0 j1", domain=(-2.0, 2.0))
 _special("erfcinv", domain=(0.1, 1.9))
 _special("ndtr", domain=(-2.0, 2.0))
 _special("log_ndtr", domain=(-3.0, 3.0))
+SPECS["log_ndtr_slope"] = Spec([C((3, 4)), C(())], domain=(-3.0, 3.0),
+                               ref=lambda x: onp.exp(-0.5 * x * x - _ssp.log_ndtr(x)) / math.sqrt(2 * math.pi))
 _special("ndtri logit", domain=(0.1, 0.9))
 _special("y0 y1", domain=(0.5, 3.0))
 _special("i0 i1", domain=(-2.0, 2.0))
