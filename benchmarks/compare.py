@@ -14,7 +14,8 @@ Usage::
 
     python benchmarks/compare.py [--quick] [--workloads 1,2] [--repeat N]
                                  [--backends numpy,fastgrad] [--markdown]
-                                 [--in-process] [--rounds N] [--targets]
+                                 [--in-process] [--rounds N] [--order workload|backend]
+                                 [--targets]
                                  [--mxnet-python PATH] [--python NAME=PATH]
                                  [--keep-blas-env]
 
@@ -614,8 +615,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--rounds",
         type=int,
         default=1,
-        help="measure everything this many times, one backend process after another each "
-        "round, and pool the samples of each cell (default 1)",
+        help="measure everything this many times and pool the samples of each cell "
+        "(default 1); see --order",
+    )
+    p.add_argument(
+        "--order",
+        choices=("workload", "backend"),
+        default="workload",
+        help="workload (default): all backends on one workload, one process each, then the "
+        "next workload, so a ratio's two medians are measured seconds apart; backend: one "
+        "process per backend for every workload (Note [Workload-major order])",
     )
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--chart", default=None, metavar="FILE",
@@ -824,45 +833,69 @@ def child_main(args: argparse.Namespace, works: Sequence[wl.Workload]) -> int:
     return 0
 
 
-def _child_argv(args: argparse.Namespace, name: str) -> list[str]:
+def _child_argv(args: argparse.Namespace, name: str, keys: Sequence[str]) -> list[str]:
     argv = [args.pythons.get(name, sys.executable), os.path.abspath(__file__), "--child", name,
-            "--repeat", str(args.repeat), "--budget", repr(args.budget), "--memory", args.memory]
+            "--repeat", str(args.repeat), "--budget", repr(args.budget), "--memory", args.memory,
+            "--workloads", ",".join(keys)]
     if args.quick:
         argv.append("--quick")
-    if args.workloads:
-        argv += ["--workloads", ",".join(args.workloads)]
     return argv
 
 
-def _measure_apart(backends: Sequence[wl.Backend], works, args) -> list[Result]:
-    """Each backend in a fresh Python process (progress on our standard error)."""
+def _run_child(b: wl.Backend, mine: Sequence[wl.Workload], args) -> list[Result]:
+    """Measure ``mine`` on backend ``b`` in a fresh Python process; records in ``b`` whether
+    the backend is available and its version."""
+    argv = _child_argv(args, b.name, [w.key for w in mine])
+    env = dict(os.environ)
+    if b.name == "mxnet":
+        env.update(MXNET_ENVIRONMENT)
+    if not os.path.isfile(argv[0]):
+        b._state, b.error = False, f"no interpreter {argv[0]}"
+        return [Result(w, b.name, status="missing") for w in mine]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        data = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        data = None
+    if data is None:
+        b._state, b.error = False, f"its benchmark process failed (exit code {proc.returncode})"
+        return [Result(w, b.name, status="error", message=b.error) for w in mine]
+    b._state, b.error, b.version = data["available"], data["error"], data["version"]
+    b.details = dict(data["details"])
+    return [_result_from_dict(d, mine) for d in data["results"]]
+
+
+def _measure_apart(backends: Sequence[wl.Backend], works, args, round_index=0) -> list[Result]:
+    """Every backend in fresh Python processes (progress on our standard error).
+
+    Note [Workload-major order]: this machine's speed drifts by up to 2x over minutes, and
+    a target is a ratio of two backends' medians on one workload. With ``--order workload``
+    (the default) every backend measures one workload, each in its own process, before the
+    next workload starts, so the two medians of a ratio are taken seconds apart instead of
+    the whole run apart; odd rounds take the backends in reverse order, so that no backend
+    always runs first. ``--order backend`` runs one process per backend for all workloads
+    (fewer process starts, but a ratio then spans the run).
+    """
     results: list[Result] = []
-    for i, b in enumerate(backends, 1):
-        mine = [w for w in works if w.supports(b)]
-        if not mine:
-            continue
-        argv = _child_argv(args, b.name)
-        env = dict(os.environ)
-        if b.name == "mxnet":
-            env.update(MXNET_ENVIRONMENT)
-        where = "" if argv[0] == sys.executable else f" ({argv[0]})"
-        log(f"backend {i}/{len(backends)}: {b.name}, {len(mine)} workloads in a fresh process{where}")
-        if not os.path.isfile(argv[0]):
-            b._state, b.error = False, f"no interpreter {argv[0]}"
-            results += [Result(w, b.name, status="missing") for w in mine]
-            continue
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, env=env)
-        try:
-            data = json.loads(proc.stdout) if proc.returncode == 0 else None
-        except ValueError:
-            data = None
-        if data is None:
-            b._state, b.error = False, f"its benchmark process failed (exit code {proc.returncode})"
-            results += [Result(w, b.name, status="error", message=b.error) for w in mine]
-            continue
-        b._state, b.error, b.version = data["available"], data["error"], data["version"]
-        b.details = dict(data["details"])
-        results += [_result_from_dict(d, mine) for d in data["results"]]
+    if args.order == "backend":
+        for i, b in enumerate(backends, 1):
+            mine = [w for w in works if w.supports(b)]
+            if mine:
+                where = "" if b.name not in args.pythons else f" ({args.pythons[b.name]})"
+                log(f"backend {i}/{len(backends)}: {b.name}, {len(mine)} workloads in a "
+                    f"fresh process{where}")
+                results += _run_child(b, mine, args)
+        return results
+    order = list(backends) if round_index % 2 == 0 else list(reversed(backends))
+    for i, w in enumerate(works, 1):
+        for b in order:
+            if not w.supports(b):
+                continue
+            if b._state is False and b.error and not b.error.startswith("its benchmark"):
+                results.append(Result(w, b.name, status="missing"))   # not installed
+                continue
+            log(f"workload {i}/{len(works)} ({w.key}): {b.name} in a fresh process")
+            results += _run_child(b, [w], args)
     return results
 
 
@@ -906,7 +939,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.rounds > 1:
             log(f"round {k + 1}/{args.rounds}")
         rounds.append(_measure_here(backends, works, args) if args.in_process
-                      else _measure_apart(backends, works, args))
+                      else _measure_apart(backends, works, args, k))
     results = merge_rounds(rounds)
     log(f"total {time.perf_counter() - started:.1f} s")
 

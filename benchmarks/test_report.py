@@ -102,8 +102,44 @@ def test_unknown_backend_interpreter_is_refused():
     args = compare.parse_args(["--mxnet-python", "/opt/mx/bin/python",
                                "--python", "torch=/opt/t/bin/python"])
     assert args.pythons == {"mxnet": "/opt/mx/bin/python", "torch": "/opt/t/bin/python"}
-    assert compare._child_argv(args, "mxnet")[0] == "/opt/mx/bin/python"
-    assert compare._child_argv(args, "fastgrad")[0] == sys.executable
+    assert compare._child_argv(args, "mxnet", ["8"])[0] == "/opt/mx/bin/python"
+    argv = compare._child_argv(args, "fastgrad", ["8", "9"])
+    assert argv[0] == sys.executable
+    assert argv[argv.index("--workloads") + 1] == "8,9"
+
+
+def test_workload_major_order_alternates_and_skips_a_missing_backend(monkeypatch):
+    # Note [Workload-major order]: all backends on one workload, then the next; odd rounds
+    # reverse the backends; a backend found missing is not started again.
+    calls = []
+
+    def fake_child(b, mine, args):
+        calls.append((b.name, [w.key for w in mine]))
+        if b.name == "torch":
+            b._state, b.error = False, "No module named 'torch'"
+            return [compare.Result(w, b.name, status="missing") for w in mine]
+        b._state, b.error = True, None
+        return [compare.Result(w, b.name, times=[1.0]) for w in mine]
+
+    monkeypatch.setattr(compare, "_run_child", fake_child)
+    args = compare.parse_args(["--workloads", "1,6", "--backends", "numpy,fastgrad,torch"])
+    works = [wl.get_workload(k) for k in args.workloads]
+    backends = [wl.get_backend(n) for n in ("numpy", "fastgrad", "torch")]
+    first = compare._measure_apart(backends, works, args, 0)
+    assert calls == [("numpy", ["1"]), ("fastgrad", ["1"]), ("torch", ["1"]),
+                     ("numpy", ["6"]), ("fastgrad", ["6"])]
+    assert [(r.workload.key, r.backend, r.status) for r in first][-1] == ("6", "torch", "missing")
+    calls.clear()
+    for b in backends:
+        b._state, b.error = None, None
+    compare._measure_apart(backends, works, args, 1)
+    assert [c[0] for c in calls[:3]] == ["torch", "fastgrad", "numpy"]
+    calls.clear()
+    args = compare.parse_args(["--workloads", "1,6", "--order", "backend"])
+    for b in backends:
+        b._state, b.error = None, None
+    compare._measure_apart(backends, works, args, 0)
+    assert calls[:2] == [("numpy", ["1", "6"]), ("fastgrad", ["1", "6"])]
 
 
 def test_blas_overrides_are_removed_only_for_the_benchmark(monkeypatch):

@@ -233,6 +233,8 @@ TABLE = [
     Op("take", K.take, "x; indices, axis=None", x="take_backward(g, x.shape, indices, axis)"),
     Op("take_along_axis", K.take_along_axis, "x; indices, axis",
        x="take_along_axis_backward(g, x.shape, indices, axis)"),
+    Op("pick_along_axis", K.pick_along_axis, "x, index; axis, mode, keepdims", index=NONDIFF,
+       x="pick_backward(g, x.shape, index, axis, mode, keepdims)"),
     Op("where", K.where, "condition, x, y", condition=NONDIFF,
        x="where(condition, g, 0)", y="where(condition, 0, g)"),
     Op("concatenate", K.concatenate, "*xs; axis=0, sizes=None",

@@ -449,6 +449,26 @@ def take_along_axis(x, indices, axis):
     return np.take_along_axis(x, indices, axis)
 
 
+def pick_positions(index, shape, axis, mode):
+    """``npx.pick``'s positions along ``axis`` of an array of ``shape``: ``index`` truncated
+    to integers (MXNet's labels are floats), clipped into range (``mode='clip'``) or wrapped
+    around (``'wrap'``), with the picked axis present (length 1)."""
+    idx = np.asarray(index)
+    if idx.dtype.kind != "i":
+        idx = idx.astype(np.intp)
+    n = shape[axis]
+    idx = np.clip(idx, 0, n - 1) if mode == "clip" else np.mod(idx, n)
+    return idx if idx.ndim == len(shape) else np.expand_dims(idx, axis)
+
+
+def pick_along_axis(x, index, axis, mode, keepdims):
+    """``x`` at ``index`` along ``axis`` (``npx.pick``); the index is an input, not a
+    parameter, so a traced ``pick`` reads the labels of every step (Note [Composite
+    expansion] in ``symbol/_expand.py``)."""
+    out = np.take_along_axis(x, pick_positions(index, x.shape, axis, mode), axis)
+    return out if keepdims else np.squeeze(out, axis)
+
+
 def sort(x, axis):
     return np.sort(x, axis=axis)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from fastgrad._array import PRIMITIVES, ndarray
 from fastgrad._kernels import SELU_ALPHA, SELU_SCALE, normalize_axis  # noqa: F401
-from fastgrad._kernels import broadcast_to as _broadcast_to
+from fastgrad._kernels import broadcast_to as _broadcast_to, pick_positions
 from fastgrad._filled import Filled
 from fastgrad._filled import filled as _filled
 
@@ -437,6 +437,14 @@ def along_key(indices, axis, shape):
 
 def take_along_axis_backward(g, shape, indices, axis):
     return ops.scatter_add(g, along_key(indices, axis, shape), shape)
+
+
+def pick_backward(g, shape, index, axis, mode, keepdims):
+    """Gradient of ``pick``: ``g`` added at the picked positions (clipped or wrapped)."""
+    positions = pick_positions(_numeric(index), shape, axis, mode)
+    if not keepdims:
+        g = np.expand_dims(g, axis)
+    return ops.scatter_add(g, along_key(positions, axis, shape), shape)
 
 
 def sort_backward(g, x, axis):

@@ -424,14 +424,27 @@ def pick(data, index, axis=-1, mode="clip", keepdims=False):
     ``mode`` is ``'clip'`` or ``'wrap'`` for out-of-range indices.
     """
     shape = _onp.shape(unwrap(data))
+    if not shape:
+        raise ValueError("npx.pick: data is 0-d; it needs an axis to pick along")
+    if mode not in ("clip", "wrap"):
+        raise ValueError("npx.pick: mode must be 'clip' or 'wrap', got %r" % (mode,))
+    if not -len(shape) <= int(axis) < len(shape):
+        raise ValueError("npx.pick: axis %d is out of range for data of shape %s"
+                         % (axis, shape))
     axis = int(axis) % len(shape)
-    idx = _onp.asarray(unwrap(index)).astype(_onp.intp)
-    n = shape[axis]
-    idx = _onp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
-    if idx.ndim == len(shape) - 1:
-        idx = _onp.expand_dims(idx, axis)
-    out = F.take_along_axis(data, idx, axis)
-    return out if keepdims else F.squeeze(out, axis)
+    if not isinstance(index, ndarray):
+        index = _onp.asarray(index)
+    idx = unwrap(index)
+    if idx.dtype.kind not in "iuf":
+        raise TypeError("npx.pick: index must hold integers or floats, got %s" % idx.dtype)
+    rest = shape[:axis] + shape[axis + 1:]
+    if idx.shape != rest and idx.shape != shape[:axis] + (1,) + shape[axis + 1:]:
+        raise ValueError("npx.pick: index has shape %s; data of shape %s needs %s along "
+                         "axis %d" % (idx.shape, shape, rest, axis))
+    if shape[axis] == 0 and idx.size:
+        raise ValueError("npx.pick: axis %d of data is empty, there is nothing to pick"
+                         % axis)
+    return _P["pick_along_axis"](data, index, axis, mode, bool(keepdims))
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):

@@ -464,6 +464,25 @@ SPECS["take"] = Spec([C((5, 3), indices=onp.array([0, 2, 2, 4]), axis=0),
                       C((2, 5), indices=onp.array(3), axis=1)])
 SPECS["take_along_axis"] = Spec([C((3, 4), indices=onp.array([[0, 1], [3, 3], [2, 0]]),
                                    axis=1)])
+
+
+def _labels(rng, shape):
+    # float labels as MXNet passes them, some out of range (clipped or wrapped)
+    return rng.integers(-2, 7, shape).astype(onp.float32)
+
+
+def _pick_ref(x, index, axis, mode, keepdims):
+    idx = index.astype(onp.intp)
+    n = x.shape[axis]
+    idx = onp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    out = onp.take_along_axis(x, onp.expand_dims(idx, axis) if idx.ndim < x.ndim else idx, axis)
+    return out if keepdims else onp.squeeze(out, axis)
+
+
+SPECS["pick_along_axis"] = Spec([C((3, 4), (3,), axis=1, mode="clip", keepdims=False),
+                      C((3, 4), (4,), axis=0, mode="wrap", keepdims=True),
+                      C((2, 5, 3), (2, 1, 3), axis=1, mode="clip", keepdims=False)],
+                     make={1: _labels}, nondiff={1}, ref=_pick_ref)
 SPECS["where"] = Spec([C((3, 4), (3, 4), (3, 4)), C((3, 4), (4,), ())], make={0: bool_mask},
                       nondiff={0})
 SPECS["concatenate"] = Spec([C((2, 3), (4, 3), axis=0, sizes=(2, 4)),
@@ -747,6 +766,8 @@ _special("erfc j0 j1", domain=(-2.0, 2.0))
 _special("erfcinv", domain=(0.1, 1.9))
 _special("ndtr", domain=(-2.0, 2.0))
 _special("log_ndtr", domain=(-3.0, 3.0))
+SPECS["log_ndtr_slope"] = Spec([C((3, 4)), C(())], domain=(-3.0, 3.0),
+                               ref=lambda x: onp.exp(-0.5 * x * x - _ssp.log_ndtr(x)) / math.sqrt(2 * math.pi))
 _special("ndtri logit", domain=(0.1, 0.9))
 _special("y0 y1", domain=(0.5, 3.0))
 _special("i0 i1", domain=(-2.0, 2.0))

@@ -87,7 +87,8 @@ def test_operators_become_primitives_and_gradients_are_the_tapes(dtype):
             ops = _ops(ex)
             assert not any(op.startswith("mx.") for op in ops), ops
             assert {"im2col", "conv2d_product_bias", "max_pool2d", "matmul"} <= set(ops)
-            assert "npx.pick" in ops            # its trace keeps the indices: not expanded
+            assert not any(op.startswith("npx.") for op in ops), ops
+            assert "pick_along_axis" in ops     # the labels are its input, read every step
         assert onp.array_equal(loss, want_loss)
         for k in PARAMS:
             got = ex.grad_dict[k].asnumpy()
@@ -187,13 +188,48 @@ def test_operators_with_state_or_randomness_stay_composites():
 def test_a_trace_that_read_an_input_into_a_parameter_is_refused():
     from fastgrad.symbol._expand import traced_symbol
     x = mx.np.array(onp.arange(12.0).reshape(3, 4))
-    idx = mx.np.array(onp.array([0, 3, 1]))
+    idx = mx.np.array(onp.array([[0], [3], [1]]))
     for a in (x, idx):
         a.attach_grad()
     with autograd.record():
-        out = npx.pick(x, idx)
+        out = mx.np.take_along_axis(x, idx, 1)      # the indices become its parameter
     assert traced_symbol([x, idx], [out]) is None
+    with autograd.record():
+        picked = npx.pick(x, idx[:, 0])             # a view of an input: baked, refused
+    assert traced_symbol([x, idx], [picked]) is None
+    with autograd.record():
+        picked = npx.pick(x, idx)                   # the index itself: read as an argument
+    sub = traced_symbol([x, idx], [picked])
+    assert sorted(sub.list_arguments()) == ["__expand_input0", "__expand_input1"]
     with autograd.record():
         out2 = npx.relu(x) * 2.0
     sub = traced_symbol([x], [out2])
     assert sub is not None and sub.list_arguments() == ["__expand_input0"]
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_expanded_pick_reads_new_labels_every_step(mode):
+    # Note [Composite expansion]: pick's index is an input of its primitive, so the expanded
+    # plan must pick the labels of each forward, not those of the traced one.
+    r = onp.random.default_rng(5)
+    x = sym.var("x")
+    labels = sym.var("labels")
+    loss = -sym.sum(sym.pick(sym.log_softmax(x, axis=-1), labels, axis=-1, mode=mode) *
+                    sym.arange(1, 5, dtype="float64"))
+    xv = r.standard_normal((4, 6))
+    ex = loss.bind(mx.cpu(), {"x": mx.np.array(xv), "labels": mx.np.zeros(4)},
+                   grad_req={"x": "write", "labels": "null"})
+    for step in range(4):
+        lab = r.integers(-3, 9, 4).astype(onp.float64)
+        ex.arg_dict["labels"][:] = lab
+        got = ex.forward(is_train=True)[0].asnumpy()
+        ex.backward()
+        a = mx.np.array(xv)
+        a.attach_grad()
+        with autograd.record():
+            want = -(npx.pick(npx.log_softmax(a, axis=-1), mx.np.array(lab), axis=-1,
+                              mode=mode) * mx.np.arange(1, 5, dtype="float64")).sum()
+        want.backward()
+        assert onp.array_equal(got, want.asnumpy()), step
+        assert onp.array_equal(ex.grad_dict["x"].asnumpy(), a.grad.asnumpy()), step
+    assert "pick_along_axis" in _ops(ex)

@@ -317,3 +317,34 @@ def test_complex_input_gives_scipys_complex_value_and_refuses_to_differentiate(n
     with pytest.raises(NotImplementedError, match=name):
         with mx.autograd.record():
             getattr(special, name)(x)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(onp.float64, 1e-9), (onp.float32, 3e-7)])
+def test_log_ndtr_slope_far_in_the_lower_tail(dtype, rtol):
+    # Note [log_ndtr's slope]: computed in the input's dtype, exp(-x*x/2 - log_ndtr(x)) was
+    # 1.4% off in float32 at x = -1000. The reference: in the far tail a central difference
+    # of SciPy's float64 log_ndtr (the slope is nearly linear there, and rounding over the
+    # step is below 1e-10 relative); elsewhere the closed form in float64.
+    far = onp.array([-1e4, -1000.0, -100.0, -40.5, -40.0])
+    near = onp.array([-39.5, -10.0, 0.0, 5.0, 30.0])
+    h = 1e-3
+    expected = onp.concatenate([
+        (ssp.log_ndtr(far + h) - ssp.log_ndtr(far - h)) / (2 * h),
+        onp.exp(-0.5 * near * near - ssp.log_ndtr(near)) / onp.sqrt(2 * onp.pi)])
+    x = np.array(onp.concatenate([far, near]).astype(dtype))
+    got = grad(lambda v: special.log_ndtr(v).sum())(x)
+    assert got.dtype == dtype
+    # float32 underflows the slope at x = 30 (1.5e-196) to 0
+    onp.testing.assert_allclose(got.asnumpy(), expected, rtol=rtol,
+                                atol=onp.finfo(dtype).tiny)
+
+
+def test_log_ndtr_second_derivative_across_the_series_switch():
+    # d2/dx2 log_ndtr = -s (x + s), s the slope; continuous where the slope changes method
+    points = onp.array([-40.0 - 1e-7, -40.0, -40.0 + 1e-7, -30.0, -2.0, 0.5])
+    x = np.array(points)
+    second = grad(lambda v: grad(lambda w: special.log_ndtr(w).sum())(v).sum())(x).asnumpy()
+    h = 1e-4
+    slope = lambda p: onp.exp(-0.5 * p * p - ssp.log_ndtr(p)) / onp.sqrt(2 * onp.pi)
+    expected = (slope(points + h) - slope(points - h)) / (2 * h)
+    onp.testing.assert_allclose(second, expected, rtol=1e-6)

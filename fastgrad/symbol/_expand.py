@@ -22,9 +22,10 @@ A trace stands for the composite only while what the function did depends on not
 shapes, dtypes and memory layouts of its inputs, which the plan fixes: the list holds only
 operators whose functions are such, and a trace is refused (the composite stays one) when any
 input is not one of its arguments, or when a recorded op kept an input's values as a constant
-or a parameter (``pick``'s indices become ``take_along_axis``'s parameter, for instance). A new
-argument shape makes the executor build the plan from the unexpanded symbol again (the next
-forward traces again).
+or a parameter (``take_along_axis``'s indices become its parameter, for instance). An input
+that an op keeps whole as a non-differentiable input (``pick``'s index) is read from its
+argument. A new argument shape makes the executor build the plan from the unexpanded symbol
+again (the next forward traces again).
 """
 
 import numpy as np
@@ -41,7 +42,7 @@ EXPANDABLE = frozenset([
     "mx.FullyConnected", "mx.Convolution", "mx.Pooling", "mx.Activation", "mx.Flatten",
     "mx.SliceChannel", "mx.Concat", "mx.Reshape", "mx.transpose", "mx.softmax",
     "mx.log_softmax", "mx.expand_dims", "mx.SwapAxis", "mx.slice_axis", "mx.dot",
-    "mx.batch_dot",
+    "mx.batch_dot", "mx.pick", "npx.pick",
 ])
 
 _INPUT = "__expand_input"          # + the input's position: a trace's argument names
@@ -74,15 +75,20 @@ def traced_symbol(inputs, outputs):
     heads = [history(o)[0] for o in outputs]
     if any(h is None for h in heads):
         return None                     # an output made without recording (a new constant)
+    read_as_constant = {id(d): "%s%d" % (_INPUT, i) for i, d in enumerate(data)}
     for n in tape_of(heads):
         if n.op is None:
             continue
-        kept = list(_arrays_in(list(n.constants or ()))) + list(_arrays_in(list(n.op_params)))
+        # An input kept whole as an op's constant (a non-differentiable input, like pick's
+        # index) is read from its argument; anything else made from an input's values is
+        # baked into the trace.
+        kept = [k for k in _arrays_in(list(n.constants or ())) if id(k) not in read_as_constant]
+        kept += list(_arrays_in(list(n.op_params)))
         if any(np.may_share_memory(k, d) for k in kept for d in data):
             return None                 # an input's values went into a constant or parameter
     names = {a: "%s%d" % (_INPUT, i) for i, a in enumerate(inputs)}
     try:
-        sub = from_history(list(outputs), names)
+        sub = from_history(list(outputs), names, read_as_constant)
     except (ValueError, TypeError, NotImplementedError, RuntimeError):
         return None
     if sorted(sub.list_arguments()) != sorted(names.values()):

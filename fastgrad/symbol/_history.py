@@ -41,7 +41,7 @@ def tape_of(heads):
     return [seen[k] for k in sorted(seen)]
 
 
-def from_history(x, names=None):
+def from_history(x, names=None, constant_names=None):
     """The recorded history of ``x`` (an array or a list of arrays) as a Symbol.
 
     Parameters
@@ -51,6 +51,10 @@ def from_history(x, names=None):
     names : dict of ndarray to str, or list of str, optional
         Argument names for the variables: a list in creation order, or a mapping from
         variable arrays to names. Variables default to ``var0``, ``var1``, ...
+    constant_names : dict of int to str, optional
+        Arguments for inputs the history kept as constants (an op's non-differentiable
+        input, such as ``pick``'s index): ``id`` of the kept NumPy array to the argument's
+        name (Note [Composite expansion] in ``_expand.py``). Other constants stay constants.
 
     Returns
     -------
@@ -82,15 +86,23 @@ def from_history(x, names=None):
         by_node = {n.seq: nm for n, nm in zip(variables, names)}
     made = {}
     alias = {}          # a gradient_of node is its input 0 (Note [Zero gradients])
+    arguments = {}      # name -> its variable SymNode, one per name
     counter = 0
+
+    def argument(name, shape, dtype):
+        node = arguments.get(name)
+        if node is None:
+            node = arguments[name] = SymNode(VARIABLE, name, attrs={"shape": tuple(shape),
+                                                                    "dtype": dtype})
+        return node
+
     for n in tape:
         if n.op is None:
             name = by_node.get(n.seq, "var%d" % counter)
             counter += 1
             shape, = n.output_shapes
             dtype, = n.output_dtypes
-            made[n.seq] = SymNode(VARIABLE, name, attrs={"shape": tuple(shape),
-                                                         "dtype": dtype})
+            made[n.seq] = argument(name, shape, dtype)
             continue
         if isinstance(n.op, (GradientOf, NoGradientOutput)):
             p, k = n.parents_list()[0], n.output_indices[0]
@@ -112,6 +124,10 @@ def from_history(x, names=None):
         for i, (p, k) in enumerate(zip(n.parents_list(), n.output_indices)):
             if p is not None:
                 entries.append(alias[p.seq] if p.seq in alias else (made[p.seq], k))
+            elif constant_names and id(consts[i]) in constant_names:
+                value = consts[i]
+                entries.append((argument(constant_names[id(value)], value.shape,
+                                         value.dtype), 0))
             else:
                 entries.append((constant(consts[i]), 0))
         made[n.seq] = SymNode(n.op.name, "%s%d" % (n.op.name, n.seq), entries,
