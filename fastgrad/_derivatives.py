@@ -306,8 +306,8 @@ TABLE = [
     Op("conv2d_weight_grad", K.conv2d_weight_grad, "x, dy; stride, pad, dilate, kernel",
        x="conv2d_input_grad(dy, g, stride, pad, dilate, x.shape[2:])",
        dy="conv2d(x, g, stride, pad, dilate)"),
-    # conv2d with its bias, for data whose columns span several batch chunks (Note
-    # [Convolution in batch chunks]).
+    # conv2d with its bias, for data whose columns span several chunks (Note [Convolution in
+    # row chunks]).
     Op("conv2d_bias", K.conv2d_bias, "x, w, b; stride, pad, dilate",
        x="conv2d_input_grad(g, w, stride, pad, dilate, x.shape[2:])",
        w="conv2d_weight_grad(x, g, stride, pad, dilate, w.shape[2:])",

@@ -584,8 +584,8 @@ def pinv(x, rtol):
 # of gathering the windows again (Note [Convolution as recorded ops] in
 # ``numpy_extension.py``); ``conv2d`` and its two adjoints below (used by 1-D/3-D
 # convolution, deconvolution, the symbol API, second-order rules, and ``npx.convolution`` of
-# NCHW data whose columns exceed a batch chunk, Note [Convolution in batch chunks]) use the
-# same kernels in one call.
+# NCHW data whose columns exceed a chunk, Note [Convolution in row chunks]) use the same
+# kernels in one call, in chunks of output rows.
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
@@ -704,70 +704,90 @@ def conv2d_product_bias(w, cols, b):
     return out
 
 
-# Note [Convolution in batch chunks]: the columns of a convolution over many images are
+# Note [Convolution in row chunks]: the columns of a convolution over many images are
 # megabytes (LeNet's first layer: 25 x 50176 floats, 5 MB), beyond the L2 cache, and its
 # products have few rows (6 filters): im2col writes them out and the product reads them back
 # from the L3 cache or memory, and both run at its speed, not at the speed of the arithmetic.
-# ``conv2d`` and ``conv2d_weight_grad`` therefore gather the columns of a few images at a time
-# (at most CONV_CHUNK_BYTES of them) into one cached buffer (Note [Column buffers]) and run
-# the product on those while they are still in the L2 cache: the forward writes each chunk's
-# product into its columns of the output, the weight gradient adds the chunks' products up.
-# The columns of a chunk are those of its images in the unchunked order, so the forward's
-# values are the unchunked product's; the weight gradient sums the images in chunks, a change
-# of rounding only. Measured for LeNet's first layer (float32, batch 64, one BLAS thread, a
-# 1 MiB L2 cache per core): forward and weight gradient 1.90 ms unchunked, 1.30 ms in chunks
-# of 128 KiB, 1.06-1.08 ms from 256 to 512 KiB, 1.6 ms from 768 KiB (the chunk, its product
-# and BLAS's packed blocks no longer fit); 384 KiB keeps a margin from that edge. The weight
-# gradient with its own gather costs no more than the product with the forward's saved
-# columns did (510 against 540 us), so ``npx.convolution`` records a convolution whose
-# columns span more than one chunk as one ``conv2d`` node that gathers again in the backward
-# (Note [Convolution as recorded ops] in ``numpy_extension.py``). Data with the batch
-# innermost (``batch_last``) keeps the two recorded ops: its chunks would be rows of output
-# pixels, and LeNet's second layer, 16 filters over 150-long columns, is bound by its
-# arithmetic (its products run near the core's peak) rather than by the columns' traffic.
+# ``conv2d`` and ``conv2d_weight_grad`` therefore gather the columns of a few output rows at a
+# time (at most CONV_CHUNK_BYTES of them) into one cached buffer (Note [Column buffers]) and
+# run the product on those while they are still in the L2 cache: the forward writes each
+# chunk's product into its columns of the output, the weight gradient adds the chunks'
+# products up. The columns are im2col's ``batch_last`` ones (OH, OW, N; Note [Convolution
+# layout]), gathered from the data brought to CHWN order once (with its padding), so that a
+# chunk of rows is one contiguous block of columns, the gather copies runs of OW*N elements,
+# and the output is in FHWN order, where the relu and 2x2 max pooling after it walk runs of
+# N contiguous elements instead of every other one. The forward's values are the unchunked
+# product's (each output is the same dot product); the weight gradient sums the rows in
+# chunks, a change of rounding only. Measured for LeNet's first layer (float32, batch 64,
+# one BLAS thread, a 1 MiB L2 cache per core), forward and weight gradient: 1.90 ms with the
+# whole batch's columns; in chunks of whole images (columns in N, OH, OW order, the order
+# before this one) 1.30 ms for 128 KiB chunks, 1.06-1.08 ms from 256 to 512 KiB, 1.6 ms from
+# 768 KiB (the chunk, its product and BLAS's packed blocks no longer fit); 384 KiB keeps a
+# margin from that edge. In chunks of rows the forward took 0.34 ms against 0.52 ms in chunks
+# of images, and the max pooling after it 85 against 190 us forward and 270 against 520 us
+# backward. The weight gradient with its own gather costs no more than the product with the
+# forward's saved columns did, so ``npx.convolution`` records a convolution of NCHW data
+# whose columns span more than one chunk as one ``conv2d`` node that gathers again in the
+# backward (Note [Convolution as recorded ops] in ``numpy_extension.py``). Data with the batch
+# already innermost keeps the two recorded ops: LeNet's second layer, 16 filters over
+# 150-long columns, is bound by its arithmetic (its products run near the core's peak)
+# rather than by the columns' traffic, and gathering again would cost more than it saves.
 CONV_CHUNK_BYTES = 384 << 10
 
 
-def _batch_chunks(n, image_bytes):
-    """``(start, stop)`` ranges of images whose columns take at most CONV_CHUNK_BYTES (one
-    image at least), of equal sizes but the last."""
-    per = max(1, CONV_CHUNK_BYTES // max(image_bytes, 1))
-    if per >= n:
-        return [(0, n)]
-    size = -(-n // -(-n // per))            # the fewest chunks, as even as they come
-    return [(start, min(start + size, n)) for start in range(0, n, size)]
+def _row_chunks(rows, row_bytes):
+    """``(start, stop)`` ranges of output rows whose columns take at most CONV_CHUNK_BYTES
+    (one row at least), of equal sizes but the last."""
+    per = max(1, CONV_CHUNK_BYTES // max(row_bytes, 1))
+    if per >= rows:
+        return [(0, rows)]
+    size = -(-rows // -(-rows // per))      # the fewest chunks, as even as they come
+    return [(start, min(start + size, rows)) for start in range(0, rows, size)]
 
 
-def conv_columns_bytes(x_shape, w_shape, stride, pad, dilate, dtype):
-    """The bytes of im2col's columns of one image (Note [Convolution in batch chunks])."""
+def conv_row_chunks(x_shape, w_shape, stride, pad, dilate, dtype):
+    """The output-row ranges ``conv2d`` gathers its columns in (Note [Convolution in row
+    chunks])."""
     oh = conv_out_size(x_shape[2], w_shape[2], stride[0], pad[0], dilate[0])
     ow = conv_out_size(x_shape[3], w_shape[3], stride[1], pad[1], dilate[1])
-    return x_shape[1] * w_shape[2] * w_shape[3] * max(oh, 0) * max(ow, 0) \
-        * np.dtype(dtype).itemsize
+    row_bytes = (x_shape[0] * x_shape[1] * w_shape[2] * w_shape[3] * max(ow, 0)
+                 * np.dtype(dtype).itemsize)
+    return _row_chunks(max(oh, 0), row_bytes)
 
 
 def conv_in_chunks(x, w, stride, pad, dilate):
-    """Whether ``conv2d`` gathers the columns of NCHW ``x`` in more than one batch chunk."""
+    """Whether ``conv2d`` gathers the columns of ``x`` in more than one chunk of rows."""
     dtype = np.result_type(getattr(x, "dtype", np.float64), getattr(w, "dtype", np.float64))
-    return len(_batch_chunks(np.shape(x)[0], conv_columns_bytes(
-        np.shape(x), np.shape(w), stride, pad, dilate, dtype))) > 1
+    return len(conv_row_chunks(np.shape(x), np.shape(w), stride, pad, dilate, dtype)) > 1
+
+
+def _padded_batch_last(x, pad):
+    """NCHW ``x`` zero-padded in H and W, in CHWN memory order whatever its own order (a
+    single image needs none: its CHWN and NCHW orders are one)."""
+    if pad[0] == 0 and pad[1] == 0 and (x.shape[0] == 1 or batch_innermost(x)):
+        return x
+    n, c, h, w = x.shape
+    shape = (c, h + 2 * pad[0], w + 2 * pad[1], n)
+    out = (np.zeros if pad[0] or pad[1] else np.empty)(shape, dtype=x.dtype)
+    out = out.transpose(3, 0, 1, 2)
+    out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
+    return out
 
 
 def _chunk_columns(win, start, stop, dtype, spare):
-    """Images ``start:stop`` of the window view ``win`` (N C OH OW KH KW) as im2col's columns,
-    in a cached buffer; ``spare``: a buffer of the right size from the previous chunk, or
-    None."""
-    _, c, oh, ow, kh, kw = win.shape
-    shape = (c, kh, kw, stop - start, oh, ow)
+    """Output rows ``start:stop`` of the window view ``win`` (N C OH OW KH KW, batch innermost
+    in memory) as im2col's ``batch_last`` columns, in a cached buffer; ``spare``: a buffer of
+    the right size from the previous chunk, or None."""
+    n, c, _, ow, kh, kw = win.shape
+    shape = (c, kh, kw, stop - start, ow, n)
     cols = spare if spare is not None and spare.shape == shape else _cached_empty(shape, dtype)
-    cols[...] = win[start:stop].transpose(1, 4, 5, 0, 2, 3)
+    cols[...] = win[:, :, start:stop].transpose(1, 4, 5, 2, 3, 0)
     return cols
 
 
 def conv2d(x, w, stride, pad, dilate):
-    """The convolution of NCHW ``x`` with (F, C, KH, KW) ``w``: an NCHW-shaped view of CNHW
-    memory (Note [Convolution layout]), made in batch chunks (Note [Convolution in batch
-    chunks])."""
+    """The convolution of NCHW ``x`` with (F, C, KH, KW) ``w``: an NCHW-shaped view of FHWN
+    memory, made in chunks of output rows (Note [Convolution in row chunks])."""
     return _conv2d(x, w, None, stride, pad, dilate)
 
 
@@ -777,28 +797,28 @@ def conv2d_bias(x, w, b, stride, pad, dilate):
 
 
 def _conv2d(x, w, b, stride, pad, dilate):
-    win = _windows(_pad2(x, pad), w.shape[2:], stride, dilate)
+    win = _windows(_padded_batch_last(x, pad), w.shape[2:], stride, dilate)
     n, c, oh, ow, kh, kw = win.shape
     f = w.shape[0]
     dtype = np.result_type(x, w)
     wm = w.reshape(f, -1).astype(dtype, copy=False)
-    chunks = _batch_chunks(n, c * kh * kw * oh * ow * dtype.itemsize)
+    chunks = conv_row_chunks(x.shape, w.shape, stride, pad, dilate, dtype)
     if len(chunks) == 1:
-        cols = _chunk_columns(win, 0, n, dtype, None)
-        y2d = np.matmul(wm, cols.reshape(c * kh * kw, n * oh * ow))
+        cols = _chunk_columns(win, 0, oh, dtype, None)
+        y2d = np.matmul(wm, cols.reshape(c * kh * kw, oh * ow * n))
     else:
-        y2d = np.empty((f, n * oh * ow), dtype)
+        y2d = np.empty((f, oh * ow * n), dtype)
         cols = None
         for start, stop in chunks:
             cols = _chunk_columns(win, start, stop, dtype, cols)
             np.matmul(wm, cols.reshape(c * kh * kw, -1),
-                      out=y2d[:, start * oh * ow:stop * oh * ow])
+                      out=y2d[:, start * ow * n:stop * ow * n])
     if b is not None:
         bias_dtype = np.result_type(y2d, b)
         if y2d.dtype != bias_dtype:
             y2d = y2d.astype(bias_dtype)
         y2d += b[:, None]
-    return _cnhw_to_nchw(y2d, n, oh, ow)
+    return y2d.reshape(f, oh, ow, n).transpose(3, 0, 1, 2)
 
 
 def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
@@ -813,20 +833,20 @@ def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
 
 def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
     """The adjoint of ``conv2d`` in its weights: ``g`` times the data's columns, gathered in
-    batch chunks (Note [Convolution in batch chunks])."""
-    win = _windows(_pad2(x, pad), kernel, stride, dilate)
+    chunks of output rows (Note [Convolution in row chunks])."""
+    win = _windows(_padded_batch_last(x, pad), kernel, stride, dilate)
     n, c, oh, ow, kh, kw = win.shape
     f = g.shape[1]
     dtype = np.result_type(x, g)
-    rows = _nchw_to_rows(g).astype(dtype, copy=False)
-    chunks = _batch_chunks(n, c * kh * kw * oh * ow * dtype.itemsize)
+    # g's rows in F, OH, OW, N order: a view of conv2d's own output layout.
+    rows = g.transpose(1, 2, 3, 0).reshape(f, oh * ow * n).astype(dtype, copy=False)
     # (cols @ g.T).T: the orientation OpenBLAS runs fastest (Note [Convolution layout]).
     dw = None
     cols = None
-    for start, stop in chunks:
+    for start, stop in conv_row_chunks(x.shape, (f, c) + tuple(kernel), stride, pad, dilate,
+                                       dtype):
         cols = _chunk_columns(win, start, stop, dtype, cols)
-        part = np.matmul(cols.reshape(c * kh * kw, -1),
-                         rows[:, start * oh * ow:stop * oh * ow].T)
+        part = np.matmul(cols.reshape(c * kh * kw, -1), rows[:, start * ow * n:stop * ow * n].T)
         dw = part if dw is None else np.add(dw, part, out=dw)
     return dw.T.reshape((f, c) + tuple(kernel))
 

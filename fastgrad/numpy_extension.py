@@ -237,9 +237,9 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     # in place) are recorded as two nodes rather than as one conv2d node, so that the
     # backward's weight gradient reads the columns the forward built (the product node keeps
     # them) instead of gathering the windows again (Note [Convolution layout] in
-    # _kernels.py). Data whose columns are larger than a batch chunk is the exception: its
+    # _kernels.py). NCHW data whose columns are larger than a chunk is the exception: its
     # columns are gathered a chunk at a time, in the forward and again in the backward, which
-    # costs no more than reading the saved columns back (Note [Convolution in batch chunks]).
+    # costs no more than reading the saved columns back (Note [Convolution in row chunks]).
     oh = _kernels.conv_out_size(dshape[2], kernel[0], stride[0], pad[0], dilate[0])
     ow = _kernels.conv_out_size(dshape[3], kernel[1], stride[1], pad[1], dilate[1])
     if oh <= 0 or ow <= 0:
@@ -252,8 +252,8 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     batch_last = _kernels.batch_innermost(unwrap(data))
     if not batch_last and _kernels.conv_in_chunks(unwrap(data), unwrap(weight), stride, pad,
                                                   dilate):
-        # Columns too large for the cache: one node that gathers them in batch chunks, in
-        # the forward and again in the backward (Note [Convolution in batch chunks]).
+        # Columns too large for the cache: one node that gathers them in chunks of rows, in
+        # the forward and again in the backward (Note [Convolution in row chunks]).
         if with_bias:
             return _P["conv2d_bias"](data, weight, F.reshape(bias, (-1,)), stride, pad, dilate)
         return _P["conv2d"](data, weight, stride, pad, dilate)
