@@ -584,8 +584,9 @@ def pinv(x, rtol):
 # of gathering the windows again (Note [Convolution as recorded ops] in
 # ``numpy_extension.py``); ``conv2d`` and its two adjoints below (used by 1-D/3-D
 # convolution, deconvolution, the symbol API, second-order rules, and ``npx.convolution`` of
-# NCHW data whose columns exceed a chunk, Note [Convolution in row chunks]) use the same
-# kernels in one call, in chunks of output rows.
+# NCHW data whose columns exceed a chunk) use the same kernels in one call each, ``conv2d``
+# and its weight gradient gathering the columns in chunks of output rows in the batch-last
+# order (Note [Convolution in row chunks]).
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
