@@ -306,6 +306,12 @@ TABLE = [
     Op("conv2d_weight_grad", K.conv2d_weight_grad, "x, dy; stride, pad, dilate, kernel",
        x="conv2d_input_grad(dy, g, stride, pad, dilate, x.shape[2:])",
        dy="conv2d(x, g, stride, pad, dilate)"),
+    # conv2d with its bias, for data whose columns span several chunks (Note [Convolution in
+    # row chunks]).
+    Op("conv2d_bias", K.conv2d_bias, "x, w, b; stride, pad, dilate",
+       x="conv2d_input_grad(g, w, stride, pad, dilate, x.shape[2:])",
+       w="conv2d_weight_grad(x, g, stride, pad, dilate, w.shape[2:])",
+       b="sum(g, axis=(0, 2, 3))"),
     Op("im2col", K.im2col, "x; kernel, stride, pad, dilate, batch_last=False",
        x="col2im(g, x.shape, kernel, stride, pad, dilate, batch_last)"),
     Op("col2im", K.col2im, "cols; x_shape, kernel, stride, pad, dilate, batch_last=False",

@@ -237,19 +237,29 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     # in place) are recorded as two nodes rather than as one conv2d node, so that the
     # backward's weight gradient reads the columns the forward built (the product node keeps
     # them) instead of gathering the windows again (Note [Convolution layout] in
-    # _kernels.py).
+    # _kernels.py). NCHW data whose columns are larger than a chunk is the exception: its
+    # columns are gathered a chunk at a time, in the forward and again in the backward, which
+    # costs no more than reading the saved columns back (Note [Convolution in row chunks]).
     oh = _kernels.conv_out_size(dshape[2], kernel[0], stride[0], pad[0], dilate[0])
     ow = _kernels.conv_out_size(dshape[3], kernel[1], stride[1], pad[1], dilate[1])
     if oh <= 0 or ow <= 0:
         raise ValueError("npx.convolution: the kernel %s (dilated %s, padded %s) is larger "
                          "than the data's %s" % (kernel, dilate, pad, dshape[2:]))
+    with_bias = not no_bias and bias is not None
+    if with_bias and _onp.size(unwrap(bias)) != wshape[0]:
+        raise ValueError("npx.convolution: bias has shape %s, the weight has %d filters"
+                         % (_onp.shape(unwrap(bias)), wshape[0]))
     batch_last = _kernels.batch_innermost(unwrap(data))
+    if not batch_last and _kernels.conv_in_chunks(unwrap(data), unwrap(weight), stride, pad,
+                                                  dilate):
+        # Columns too large for the cache: one node that gathers them in chunks of rows, in
+        # the forward and again in the backward (Note [Convolution in row chunks]).
+        if with_bias:
+            return _P["conv2d_bias"](data, weight, F.reshape(bias, (-1,)), stride, pad, dilate)
+        return _P["conv2d"](data, weight, stride, pad, dilate)
     cols = _P["im2col"](data, kernel, stride, pad, dilate, batch_last)
     weight = F.reshape(weight, (wshape[0], -1))
-    if not no_bias and bias is not None:
-        if _onp.size(unwrap(bias)) != wshape[0]:
-            raise ValueError("npx.convolution: bias has shape %s, the weight has %d filters"
-                             % (_onp.shape(unwrap(bias)), wshape[0]))
+    if with_bias:
         out = _P["conv2d_product_bias"](weight, cols, F.reshape(bias, (-1,)))
     else:
         out = _P["conv2d_product"](weight, cols)

@@ -555,6 +555,11 @@ SPECS["svd"] = Spec([C((4, 3)), C((3, 4)), C((3, 3))], post=_svd_post,
 _CONV = [C((2, 2, 4, 4), (3, 2, 3, 3), stride=(1, 1), pad=(1, 1), dilate=(1, 1)),
          C((1, 2, 6, 5), (2, 2, 2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1))]
 SPECS["conv2d"] = Spec(_CONV, ref=_conv_ref)
+SPECS["conv2d_bias"] = Spec(
+    [C((2, 2, 4, 4), (3, 2, 3, 3), (3,), stride=(1, 1), pad=(1, 1), dilate=(1, 1)),
+     C((1, 2, 6, 5), (2, 2, 2, 2), (2,), stride=(2, 1), pad=(0, 1), dilate=(2, 1))],
+    ref=lambda x, w, b, stride, pad, dilate: _conv_ref(x, w, stride, pad, dilate)
+    + b[None, :, None, None])
 SPECS["conv2d_input_grad"] = Spec(
     [C((2, 3, 4, 4), (3, 2, 3, 3), stride=(1, 1), pad=(1, 1), dilate=(1, 1), x_hw=(4, 4)),
      C((1, 2, 2, 6), (2, 2, 2, 2), stride=(2, 1), pad=(0, 1), dilate=(2, 1), x_hw=(6, 5))],
