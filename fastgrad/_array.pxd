@@ -30,6 +30,7 @@ cdef class Primitive:
     cdef readonly object backward    # rule: backward(g, needs, *saved, *params) -> grads
     cdef readonly object backward_graph  # the same rule bound to fastgrad's functions
     cdef readonly object backward_large  # the same rule for large arrays (Note [Bindings])
+    cdef readonly bint passes_g      # every input's rule is ``g`` (Note [Pass-through rules])
     cdef bint elementwise            # forward is a ufunc of the arrays alone (Note [Large-array kernels])
     cdef readonly Py_ssize_t n_in    # number of array inputs (-1: any number)
     cdef Py_ssize_t nargs_arrays_only     # a call's length when it passes the arrays alone

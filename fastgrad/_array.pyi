@@ -201,6 +201,7 @@ class Primitive:
     backward: Callable[..., Any] | None
     backward_graph: Callable[..., Any] | None
     backward_large: Callable[..., Any] | None
+    passes_g: bool
     n_in: int
     n_out: int
     param_names: tuple[str, ...]

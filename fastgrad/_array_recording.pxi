@@ -71,6 +71,13 @@ cdef class Primitive:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.backward_large = fn
 
+    def _set_passes_g(self):
+        """Mark the op's rule as ``g`` for every input (once, at import; Note [Pass-through
+        rules] in _engine.pyx)."""
+        if self.passes_g:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        self.passes_g = True
+
     @property
     def saves(self):
         """Indices of the inputs the derivative rule keeps, and whether it keeps the output."""

@@ -708,6 +708,35 @@ cdef tuple _call_rule(Node n, PyObject **argv, Py_ssize_t nargs, bint create):
     return PyObject_Vectorcall(op.backward, argv, nargs, NULL)
 
 
+# Note [Pass-through rules]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# The rule of ``add`` (``copy``, ``astype``, ...) gives every input ``g`` itself. In a first-order
+# pass the engine builds that tuple in C (``passes_g``, set at import for a single-output op whose
+# every formula is ``g``) instead of calling the compiled rule: a Python frame per node of a chain
+# of additions. Its checks (a released node, modified saved values) and what ``_deliver`` is
+# given (the rule's argument ``g``, for the ownership of Note [Gradient buffer ownership]) are
+# those of the rule's call. Under ``create_graph`` the graph binding's rule runs as for any op.
+cdef tuple _passed_on(Node n, object g, unsigned long long mask, Py_ssize_t nparents,
+                      PyObject **argv, Py_ssize_t *count):
+    """What the rule of ``n`` (``passes_g``) returns for the inputs ``mask`` wants, with ``g``
+    put in ``argv`` as its one argument (a new reference; ``*count`` is set to 1)."""
+    cdef tuple saved = n.saved
+    cdef Py_ssize_t i
+    cdef object gi
+    if n.released or saved is None:
+        raise MXNetError(_released_message(n))
+    _check_versions(n, saved)
+    cdef tuple grads = PyTuple_New(nparents)
+    for i in range(nparents):
+        gi = g if mask & ((<unsigned long long>1) << i) else None
+        Py_INCREF(gi)
+        PyTuple_SET_ITEM(grads, i, gi)
+    Py_INCREF(g)
+    argv[0] = <PyObject *>g
+    count[0] = 1
+    return grads
+
+
 # ------------------------------------------------------------------ the pass
 
 cdef enum:
@@ -1284,7 +1313,10 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             rargs = NULL
             spill = None
             try:
-                if type(n.op) is Primitive:
+                if type(n.op) is Primitive and (<Primitive>n.op).passes_g and not create:
+                    grads = _passed_on(n, g, mask, nparents, argv, &nargs)
+                    rargs = &argv[0]
+                elif type(n.op) is Primitive:
                     spill = _rule_argv(n, g, needs, create, argv, &nargs)
                     if spill is None:
                         rargs = &argv[0]

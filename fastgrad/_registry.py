@@ -156,6 +156,9 @@ def build(table):
                          op.differentiable and fn is not None, op.order, op.views, op.zero,
                          op.differentiable_outputs)
         registry[op.name] = prim
+        if (fn is not None and not variadic and op.n_out == 1 and len(names) < 63
+                and all(real_rules.get(name) == "g" for name in names)):
+            prim._set_passes_g()        # Note [Pass-through rules] in _engine.pyx
         if fn is not None:
             rules.append(op.name)
         overrides = _complex.COMPLEX_RULES.get(op.name) if fn is not None else None
