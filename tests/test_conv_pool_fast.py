@@ -273,12 +273,11 @@ def test_convolution_first_derivatives_match_finite_differences(rng, xs, ws, str
                  rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("xs, ws, stride, pad, dilate", CONV_CASES[:4])
-def test_convolution_second_derivatives_match_finite_differences(rng, xs, ws, stride, pad,
-                                                                 dilate):
-    """The derivative of v . grad(loss) is checked against differences of grad(loss)."""
+def assert_second_derivatives_match(rng, xs, ws, stride, pad, dilate):
+    """The derivative of v . grad(loss) of ``npx.convolution`` (in x, w and b) against
+    differences of grad(loss)."""
     x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
-    vx, vw = rng.standard_normal(xs), rng.standard_normal(ws)
+    vx, vw, vb = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
 
     def grads(x, w, b, create_graph=False):
         args = [a if isinstance(a, mx.np.ndarray) else mx.np.array(a) for a in (x, w, b)]
@@ -291,16 +290,24 @@ def test_convolution_second_derivatives_match_finite_differences(rng, xs, ws, st
 
     args, (gx, gw, gb) = grads(x, w, b, create_graph=True)
     with autograd.record():
-        inner = (gx * mx.np.array(vx)).sum() + (gw * mx.np.array(vw)).sum()
+        inner = ((gx * mx.np.array(vx)).sum() + (gw * mx.np.array(vw)).sum()
+                 + (gb * mx.np.array(vb)).sum())
     second = autograd.grad(inner, args)
 
     def inner_value(x, w, b):
-        _, (gx, gw, _) = grads(x, w, b)
-        return onp.sum(to_numpy(gx) * vx) + onp.sum(to_numpy(gw) * vw)
+        _, (gx, gw, gb) = grads(x, w, b)
+        return (onp.sum(to_numpy(gx) * vx) + onp.sum(to_numpy(gw) * vw)
+                + onp.sum(to_numpy(gb) * vb))
 
     expected = numerical_grad(inner_value, x, w, b, eps=1e-5)
     for got, e in zip(second, expected):
         assert_close(got, e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("xs, ws, stride, pad, dilate", CONV_CASES[:4])
+def test_convolution_second_derivatives_match_finite_differences(rng, xs, ws, stride, pad,
+                                                                 dilate):
+    assert_second_derivatives_match(rng, xs, ws, stride, pad, dilate)
 
 
 @pytest.mark.parametrize("xs, kernel, stride, pad", POOL_CASES)

@@ -19,7 +19,8 @@ from fastgrad import autograd, npx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _helpers import assert_close, numerical_grad, to_numpy  # noqa: E402
-from test_conv_pool_fast import old_conv2d, old_conv2d_weight_grad  # noqa: E402
+from test_conv_pool_fast import (assert_second_derivatives_match, old_conv2d,  # noqa: E402
+                                 old_conv2d_weight_grad)
 
 CASES = [
     # x shape, w shape, stride, pad, dilate
@@ -157,32 +158,7 @@ def test_chunked_convolution_first_derivatives_match_finite_differences(
 def test_chunked_convolution_second_derivatives_match_finite_differences(
         rng, two_rows_a_chunk, xs, ws, stride, pad, dilate):
     two_rows_a_chunk(xs, ws, stride, pad, dilate)
-    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
-    vx, vw, vb = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
-
-    def grads(x, w, b, create_graph=False):
-        args = [a if isinstance(a, mx.np.ndarray) else mx.np.array(a) for a in (x, w, b)]
-        for a in args:
-            a.attach_grad()
-        with autograd.record():
-            y = _conv(*args, stride, pad, dilate)
-            loss = (mx.np.tanh(y) * y).sum()
-        return args, autograd.grad(loss, args, create_graph=create_graph)
-
-    args, (gx, gw, gb) = grads(x, w, b, create_graph=True)
-    with autograd.record():
-        inner = ((gx * mx.np.array(vx)).sum() + (gw * mx.np.array(vw)).sum()
-                 + (gb * mx.np.array(vb)).sum())
-    second = autograd.grad(inner, args)
-
-    def inner_value(x, w, b):
-        _, (gx, gw, gb) = grads(x, w, b)
-        return (onp.sum(to_numpy(gx) * vx) + onp.sum(to_numpy(gw) * vw)
-                + onp.sum(to_numpy(gb) * vb))
-
-    expected = numerical_grad(inner_value, x, w, b, eps=1e-5)
-    for got, e in zip(second, expected):
-        assert_close(got, e, rtol=1e-5, atol=1e-6)
+    assert_second_derivatives_match(rng, xs, ws, stride, pad, dilate)
 
 
 def test_chunked_convolution_in_float32_matches_float64(rng, monkeypatch):
