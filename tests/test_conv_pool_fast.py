@@ -253,24 +253,36 @@ def _conv(x, w, b, stride, pad, dilate):
                            num_filter=w.shape[0])
 
 
-@pytest.mark.parametrize("xs, ws, stride, pad, dilate", CONV_CASES)
-def test_convolution_first_derivatives_match_finite_differences(rng, xs, ws, stride, pad,
-                                                                dilate):
+def assert_first_derivatives_match(rng, xs, ws, stride, pad, dilate, after_forward=None,
+                                   after_backward=None):
+    """``npx.convolution``'s gradients in x, w and b against finite differences, and its
+    values against the old formulation; ``after_forward``/``after_backward``: checks to run
+    between."""
     x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
-    xs_ = [mx.np.array(a) for a in (x, w, b)]
-    for a in xs_:
+    args = [mx.np.array(a) for a in (x, w, b)]
+    for a in args:
         a.attach_grad()
     with autograd.record():
-        y = _conv(*xs_, stride, pad, dilate)
+        y = _conv(*args, stride, pad, dilate)
         loss = (y * y).sum()
+    if after_forward is not None:
+        after_forward()
     loss.backward()
+    if after_backward is not None:
+        after_backward()
     expected = numerical_grad(
         lambda *a: to_numpy(_conv(*[mx.np.array(v) for v in a], stride, pad, dilate)) ** 2,
         x, w, b)
-    for a, e in zip(xs_, expected):
+    for a, e in zip(args, expected):
         assert_close(a.grad, e, rtol=1e-6, atol=1e-6)
     assert_close(y, old_conv2d(x, w, stride, pad, dilate) + b[None, :, None, None],
                  rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("xs, ws, stride, pad, dilate", CONV_CASES)
+def test_convolution_first_derivatives_match_finite_differences(rng, xs, ws, stride, pad,
+                                                                dilate):
+    assert_first_derivatives_match(rng, xs, ws, stride, pad, dilate)
 
 
 def assert_second_derivatives_match(rng, xs, ws, stride, pad, dilate):

@@ -18,8 +18,9 @@ from fastgrad import _kernels as K
 from fastgrad import autograd, npx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _helpers import assert_close, numerical_grad, to_numpy  # noqa: E402
-from test_conv_pool_fast import (assert_second_derivatives_match, old_conv2d,  # noqa: E402
+from _helpers import assert_close  # noqa: E402
+from test_conv_pool_fast import (assert_first_derivatives_match,  # noqa: E402
+                                 assert_second_derivatives_match, old_conv2d,
                                  old_conv2d_weight_grad)
 
 CASES = [
@@ -125,33 +126,20 @@ def test_chunked_kernels_promote_mixed_dtypes(rng, monkeypatch):
                                                           (3, 3)))
 
 
-def _conv(x, w, b, stride, pad, dilate):
-    return npx.convolution(x, w, b, kernel=w.shape[2:], stride=stride, pad=pad, dilate=dilate,
-                           num_filter=w.shape[0])
-
-
 @pytest.mark.parametrize("xs, ws, stride, pad, dilate", CASES)
 def test_chunked_convolution_first_derivatives_match_finite_differences(
         rng, two_rows_a_chunk, xs, ws, stride, pad, dilate):
     gathered = two_rows_a_chunk(xs, ws, stride, pad, dilate)
-    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
-    args = [mx.np.array(a) for a in (x, w, b)]
-    for a in args:
-        a.attach_grad()
-    with autograd.record():
-        y = _conv(*args, stride, pad, dilate)
-        loss = (y * y).sum()
     chunks = -(-out_rows(xs, ws, stride, pad, dilate) // 2)
-    assert len(gathered) == chunks                # one conv2d node, gathered in chunks
-    loss.backward()
-    assert len(gathered) == 2 * chunks            # and gathered again for the weights
-    expected = numerical_grad(
-        lambda *a: to_numpy(_conv(*[mx.np.array(v) for v in a], stride, pad, dilate)) ** 2,
-        x, w, b)
-    for a, e in zip(args, expected):
-        assert_close(a.grad, e, rtol=1e-6, atol=1e-6)
-    assert_close(y, old_conv2d(x, w, stride, pad, dilate) + b[None, :, None, None],
-                 rtol=1e-12, atol=1e-12)
+
+    def one_node_gathered_in_chunks():
+        assert len(gathered) == chunks
+
+    def gathered_again_for_the_weights():
+        assert len(gathered) == 2 * chunks
+
+    assert_first_derivatives_match(rng, xs, ws, stride, pad, dilate,
+                                   one_node_gathered_in_chunks, gathered_again_for_the_weights)
 
 
 @pytest.mark.parametrize("xs, ws, stride, pad, dilate", CASES[:3])
