@@ -86,14 +86,12 @@ def from_history(x, names=None, constant_names=None):
         by_node = {n.seq: nm for n, nm in zip(variables, names)}
     made = {}
     alias = {}          # a gradient_of node is its input 0 (Note [Zero gradients])
-    arguments = {}      # name -> its variable SymNode, one per name
+    arguments = {}      # name -> a variable SymNode of that name, for constant_names
     counter = 0
 
-    def argument(name, shape, dtype):
-        node = arguments.get(name)
-        if node is None:
-            node = arguments[name] = SymNode(VARIABLE, name, attrs={"shape": tuple(shape),
-                                                                    "dtype": dtype})
+    def variable(name, shape, dtype):
+        node = SymNode(VARIABLE, name, attrs={"shape": tuple(shape), "dtype": dtype})
+        arguments.setdefault(name, node)
         return node
 
     for n in tape:
@@ -102,7 +100,7 @@ def from_history(x, names=None, constant_names=None):
             counter += 1
             shape, = n.output_shapes
             dtype, = n.output_dtypes
-            made[n.seq] = argument(name, shape, dtype)
+            made[n.seq] = variable(name, shape, dtype)
             continue
         if isinstance(n.op, (GradientOf, NoGradientOutput)):
             p, k = n.parents_list()[0], n.output_indices[0]
@@ -126,8 +124,11 @@ def from_history(x, names=None, constant_names=None):
                 entries.append(alias[p.seq] if p.seq in alias else (made[p.seq], k))
             elif constant_names and id(consts[i]) in constant_names:
                 value = consts[i]
-                entries.append((argument(constant_names[id(value)], value.shape,
-                                         value.dtype), 0))
+                name = constant_names[id(value)]
+                node = arguments.get(name)
+                if node is None:
+                    node = variable(name, value.shape, value.dtype)
+                entries.append((node, 0))
             else:
                 entries.append((constant(consts[i]), 0))
         made[n.seq] = SymNode(n.op.name, "%s%d" % (n.op.name, n.seq), entries,
