@@ -618,12 +618,15 @@ def batch_innermost(x):
     return x.ndim == 4 and x.shape[0] > 1 and x.strides[0] < min(x.strides[1:])
 
 
-def _pad2_batch_last(x, pad):
-    """``x`` zero-padded in H and W, the result in CHWN memory order like ``x``."""
-    if pad[0] == 0 and pad[1] == 0:
+def _padded_batch_last(x, pad):
+    """NCHW ``x`` zero-padded in H and W, in CHWN memory order whatever its own order (a
+    single image needs none: its CHWN and NCHW orders are one)."""
+    if pad[0] == 0 and pad[1] == 0 and (x.shape[0] == 1 or batch_innermost(x)):
         return x
     n, c, h, w = x.shape
-    out = np.zeros((c, h + 2 * pad[0], w + 2 * pad[1], n), dtype=x.dtype).transpose(3, 0, 1, 2)
+    shape = (c, h + 2 * pad[0], w + 2 * pad[1], n)
+    out = (np.zeros if pad[0] or pad[1] else np.empty)(shape, dtype=x.dtype)
+    out = out.transpose(3, 0, 1, 2)
     out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
     return out
 
@@ -642,7 +645,7 @@ def im2col(x, kernel, stride, pad, dilate, batch_last=False):
     """The receptive fields of NCHW ``x`` as columns: shape (C*KH*KW, N*OH*OW), or
     (C*KH*KW, OH*OW*N) with ``batch_last`` (Note [Convolution layout])."""
     if batch_last:
-        win = _windows(_pad2_batch_last(x, pad), kernel, stride, dilate)
+        win = _windows(_padded_batch_last(x, pad), kernel, stride, dilate)
     else:
         win = _windows(_pad2(x, pad), kernel, stride, dilate)       # N C OH OW KH KW
     n, c, oh, ow, kh, kw = win.shape
@@ -760,19 +763,6 @@ def conv_in_chunks(x, w, stride, pad, dilate):
     """Whether ``conv2d`` gathers the columns of ``x`` in more than one chunk of rows."""
     dtype = np.result_type(getattr(x, "dtype", np.float64), getattr(w, "dtype", np.float64))
     return len(conv_row_chunks(np.shape(x), np.shape(w), stride, pad, dilate, dtype)) > 1
-
-
-def _padded_batch_last(x, pad):
-    """NCHW ``x`` zero-padded in H and W, in CHWN memory order whatever its own order (a
-    single image needs none: its CHWN and NCHW orders are one)."""
-    if pad[0] == 0 and pad[1] == 0 and (x.shape[0] == 1 or batch_innermost(x)):
-        return x
-    n, c, h, w = x.shape
-    shape = (c, h + 2 * pad[0], w + 2 * pad[1], n)
-    out = (np.zeros if pad[0] or pad[1] else np.empty)(shape, dtype=x.dtype)
-    out = out.transpose(3, 0, 1, 2)
-    out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
-    return out
 
 
 def _chunk_columns(win, start, stop, dtype, spare):
