@@ -698,14 +698,19 @@ def conv2d_product(w, cols):
     return np.matmul(w, cols)
 
 
+def _plus_row_bias(rows, b):
+    """(F, M) ``rows`` plus the (F,) bias ``b`` on every row, added in place when the dtype
+    allows."""
+    dtype = np.result_type(rows, b)
+    if rows.dtype != dtype:
+        rows = rows.astype(dtype)
+    rows += b[:, None]
+    return rows
+
+
 def conv2d_product_bias(w, cols, b):
     """``conv2d_product`` plus the (F,) bias on every row, added into the product in place."""
-    out = np.matmul(w, cols)
-    dtype = np.result_type(out, b)
-    if out.dtype != dtype:
-        out = out.astype(dtype)
-    out += b[:, None]
-    return out
+    return _plus_row_bias(np.matmul(w, cols), b)
 
 
 # Note [Convolution in row chunks]: the columns of a convolution over many images are
@@ -805,10 +810,7 @@ def _conv2d(x, w, b, stride, pad, dilate):
             np.matmul(wm, cols.reshape(c * kh * kw, -1),
                       out=y2d[:, start * ow * n:stop * ow * n])
     if b is not None:
-        bias_dtype = np.result_type(y2d, b)
-        if y2d.dtype != bias_dtype:
-            y2d = y2d.astype(bias_dtype)
-        y2d += b[:, None]
+        y2d = _plus_row_bias(y2d, b)
     return y2d.reshape(f, oh, ow, n).transpose(3, 0, 1, 2)
 
 
