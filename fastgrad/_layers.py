@@ -55,9 +55,11 @@ LAYERS = (
      ["_derivative_tools", "functional", "autograd"]),
     ("symbol", "symbolic graphs, their JSON formats and the compiled executor",
      ["symbol", "symbol.*", "_plan", "executor", "visualization"]),
-    ("tools", "optimizers, key-value stores, the launcher, stubs, the package itself",
-     ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "demo", "_layers",
-      "_stubgen", ""]),
+    ("tools", "optimizers, key-value stores, the launcher, stubs",
+     ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "_layers", "_stubgen"]),
+    ("gluon", "initializers, metrics, Gluon's parameters, blocks, layers, losses, Trainer, data",
+     ["initializer", "metric", "gluon", "gluon.*"]),
+    ("package", "the package itself and its demo", ["demo", ""]),
 )
 
 # (lower module, its register function, the one module that calls it)

@@ -1,0 +1,8 @@
+"""MXNet 1.9.1's Gluon (``fastgrad.gluon``, also ``mx.gluon``), in both of its styles.
+
+1.x blocks define ``hybrid_forward(self, F, x, weight, ...)`` and get prefixed names such as
+``dense0_weight`` and a ``ParameterDict`` from ``collect_params()``; 2.x blocks define
+``forward(self, x)`` on ``mx.np`` arrays and get structural names such as ``0.weight``.
+A hybridized block is traced once per input signature into a Symbol and runs on fastgrad's
+bound Executor (``docs/guide/gluon.rst``).
+"""
