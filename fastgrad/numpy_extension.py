@@ -509,16 +509,32 @@ def seed(s):
     _random.seed(s)
 
 
+# Whether the program called set_np(array=True) (and not reset_np() since): Gluon's
+# Parameters then hold mx.np arrays rather than NDArrays, as in MXNet (Note [Parameter array
+# type] in fastgrad/gluon/parameter.py). fastgrad's arrays have NumPy semantics either way.
+_np_array_requested = [False]
+
+
 def set_np(shape=True, array=True, dtype=False):
     """fastgrad always has NumPy semantics; ``dtype=True`` makes float64 the default float
     type of new arrays (``np.array([1, 2])``, ``np.zeros``, ``np.random``), as in MXNet, and
-    ``dtype=False`` restores float32."""
+    ``dtype=False`` restores float32. ``array=True`` also makes Gluon's Parameters hold
+    ``mx.np`` arrays (as MXNet's ``set_np``), see :func:`is_np_array_requested`."""
     _creation.set_default_float(_onp.float64 if dtype else _onp.float32)
+    _np_array_requested[0] = bool(array)
 
 
 def reset_np():
-    """Back to MXNet's defaults: float32 is the default float type again."""
+    """Back to MXNet's defaults: float32 is the default float type again, and Gluon's
+    Parameters hold NDArrays."""
     _creation.set_default_float(_onp.float32)
+    _np_array_requested[0] = False
+
+
+def is_np_array_requested():
+    """Whether ``set_np(array=True)`` is in effect: MXNet's Gluon then makes ``mx.np`` arrays
+    where it would make NDArrays (Parameters, loaded parameter files)."""
+    return _np_array_requested[0]
 
 
 def is_np_default_dtype():
