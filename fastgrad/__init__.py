@@ -39,6 +39,8 @@ from fastgrad import optimizer  # noqa: E402
 from fastgrad.optimizer import lr_scheduler  # noqa: E402
 from fastgrad import kvstore  # noqa: E402
 kv = kvstore
+from fastgrad import registry, initializer  # noqa: E402
+init = initializer
 from fastgrad import gluon  # noqa: E402
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import functional  # noqa: E402
@@ -53,8 +55,10 @@ _sys.modules[__name__ + ".sym"] = sym
 _sys.modules[__name__ + ".viz"] = viz
 _sys.modules[__name__ + ".kv"] = kvstore
 _sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler
+_sys.modules[__name__ + ".init"] = initializer
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
 __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
+__all__ += ["registry", "initializer", "init"]

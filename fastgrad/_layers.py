@@ -58,7 +58,7 @@ LAYERS = (
     ("tools", "optimizers, key-value stores, the launcher, stubs",
      ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "_layers", "_stubgen"]),
     ("gluon", "initializers, metrics, Gluon's parameters, blocks, layers, losses, Trainer, data",
-     ["initializer", "metric", "gluon", "gluon.*"]),
+     ["registry", "initializer", "metric", "gluon", "gluon.*"]),
     ("package", "the package itself and its demo", ["demo", ""]),
 )
 
