@@ -6,3 +6,4 @@
 A hybridized block is traced once per input signature into a Symbol and runs on fastgrad's
 bound Executor (``docs/guide/gluon.rst``).
 """
+from fastgrad.gluon import data  # noqa: E402,F401
