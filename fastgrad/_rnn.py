@@ -11,6 +11,20 @@ same order: input-to-hidden ``(G*H,)`` then hidden-to-hidden ``(G*H,)``. ``G`` i
 of gates (1 for vanilla, 4 for LSTM in the order input, forget, cell, output; 3 for GRU in
 the order reset, update, new), ``in`` is the input size for the first layer and
 ``directions * H`` after it.
+
+With ``projection_size=P`` (LSTM only, MXNet's LSTMP) each layer and direction also has a
+hidden-to-projection matrix ``(P, H)`` after its hidden-to-hidden matrix, which is then
+``(G*H, P)``; the state ``h`` has size ``P``, the next layer's input ``directions * P``, and
+there is no projection bias.
+
+Note [RNN sequence lengths]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+With ``use_sequence_length=True`` sequence ``n`` of the batch has ``sequence_length[n]``
+valid steps (cuDNN's semantics, which MXNet 1.9.1 follows on GPU; its CPU kernel ignores the
+lengths): a step at or past the length leaves that sequence's state unchanged and outputs
+zeros, so the forward direction's final state is the state at the last valid step and the
+backward direction starts at the last valid step. Steps are masked with ``where``, so the
+gradients of padded steps are exactly zero.
 """
 
 import numpy as _onp
@@ -23,30 +37,36 @@ from fastgrad._state import is_training
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 
-def _unpack(parameters, mode, input_size, hidden, layers, directions):
-    """The per-layer, per-direction ``(W_x, W_h, b_x, b_h)`` views of the flat vector."""
+def _unpack(parameters, mode, input_size, hidden, layers, directions, projection=None):
+    """The per-layer, per-direction ``[W_x, W_h, b_x, b_h, W_r]`` views of the flat vector
+    (``W_r`` is None without a projection)."""
     gh = _GATES[mode] * hidden
+    state = projection or hidden
     shapes = []
     for layer in range(layers):
-        size = input_size if layer == 0 else directions * hidden
+        size = input_size if layer == 0 else directions * state
         for _ in range(directions):
-            shapes.append(((gh, size), (gh, hidden)))
-    total = sum(a[0] * a[1] + b[0] * b[1] for a, b in shapes) + 2 * gh * len(shapes)
+            shapes.append([(gh, size), (gh, state)] + ([(projection, hidden)] if projection
+                                                       else []))
+    total = sum(a * b for s in shapes for a, b in s) + 2 * gh * len(shapes)
     n = _onp.shape(unwrap(parameters))
     if n != (total,):
         raise ValueError("npx.rnn: parameters has shape %s; mode=%r with %d layer(s), %d "
-                         "direction(s), input size %d and state size %d needs (%d,)"
-                         % (n, mode, layers, directions, input_size, hidden, total))
+                         "direction(s), input size %d and state size %d%s needs (%d,)"
+                         % (n, mode, layers, directions, input_size, hidden,
+                            " (projection size %d)" % projection if projection else "", total))
     out, at = [], 0
-    for wx, wh in shapes:
-        a = F.reshape(parameters[at:at + wx[0] * wx[1]], wx)
-        at += wx[0] * wx[1]
-        b = F.reshape(parameters[at:at + wh[0] * wh[1]], wh)
-        at += wh[0] * wh[1]
-        out.append([a, b])
+    for entry_shapes in shapes:
+        entry = []
+        for rows, cols in entry_shapes:
+            entry.append(F.reshape(parameters[at:at + rows * cols], (rows, cols)))
+            at += rows * cols
+        out.append(entry)
     for entry in out:
+        projection_weight = entry.pop() if projection else None
         entry.append(parameters[at:at + gh])
         entry.append(parameters[at + gh:at + 2 * gh])
+        entry.append(projection_weight)
         at += 2 * gh
     return out
 
@@ -55,7 +75,7 @@ def _gates(z, k):
     return F.split(z, k, axis=-1)
 
 
-def _step(mode, x_proj, h, c, wh, bh):
+def _step(mode, x_proj, h, c, wh, bh, wr=None, clip=None):
     """One time step from the projected input ``x_proj = W_x x + b_x``."""
     hp = F.matmul(h, F.transpose(wh)) + bh
     if mode == "rnn_tanh":
@@ -65,7 +85,12 @@ def _step(mode, x_proj, h, c, wh, bh):
     if mode == "lstm":
         i, f, g, o = _gates(x_proj + hp, 4)
         c = _P["sigmoid"](f) * c + _P["sigmoid"](i) * F.tanh(g)
-        return _P["sigmoid"](o) * F.tanh(c), c
+        if clip is not None:
+            c = F.clip(c, clip[0], clip[1])
+        h = _P["sigmoid"](o) * F.tanh(c)
+        if wr is not None:
+            h = F.matmul(h, F.transpose(wr))
+        return h, c
     xr, xz, xn = _gates(x_proj, 3)
     hr, hz, hn = _gates(hp, 3)
     r = _P["sigmoid"](xr + hr)
@@ -74,26 +99,107 @@ def _step(mode, x_proj, h, c, wh, bh):
     return (1 - z) * n + z * h, None
 
 
-def rnn(data=None, parameters=None, state=None, state_cell=None, sequence_length=None,
-        state_size=None, num_layers=None, bidirectional=False, mode=None, p=0.0,
-        state_outputs=False, projection_size=None, lstm_state_clip_min=None,
-        lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False):
-    """MXNet's fused recurrent layer (``npx.rnn``) on ``(T, N, I)`` data.
+def _check_lengths(sequence_length, steps, batch):
+    lengths = _onp.asarray(unwrap(sequence_length))
+    if lengths.shape != (batch,):
+        raise ValueError("npx.rnn: sequence_length has shape %s; the batch needs (%d,)"
+                         % (lengths.shape, batch))
+    lengths = lengths.astype(_onp.int64)
+    if lengths.size and (lengths.min() < 1 or lengths.max() > steps):
+        raise ValueError("npx.rnn: every sequence_length must be in [1, %d] (the number of "
+                         "steps), got %s" % (steps, lengths.tolist()))
+    return lengths
 
-    Parameters
-    ----------
-    data : ndarray, shape (T, N, I)
-    parameters : ndarray, flat, in MXNet's layout (Note [RNN parameter layout])
-    state : ndarray, shape (num_layers * directions, N, state_size)
-    state_cell : ndarray, same shape, LSTM only
-    mode : 'rnn_relu', 'rnn_tanh', 'lstm' or 'gru'
-    state_outputs : bool
-        Also return the final states (``[out, h]``, or ``[out, h, c]`` for LSTM).
 
-    Returns
-    -------
-    ndarray of shape (T, N, directions * state_size), or a list with the final states.
-    """
+def _sequence_lengths(op, data, sequence_length, use_sequence_length, axis, allow_zero):
+    """``(steps, batch, lengths as int64)`` for a Sequence* op on data whose time axis is
+    ``axis`` (0 or 1) and batch axis the other of the first two."""
+    shape = _onp.shape(unwrap(data))
+    if axis not in (0, 1) or len(shape) < 2:
+        raise ValueError("%s: axis must be 0 or 1 of data with at least 2 axes, got axis=%r "
+                         "for shape %s" % (op, axis, shape))
+    steps, batch = shape[axis], shape[1 - axis]
+    if not use_sequence_length:
+        return steps, batch, _onp.full(batch, steps, dtype=_onp.int64)
+    if sequence_length is None:
+        raise TypeError("%s() needs sequence_length when use_sequence_length is True" % op)
+    lengths = _onp.asarray(unwrap(sequence_length))
+    if lengths.shape != (batch,):
+        raise ValueError("%s: sequence_length has shape %s; the batch needs (%d,)"
+                         % (op, lengths.shape, batch))
+    lengths = lengths.astype(_onp.int64)
+    low = 0 if allow_zero else 1
+    if lengths.size and (lengths.min() < low or lengths.max() > steps):
+        raise ValueError("%s: every sequence_length must be in [%d, %d], got %s"
+                         % (op, low, steps, lengths.tolist()))
+    return steps, batch, lengths
+
+
+def sequence_last(data, sequence_length=None, use_sequence_length=False, axis=0):
+    """The last valid step of every sequence (MXNet's ``SequenceLast``): ``data`` without its
+    time axis ``axis``; differentiable in ``data``."""
+    steps, batch, lengths = _sequence_lengths("SequenceLast", data, sequence_length,
+                                              use_sequence_length, axis, False)
+    if axis == 0:
+        return data[lengths - 1, _onp.arange(batch)]
+    return data[_onp.arange(batch), lengths - 1]
+
+
+def sequence_reverse(data, sequence_length=None, use_sequence_length=False, axis=0):
+    """Every sequence's valid steps in reverse order, the padding left in place (MXNet's
+    ``SequenceReverse``; time is axis 0); differentiable in ``data``."""
+    if axis != 0:
+        raise ValueError("SequenceReverse: axis must be 0 (the time axis), got %r" % (axis,))
+    steps, batch, lengths = _sequence_lengths("SequenceReverse", data, sequence_length,
+                                              use_sequence_length, 0, True)
+    t = _onp.arange(steps)[:, None]
+    source = _onp.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)
+    return data[source, _onp.arange(batch)[None, :]]
+
+
+def make_rnn(dropout):
+    """``npx.rnn`` with ``dropout(x, p)`` as the dropout between layers (``npx.dropout``, which
+    lives in a layer above this module: Note [Layers] in ``_layers.py``)."""
+
+    def rnn(data=None, parameters=None, state=None, state_cell=None, sequence_length=None,
+            state_size=None, num_layers=None, bidirectional=False, mode=None, p=0.0,
+            state_outputs=False, projection_size=None, lstm_state_clip_min=None,
+            lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False):
+        """MXNet's fused recurrent layer (``npx.rnn``) on ``(T, N, I)`` data.
+
+        Parameters
+        ----------
+        data : ndarray, shape (T, N, I)
+        parameters : ndarray, flat, in MXNet's layout (Note [RNN parameter layout])
+        state : ndarray, shape (num_layers * directions, N, state_size)
+            (``projection_size`` instead of ``state_size`` with a projection)
+        state_cell : ndarray, shape (num_layers * directions, N, state_size), LSTM only
+        sequence_length : ndarray, shape (N,), used when ``use_sequence_length`` is True
+            The number of valid steps of each sequence (Note [RNN sequence lengths]).
+        mode : 'rnn_relu', 'rnn_tanh', 'lstm' or 'gru'
+        p : float
+            Dropout on the outputs of every layer but the last, in training mode only.
+        state_outputs : bool
+            Also return the final states (``[out, h]``, or ``[out, h, c]`` for LSTM).
+        projection_size : int, optional
+            LSTM only: project the hidden state to this size (LSTMP).
+        lstm_state_clip_min, lstm_state_clip_max : float, optional
+            LSTM only: clip the cell state to this range after every step.
+
+        Returns
+        -------
+        ndarray of shape (T, N, directions * state_size), or a list with the final states.
+        """
+        return _run(dropout, data, parameters, state, state_cell, sequence_length,
+                    state_size, num_layers, bidirectional, mode, p, state_outputs,
+                    projection_size, lstm_state_clip_min, lstm_state_clip_max,
+                    lstm_state_clip_nan, use_sequence_length)
+    return rnn
+
+
+def _run(dropout, data, parameters, state, state_cell, sequence_length, state_size,
+         num_layers, bidirectional, mode, p, state_outputs, projection_size, clip_min,
+         clip_max, clip_nan, use_sequence_length):
     for name, value in (("data", data), ("parameters", parameters), ("state", state),
                         ("state_size", state_size), ("num_layers", num_layers),
                         ("mode", mode)):
@@ -104,26 +210,38 @@ def rnn(data=None, parameters=None, state=None, state_cell=None, sequence_length
                          "%r" % (mode,))
     if mode == "lstm" and state_cell is None:
         raise TypeError("npx.rnn() missing required argument 'state_cell' (mode='lstm')")
-    unsupported = [n for n, v in (("sequence_length", use_sequence_length or sequence_length
-                                   is not None), ("projection_size", projection_size),
-                                  ("lstm_state_clip_min", lstm_state_clip_min),
-                                  ("lstm_state_clip_max", lstm_state_clip_max)) if v]
-    if unsupported:
-        raise NotImplementedError("npx.rnn: %s not supported" % ", ".join(unsupported))
-    if p and is_training():
-        raise NotImplementedError("npx.rnn: dropout between layers (p > 0 in training) is not "
-                                  "supported")
+    if mode != "lstm" and (projection_size or clip_min is not None or clip_max is not None):
+        raise ValueError("npx.rnn: projection_size and lstm_state_clip_min/max need "
+                         "mode='lstm', got mode=%r" % (mode,))
+    if (clip_min is None) != (clip_max is None):
+        raise ValueError("npx.rnn: lstm_state_clip_min and lstm_state_clip_max go together")
+    if clip_nan:
+        raise NotImplementedError("npx.rnn: lstm_state_clip_nan is not supported")
+    if use_sequence_length and sequence_length is None:
+        raise TypeError("npx.rnn() missing required argument 'sequence_length' "
+                        "(use_sequence_length=True)")
+    if not 0 <= p < 1:
+        raise ValueError("npx.rnn: p must be in [0, 1), got %r" % (p,))
     steps, batch, input_size = _onp.shape(unwrap(data))
     hidden, layers = int(state_size), int(num_layers)
+    projection = int(projection_size) if projection_size else None
+    clip = None if clip_min is None else (float(clip_min), float(clip_max))
     directions = 2 if bidirectional else 1
-    weights = _unpack(parameters, mode, input_size, hidden, layers, directions)
+    weights = _unpack(parameters, mode, input_size, hidden, layers, directions, projection)
+    # valid[t]: (N, 1) booleans, whether step t is within each sequence's length
+    valid = None
+    if use_sequence_length:
+        lengths = _check_lengths(sequence_length, steps, batch)
+        valid = _onp.arange(steps)[:, None, None] < lengths[None, :, None]
     layer_in = data
     final_h, final_c = [], []
     for layer in range(layers):
+        if layer and p and is_training():
+            layer_in = dropout(layer_in, p)
         outputs = []
         for d in range(directions):
             k = layer * directions + d
-            wx, wh, bx, bh = weights[k]
+            wx, wh, bx, bh, wr = weights[k]
             h = state[k]
             c = state_cell[k] if mode == "lstm" else None
             # the input projections of all steps at once
@@ -131,8 +249,15 @@ def rnn(data=None, parameters=None, state=None, state_cell=None, sequence_length
             order = range(steps) if d == 0 else range(steps - 1, -1, -1)
             hs = [None] * steps
             for t in order:
-                h, c = _step(mode, proj[t], h, c, wh, bh)
-                hs[t] = h
+                h_new, c_new = _step(mode, proj[t], h, c, wh, bh, wr, clip)
+                if valid is None:
+                    h, c = h_new, c_new
+                    hs[t] = h
+                else:
+                    h = F.where(valid[t], h_new, h)
+                    if c is not None:
+                        c = F.where(valid[t], c_new, c)
+                    hs[t] = F.where(valid[t], h_new, 0.0)
             outputs.append(F.stack(hs, axis=0))
             final_h.append(h)
             final_c.append(c)
@@ -145,4 +270,4 @@ def rnn(data=None, parameters=None, state=None, state_cell=None, sequence_length
     return result
 
 
-__all__ = ["rnn"]
+__all__ = ["make_rnn", "sequence_last", "sequence_reverse"]

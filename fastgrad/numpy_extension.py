@@ -24,7 +24,7 @@ from fastgrad import _params_format
 from fastgrad.context import cpu as _cpu
 from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
                                 gather_nd, scatter_nd)
-from fastgrad._rnn import rnn  # noqa: F401
+from fastgrad import _rnn
 
 # The ops the table marks npx=True (relu, sigmoid, erf, gamma, ...; SciPy's kernels are
 # imported on first use): Note [Generated namespaces] in _namespaces.py.
@@ -168,6 +168,9 @@ def dropout(data, p=0.5, mode="training", axes=(), cudnn_off=True, **kwargs):
     dtype = _onp.result_type(unwrap(data))
     mask = keep.astype(dtype) / _onp.asarray(1 - p, dtype=dtype)
     return data * mask
+
+
+rnn = _rnn.make_rnn(dropout)
 
 
 def fully_connected(x, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):

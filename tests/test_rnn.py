@@ -44,6 +44,9 @@ def test_rnn_errors_name_the_argument():
         npx.rnn(x, np.ones(100), s, state_size=4, num_layers=1)
     with pytest.raises(ValueError, match=r"parameters has shape \(100,\).*needs \(36,\)"):
         npx.rnn(x, np.ones(100), s, mode="rnn_tanh", state_size=4, num_layers=1)
-    with pytest.raises(NotImplementedError, match="sequence_length"):
+    with pytest.raises(ValueError, match=r"sequence_length has shape \(2,\).*\(1,\)"):
         npx.rnn(x, np.ones(36), s, mode="rnn_tanh", state_size=4, num_layers=1,
-                use_sequence_length=True, sequence_length=np.array([1.0]))
+                use_sequence_length=True, sequence_length=np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"sequence_length must be in \[1, 2\]"):
+        npx.rnn(x, np.ones(36), s, mode="rnn_tanh", state_size=4, num_layers=1,
+                use_sequence_length=True, sequence_length=np.array([3.0]))

@@ -10,6 +10,7 @@ from fastgrad._array import unwrap as _unwrap
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as _npx
 from fastgrad import _mxnet_slicing as _S
+from fastgrad import _rnn
 from fastgrad.base import MXNetValueError
 from fastgrad.ndarray import random as _random
 
@@ -21,6 +22,7 @@ __all__ = [
     "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser",
     "broadcast_lesser_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
     "uniform", "normal", "random_uniform", "random_normal", "random_randint",
+    "RNN", "SequenceMask", "SequenceLast", "SequenceReverse",
 ]
 
 
@@ -131,3 +133,43 @@ def random_randint(low, high, shape=(), dtype=None, ctx=None, out=None, **kwargs
 
 
 random_uniform, random_normal = uniform, normal
+
+
+def rnn_input_names(mode, use_sequence_length):
+    """The inputs of MXNet's ``RNN`` operator in order: which of them exist depends on the
+    mode and on ``use_sequence_length`` (as in MXNet's operator registry)."""
+    return (["data", "parameters", "state"] + (["state_cell"] if mode == "lstm" else []) +
+            (["sequence_length"] if use_sequence_length else []))
+
+
+def RNN(*inputs, **kwargs):
+    """MXNet 1.x's fused recurrent operator (``nd.RNN``): ``npx.rnn`` with its inputs
+    ``data, parameters, state[, state_cell][, sequence_length]`` by position (the optional
+    ones present by ``mode`` and ``use_sequence_length``) or by name."""
+    kwargs.pop("name", None)
+    kwargs.pop("out", None)
+    names = rnn_input_names(kwargs.get("mode"), kwargs.get("use_sequence_length", False))
+    if len(inputs) > len(names):
+        raise TypeError("nd.RNN: mode=%r takes at most %d inputs (%s), %d given"
+                        % (kwargs.get("mode"), len(names), ", ".join(names), len(inputs)))
+    for n, x in zip(names, inputs):
+        if n in kwargs:
+            raise TypeError("nd.RNN got multiple values for input %r" % n)
+        kwargs[n] = x
+    return _npx.rnn(**kwargs)
+
+
+def SequenceMask(data, sequence_length=None, use_sequence_length=False, value=0.0, axis=0,
+                 **kwargs):
+    """Steps at or past each sequence's length set to ``value`` (``nd.SequenceMask``)."""
+    return _npx.sequence_mask(data, sequence_length, use_sequence_length, value, axis)
+
+
+def SequenceLast(data, sequence_length=None, use_sequence_length=False, axis=0, **kwargs):
+    """The last valid step of each sequence (``nd.SequenceLast``)."""
+    return _rnn.sequence_last(data, sequence_length, use_sequence_length, axis)
+
+
+def SequenceReverse(data, sequence_length=None, use_sequence_length=False, axis=0, **kwargs):
+    """Each sequence's valid steps reversed (``nd.SequenceReverse``; time is axis 0)."""
+    return _rnn.sequence_reverse(data, sequence_length, use_sequence_length, axis)

@@ -35,6 +35,8 @@ from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
 from fastgrad._registry import REGISTRY as _P_REGISTRY
 from fastgrad._reshape_codes import legacy_shape
+from fastgrad import _rnn
+from fastgrad.ndarray._mxnet_names import rnn_input_names
 
 REQUIRED = object()
 
@@ -918,6 +920,29 @@ _register(LegacyOp("smooth_l1", ["data"], {"scalar": (_F, 1.0)},
                    lambda x, p: npx.smooth_l1(x[0], p["scalar"])))
 _register(LegacyOp("where", ["condition", "x", "y"], {},
                    lambda x, p: F.where(_onp.asarray(unwrap(x[0])) != 0, x[1], x[2])))
+_register(LegacyOp("RNN", lambda p: rnn_input_names(p["mode"], p["use_sequence_length"]),
+                   {"state_size": (_I, REQUIRED), "num_layers": (_I, REQUIRED),
+                    "bidirectional": (_B, False), "mode": (_S, REQUIRED), "p": (_F, 0.0),
+                    "state_outputs": (_B, False), "projection_size": ("any", None),
+                    "lstm_state_clip_min": ("opt_float", None),
+                    "lstm_state_clip_max": ("opt_float", None),
+                    "lstm_state_clip_nan": (_B, False), "use_sequence_length": (_B, False)},
+                   lambda x, p: npx.rnn(*x[:3], **_rnn_optional_inputs(x, p), **p),
+                   outputs=lambda p: (1 if not p["state_outputs"] else
+                                      3 if p["mode"] == "lstm" else 2)))
+for _name, _fn in (("SequenceMask", lambda x, p: npx.sequence_mask(
+                        x[0], x[1] if len(x) > 1 else None, p["use_sequence_length"],
+                        p["value"], p["axis"])),
+                   ("SequenceLast", lambda x, p: _rnn.sequence_last(
+                       x[0], x[1] if len(x) > 1 else None, p["use_sequence_length"], p["axis"])),
+                   ("SequenceReverse", lambda x, p: _rnn.sequence_reverse(
+                       x[0], x[1] if len(x) > 1 else None, p["use_sequence_length"],
+                       p["axis"]))):
+    _register(LegacyOp(_name, lambda p: ["data"] + (["sequence_length"]
+                                                    if p["use_sequence_length"] else []),
+                       dict({"use_sequence_length": (_B, False), "axis": (_I, 0)},
+                            **({"value": (_F, 0.0)} if _name == "SequenceMask" else {})),
+                       _fn))
 _CREATE = {"shape": ("shape", ()), "dtype": ("dtype", "float32"), "ctx": ("opt_str", None)}
 _register(LegacyOp("_zeros", [], _CREATE,
                    lambda x, p: F.zeros(p["shape"], dtype=p["dtype"] or "float32")))
@@ -943,6 +968,11 @@ _MXNET2_NAMES.update({"_npi_" + n: n for n in (
 for _alias, _canonical in _MXNET2_NAMES.items():
     CATALOGUE[_alias] = CATALOGUE[_canonical]
 del _alias, _canonical
+
+
+def _rnn_optional_inputs(x, p):
+    names = rnn_input_names(p["mode"], p["use_sequence_length"])
+    return dict(zip(names[3:], x[3:]))
 
 
 def _add_all(xs):
