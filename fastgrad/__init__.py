@@ -41,6 +41,7 @@ from fastgrad import kvstore  # noqa: E402
 kv = kvstore
 from fastgrad import registry, initializer  # noqa: E402
 init = initializer
+from fastgrad import metric  # noqa: E402
 from fastgrad import gluon  # noqa: E402
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import functional  # noqa: E402
@@ -61,4 +62,4 @@ __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "nu
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
 __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
-__all__ += ["registry", "initializer", "init"]
+__all__ += ["registry", "initializer", "init", "metric"]

@@ -593,17 +593,39 @@ def rot90(m, k=1, axes=(0, 1)):
     return _P["rot90"](m, int(k), tuple(int(a) for a in axes))
 
 
+_PAD_BY_INDEX = ("edge", "reflect", "symmetric", "wrap")
+
+
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
-    """Pad an array with a constant (``numpy.pad``; ``mode='constant'`` only)."""
-    if mode != "constant" or kwargs:
-        raise NotImplementedError("fastgrad.pad supports mode='constant' only, got mode=%r"
-                                  % (mode,))
+    """Pad an array (``numpy.pad``) with a constant, or with copies of its own elements
+    (``mode='edge'``, ``'reflect'``, ``'symmetric'`` or ``'wrap'``, NumPy's default
+    ``reflect_type='even'``).
+
+    Note [Padding by index]: a padding that copies elements is, along each padded axis, a
+    ``take`` of the indices NumPy's own ``pad`` gives ``arange(n)``; ``take``'s gradient adds
+    the copies' gradients back to the elements they came from, so every mode is
+    differentiable to any order without an op of its own.
+    """
+    if kwargs or (mode != "constant" and mode not in _PAD_BY_INDEX):
+        raise NotImplementedError("fastgrad.pad supports mode='constant', 'edge', 'reflect', "
+                                  "'symmetric' and 'wrap' (no other arguments), got mode=%r%s"
+                                  % (mode, " and %s" % sorted(kwargs) if kwargs else ""))
     nd = _ndim(array)
     width = _np.broadcast_to(_np.asarray(unwrap(pad_width), dtype=_np.intp), (nd, 2))
     if (width < 0).any():
         raise ValueError("fastgrad.pad: negative pad widths %s" % (width.tolist(),))
     width = tuple((int(b), int(e)) for b, e in width)
-    return _P["pad"](array, width, unwrap(constant_values))
+    if mode == "constant":
+        return _P["pad"](array, width, unwrap(constant_values))
+    shape = _np.shape(unwrap(array))
+    for axis, (before, after) in enumerate(width):
+        if before or after:
+            if mode == "reflect" and shape[axis] < 2 or shape[axis] == 0:
+                raise ValueError("fastgrad.pad: mode=%r cannot pad axis %d of length %d"
+                                 % (mode, axis, shape[axis]))
+            index = _np.pad(_np.arange(shape[axis]), (before, after), mode=mode)
+            array = take(array, index, axis=axis)
+    return array
 
 
 def diag(v, k=0):

@@ -100,9 +100,8 @@ def pooling_nd(data, kernel, stride, pad, pool_type, count_include_pad):
             if pool_type == "sum":
                 out = out * float(kernel[0])
         return F.squeeze(out, 2)
-    if pool_type != "max" and not count_include_pad and pad[0]:
-        raise NotImplementedError("npx.pooling: 3-D average pooling with count_include_pad="
-                                  "False and depth padding is not supported")
+    if pool_type == "avg" and not count_include_pad and pad[0]:
+        return pooling_by_windows(data, kernel, stride, pad, "avg", False, ceil=False)
     fill = -_onp.inf if pool_type == "max" else 0.0
     x = F.pad(data, [(0, 0), (0, 0), (pad[0], pad[0]), (0, 0), (0, 0)], constant_values=fill) \
         if pad[0] else data
@@ -127,11 +126,99 @@ def pooling_nd(data, kernel, stride, pad, pool_type, count_include_pad):
     return F.stack(planes, axis=2)
 
 
+def pooling_by_windows(data, kernel, stride, pad, pool_type, count_include_pad, ceil):
+    """N-D pooling of explicitly padded data with each window's own divisor.
+
+    Note [Pooling windows]: ``ceil=True`` is MXNet's ``pooling_convention='full'``: the
+    output length is ``1 + ceil((n + 2 * pad - kernel) / stride)``, so the last windows may
+    reach past the padding; those positions are padded too (with ``-inf`` for max pooling,
+    zeros otherwise) and never count. An average divides each window's sum by its size
+    within the padded data (``count_include_pad``, MXNet's default) or by its number of data
+    elements; the divisor of an N-D window is the product of its per-axis lengths. Everything
+    is a valid pooling of a padded array, so it is differentiable like the pooling itself.
+    """
+    dshape = _shape(data)
+    spatial = dshape[2:]
+    n = len(spatial)
+    if ceil:
+        out = [-(-(m + 2 * q - k) // s) + 1 for m, q, k, s in zip(spatial, pad, kernel, stride)]
+    else:
+        out = [(m + 2 * q - k) // s + 1 for m, q, k, s in zip(spatial, pad, kernel, stride)]
+    if min(out) < 1:
+        raise ValueError("npx.pooling: the kernel %s is larger than the padded data %s"
+                         % (tuple(kernel), tuple(spatial)))
+    extra = [max((o - 1) * s + k - (m + 2 * q), 0)
+             for o, s, k, m, q in zip(out, stride, kernel, spatial, pad)]
+    widths = [(0, 0), (0, 0)] + [(q, q + e) for q, e in zip(pad, extra)]
+    unpadded = dict(stride=tuple(stride), pad=(0,) * n)
+    if pool_type == "max":
+        padded = F.pad(data, widths, constant_values=-_onp.inf)
+        return _valid_pooling(padded, kernel, "max", **unpadded)
+    if pool_type not in ("avg", "sum"):
+        raise ValueError("npx.pooling: unknown pool_type %r (max, avg, sum)" % (pool_type,))
+    total = _valid_pooling(F.pad(data, widths), kernel, "sum", **unpadded)
+    if pool_type == "sum":
+        return total
+    counts = []
+    for m, q, k, s, o in zip(spatial, pad, kernel, stride, out):
+        starts = _onp.arange(o) * s - q
+        if count_include_pad:
+            lo, hi = starts, _onp.minimum(starts + k, m + q)
+        else:
+            lo, hi = _onp.maximum(starts, 0), _onp.minimum(starts + k, m)
+        counts.append(hi - lo)
+    divisor = counts[0]
+    for c in counts[1:]:
+        divisor = _onp.multiply.outer(divisor, c)
+    return total / _onp.maximum(divisor, 1).astype(unwrap(data).dtype)
+
+
+def _valid_pooling(data, kernel, pool_type, stride, pad):
+    if len(kernel) == 2:
+        if pool_type == "max":
+            return _P["max_pool2d"](data, tuple(kernel), stride, pad)
+        size = float(kernel[0] * kernel[1])
+        return _P["avg_pool2d"](data, tuple(kernel), stride, pad, True) * size
+    return pooling_nd(data, kernel, stride, pad, pool_type, True)
+
+
+def grouped(name, op, data, weight, bias, num_group, without_bias, **kwargs):
+    """``op`` (a convolution or deconvolution of one group) applied to each of
+    ``num_group`` groups: the data's channels and the weight's first axis split alike, the
+    outputs joined along the channels, then the bias added."""
+    c, f = _shape(data)[1], _shape(weight)[0]
+    g = int(num_group)
+    if g < 1 or c % g or f % g:
+        raise ValueError("npx.%s: %d input channels and a weight of shape %s do not split into "
+                         "num_group=%d groups" % (name, c, _shape(weight), g))
+    parts = [op(data[:, i * (c // g):(i + 1) * (c // g)], weight[i * (f // g):(i + 1) * (f // g)],
+                **kwargs) for i in range(g)]
+    return _add_bias(F.concatenate(parts, axis=1), bias, without_bias)
+
+
+def _deconv3d(data, weight, stride, pad, dilate, size):
+    """3-D transposed convolution (Note [Convolution in other dimensions]): input plane ``i``
+    with kernel plane ``k`` lands on output plane ``i * stride + k * dilate - pad``, the
+    transpose of the 3-D convolution above."""
+    n, fout = _shape(data)[0], _shape(weight)[1]
+    planes = [None] * size[0]
+    for i in range(_shape(data)[2]):
+        for kd in range(_shape(weight)[2]):
+            j = i * stride[0] + kd * dilate[0] - pad[0]
+            if 0 <= j < size[0]:
+                term = _P["conv2d_input_grad"](_plane(data, i), _plane(weight, kd), stride[1:],
+                                               pad[1:], dilate[1:], size[1:])
+                planes[j] = term if planes[j] is None else planes[j] + term
+    dtype = _onp.result_type(unwrap(data), unwrap(weight))
+    empty = _wrap(_onp.zeros((n, fout) + tuple(size[1:]), dtype=dtype))
+    return F.stack([empty if p is None else p for p in planes], axis=2)
+
+
 def deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
                   adj=None, target_shape=None, num_filter=None, num_group=1, workspace=None,
                   no_bias=None, cudnn_tune=None, cudnn_off=False, layout=None):
-    """Transposed convolution of NCW or NCHW ``data`` with (C, F, K...) ``weight``
-    (``npx.deconvolution``): the gradient of a convolution with respect to its input, so it is
+    """Transposed convolution of NCW, NCHW or NCDHW ``data`` with (C, F / num_group, K...)
+    ``weight`` (``npx.deconvolution``): the gradient of a convolution with respect to its input, so it is
     differentiable to any order. The output length is
     ``(in - 1) * stride - 2 * pad + dilate * (kernel - 1) + 1 + adj``. With both ``stride``
     and ``dilate`` above 1, MXNet 1.9's own deconvolution is not the transpose of its
@@ -145,24 +232,28 @@ def deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None
     >>> y.shape
     (1, 2, 6, 6)
     """
-    if layout not in (None, "NCW", "NCHW"):
-        raise NotImplementedError("npx.deconvolution: only layouts NCW and NCHW are supported")
-    if num_group != 1:
-        raise NotImplementedError("npx.deconvolution: num_group > 1 is not supported")
+    if layout not in (None, "NCW", "NCHW", "NCDHW"):
+        raise NotImplementedError("npx.deconvolution: only layouts NCW, NCHW and NCDHW are "
+                                  "supported")
     if target_shape:
         raise NotImplementedError("npx.deconvolution: target_shape is not supported; give pad "
                                   "and adj")
     dshape, wshape = _shape(data), _shape(weight)
     n = len(dshape) - 2
-    if n not in (1, 2) or len(wshape) != n + 2:
-        raise NotImplementedError("npx.deconvolution: 1-D and 2-D data only (data %s, weight "
-                                  "%s)" % (dshape, wshape))
+    if n not in (1, 2, 3) or len(wshape) != n + 2:
+        raise ValueError("npx.deconvolution: data %s and weight %s must be 1-D, 2-D or 3-D "
+                         "alike (NCW, NCHW, NCDHW)" % (dshape, wshape))
     if dshape[1] != wshape[0]:
         raise ValueError("npx.deconvolution: data has %d channels, the weight expects %d"
                          % (dshape[1], wshape[0]))
-    if num_filter is not None and int(num_filter) != wshape[1]:
+    g = int(num_group)
+    if num_filter is not None and int(num_filter) != wshape[1] * g:
         raise ValueError("npx.deconvolution: num_filter=%d but the weight makes %d channels"
-                         % (num_filter, wshape[1]))
+                         % (num_filter, wshape[1] * g))
+    if g != 1:
+        return grouped("deconvolution", deconvolution, data, weight, bias, g, no_bias,
+                       kernel=kernel, stride=stride, dilate=dilate, pad=pad, adj=adj,
+                       no_bias=True)
     kernel = _tuple("deconvolution", "kernel", kernel, n, tuple(wshape[2:]))
     if kernel != tuple(wshape[2:]):
         raise ValueError("npx.deconvolution: kernel=%s does not match the weight's shape %s"
@@ -178,9 +269,34 @@ def deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None
                                       (1, stride[0]), (0, pad[0]), (1, dilate[0]),
                                       (1, size[0]))
         out = F.squeeze(out, 2)
-    else:
+    elif n == 2:
         out = _P["conv2d_input_grad"](data, weight, stride, pad, dilate, size)
+    else:
+        out = _deconv3d(data, weight, stride, pad, dilate, size)
     return _add_bias(out, bias, no_bias)
+
+
+def group_norm_per_group(data, gamma, beta, num_groups=1, eps=1e-5, output_mean_var=False):
+    """MXNet 1.x's ``GroupNorm``: like ``npx.group_norm`` but with one ``gamma`` and ``beta``
+    per group (shape ``(num_groups,)``), as MXNet 1.9.1's operator has them."""
+    shape = _shape(data)
+    if len(shape) < 2 or shape[1] % int(num_groups):
+        raise ValueError("GroupNorm: data of shape %s does not split its channels (axis 1) into "
+                         "num_groups=%d groups" % (shape, num_groups))
+    g = int(num_groups)
+    for what, p in (("gamma", gamma), ("beta", beta)):
+        if _shape(p) != (g,):
+            raise ValueError("GroupNorm: %s has shape %s, expected (num_groups,) = (%d,)"
+                             % (what, _shape(p), g))
+    grouped = F.reshape(data, (shape[0], g, -1))
+    mean = F.mean(grouped, axis=2, keepdims=True)
+    var = F.var(grouped, axis=2, keepdims=True)
+    out = (grouped - mean) / F.sqrt(var + eps) * F.reshape(gamma, (1, g, 1)) \
+        + F.reshape(beta, (1, g, 1))
+    out = F.reshape(out, shape)
+    if output_mean_var:
+        return out, F.reshape(mean, (shape[0], g)), F.reshape(F.sqrt(var + eps), (shape[0], g))
+    return out
 
 
 def reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, rhs_end=None):

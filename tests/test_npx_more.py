@@ -31,18 +31,42 @@ def test_errors_name_the_op_and_argument():
     with pytest.raises(NotImplementedError, match="deconvolution: target_shape"):
         npx.deconvolution(np.ones((1, 1, 2, 2)), np.ones((1, 1, 2, 2)), kernel=2,
                           target_shape=(4, 4))
-    with pytest.raises(NotImplementedError, match="deconvolution: 1-D and 2-D"):
-        npx.deconvolution(np.ones((1, 1, 2, 2, 2)), np.ones((1, 1, 2, 2, 2)), kernel=2)
+    with pytest.raises(ValueError, match="deconvolution: data .* must be 1-D, 2-D or 3-D"):
+        npx.deconvolution(np.ones((1, 1, 2, 2)), np.ones((1, 1, 2, 2, 2)), kernel=2)
     with pytest.raises(ValueError, match="deconvolution: data has 2 channels"):
         npx.deconvolution(np.ones((1, 2, 2, 2)), np.ones((1, 1, 2, 2)), kernel=2)
     with pytest.raises(ValueError, match="convolution: kernel has 2 values for 3"):
         npx.convolution(np.ones((1, 1, 3, 3, 3)), np.ones((1, 1, 2, 2, 2)), kernel=(2, 2),
                         no_bias=True)
-    with pytest.raises(NotImplementedError, match="count_include_pad=False"):
-        npx.pooling(np.ones((1, 1, 3, 3, 3)), kernel=2, pad=1, pool_type="avg",
-                    count_include_pad=False)
+    with pytest.raises(ValueError, match="convolution: 4 input channels .* num_group=3"):
+        npx.convolution(np.ones((1, 4, 3, 3)), np.ones((3, 1, 2, 2)), kernel=2, num_group=3)
     with pytest.raises(ValueError, match="reshape_like: cannot reshape"):
         npx.reshape_like(np.ones((5,)), np.ones((2, 3)))
+
+
+def _avg_pool3d_reference(x, k, s, p, count_include_pad):
+    """Brute-force 3-D average pooling (NumPy loops), each window's divisor its number of data
+    elements unless ``count_include_pad``."""
+    n = [(x.shape[2 + i] + 2 * p[i] - k[i]) // s[i] + 1 for i in range(3)]
+    out = onp.zeros(x.shape[:2] + tuple(n))
+    for idx in onp.ndindex(*n):
+        lo = [idx[i] * s[i] - p[i] for i in range(3)]
+        hi = [lo[i] + k[i] for i in range(3)]
+        clo = [max(v, 0) for v in lo]
+        chi = [min(hi[i], x.shape[2 + i]) for i in range(3)]
+        window = x[:, :, clo[0]:chi[0], clo[1]:chi[1], clo[2]:chi[2]]
+        size = onp.prod(k) if count_include_pad else window[0, 0].size
+        out[(slice(None), slice(None)) + idx] = window.sum(axis=(2, 3, 4)) / size
+    return out
+
+
+@pytest.mark.parametrize("count_include_pad", [False, True])
+def test_3d_average_pooling_with_depth_padding(count_include_pad):
+    x = onp.random.default_rng(1).normal(size=(2, 2, 3, 4, 3))
+    got = npx.pooling(np.array(x), kernel=(2, 3, 2), stride=(1, 2, 1), pad=(1, 1, 1),
+                      pool_type="avg", count_include_pad=count_include_pad)
+    onp.testing.assert_allclose(got.asnumpy(), _avg_pool3d_reference(
+        x, (2, 3, 2), (1, 2, 1), (1, 1, 1), count_include_pad), rtol=1e-12)
 
 
 def test_global_pooling_in_one_and_three_dimensions():

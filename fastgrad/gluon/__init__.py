@@ -7,3 +7,6 @@ A hybridized block is traced once per input signature into a Symbol and runs on 
 bound Executor (``docs/guide/gluon.rst``).
 """
 from fastgrad.gluon import data  # noqa: E402,F401
+import sys as _sys  # noqa: E402
+from fastgrad import metric  # noqa: E402,F401  (mx.gluon.metric is mx.metric)
+_sys.modules[__name__ + ".metric"] = metric

@@ -11,6 +11,7 @@ from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
 from fastgrad._linalg import linalg as _np_linalg
 from fastgrad import numpy_extension as _npx
+from fastgrad import _npx_more
 from fastgrad.ndarray import random  # noqa: F401
 from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
                                   adam_update, adamw_update, rmsprop_update, rmspropalex_update,
@@ -231,13 +232,24 @@ broadcast_to, clip, where, concat = F.broadcast_to, F.clip, F.where, F.concatena
 stack, split = F.stack, F.split
 relu, sigmoid = _npx.relu, _npx.sigmoid
 softmax, log_softmax, one_hot, pick = _npx.softmax, _npx.log_softmax, _npx.one_hot, _npx.pick
-Activation = _npx.activation
 
 
-def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+def Activation(data, act_type="relu", name=None, **kwargs):
+    """``relu``, ``sigmoid``, ``tanh``, ``softrelu``, ``softsign``, ... of ``data``
+    (``nd.Activation``); see ``npx.activation``."""
+    return _npx.activation(data, act_type=act_type)
+
+
+def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True,
+                   name=None, **kwargs):
     """``data @ weight.T + bias``, flattening ``data`` to 2-D first unless ``flatten=False``,
     differentiable (``mx.nd.FullyConnected``)."""
     return _npx.fully_connected(data, weight, bias, num_hidden, no_bias, flatten)
+
+
+def identity(data, name=None, **kwargs):
+    """A copy of ``data`` (``nd.identity``), differentiable."""
+    return F.copy(data)
 
 
 def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
@@ -259,24 +271,52 @@ round, rint, trunc, fix = F.round, F.rint, F.trunc, F.fix
 flip, tile, repeat, take, diag = F.flip, F.tile, F.repeat, F.take, F.diag
 erf, erfinv, smooth_l1, log_softmax, softmin = _npx.erf, _npx.erfinv, _npx.smooth_l1, \
     _npx.log_softmax, _npx.softmin
-batch_dot, topk, Embedding = _npx.batch_dot, _npx.topk, _npx.embedding
+batch_dot, topk = _npx.batch_dot, _npx.topk
 argmax, argmin, argsort, sort = F.argmax, F.argmin, F.argsort, F.sort
 
 
+def Embedding(data, weight, input_dim=None, output_dim=None, dtype="float32",
+              sparse_grad=False, name=None, **kwargs):
+    """Rows of ``weight`` at the indices ``data`` (``nd.Embedding``): float indices are
+    truncated and out-of-range ones clipped, as in MXNet; see ``npx.embedding``."""
+    wshape = _onp.shape(unwrap(weight))
+    if input_dim is not None and output_dim is not None and \
+            wshape != (int(input_dim), int(output_dim)):
+        raise ValueError("nd.Embedding: the weight has shape %s, not (input_dim, output_dim) = "
+                         "(%d, %d)" % (wshape, input_dim, output_dim))
+    return _npx.embedding(data, weight)
+
+
 def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
-                num_filter=None, num_group=1, no_bias=False, **kwargs):
-    """2-D convolution of NCHW data (``nd.Convolution``); see ``npx.convolution``."""
-    return _npx.convolution(data, weight, bias, kernel=kernel, stride=stride, dilate=dilate,
-                            pad=pad, num_filter=num_filter, num_group=num_group,
-                            no_bias=no_bias)
+                num_filter=None, num_group=1, no_bias=False, layout=None, name=None,
+                **kwargs):
+    """Convolution of NCW, NCHW or NCDHW data, in ``num_group`` groups
+    (``nd.Convolution``); see ``npx.convolution``."""
+    return _npx.convolution(data, weight, None if no_bias else bias, kernel=kernel,
+                            stride=stride, dilate=dilate, pad=pad, num_filter=num_filter,
+                            num_group=num_group, no_bias=no_bias, layout=layout)
+
+
+def Deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
+                  adj=None, target_shape=None, num_filter=None, num_group=1, no_bias=True,
+                  layout=None, name=None, **kwargs):
+    """Transposed convolution of NCW, NCHW or NCDHW data (``nd.Deconvolution``; no bias
+    unless ``no_bias=False``, MXNet's default); see ``npx.deconvolution``."""
+    return _npx.deconvolution(data, weight, None if no_bias else bias, kernel=kernel,
+                              stride=stride, dilate=dilate, pad=pad, adj=adj,
+                              target_shape=target_shape, num_filter=num_filter,
+                              num_group=num_group, no_bias=no_bias, layout=layout)
 
 
 def Pooling(data, kernel=None, pool_type="max", global_pool=False, stride=None, pad=None,
-            pooling_convention="valid", count_include_pad=True, **kwargs):
-    """2-D max/avg/sum pooling (``nd.Pooling``); see ``npx.pooling``."""
+            pooling_convention="valid", count_include_pad=None, layout=None, name=None,
+            **kwargs):
+    """Max/avg/sum pooling of NCW, NCHW or NCDHW data (``nd.Pooling``); see
+    ``npx.pooling``."""
     return _npx.pooling(data, kernel=kernel, stride=stride, pad=pad, pool_type=pool_type,
                         pooling_convention=pooling_convention, global_pool=global_pool,
-                        count_include_pad=count_include_pad)
+                        count_include_pad=True if count_include_pad is None
+                        else count_include_pad, layout=layout)
 
 
 def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
@@ -289,10 +329,25 @@ def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9
                            axis=axis)
 
 
-def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
+def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False, name=None,
+              **kwargs):
     """Layer normalization (``nd.LayerNorm``); see ``npx.layer_norm``."""
     return _npx.layer_norm(data, gamma, beta, axis=axis, eps=eps,
                            output_mean_var=output_mean_var)
+
+
+def GroupNorm(data, gamma, beta, num_groups=1, eps=1e-5, output_mean_var=False, name=None,
+              **kwargs):
+    """MXNet 1.x's group normalization (``nd.GroupNorm``): the channels of NC... ``data``
+    split into ``num_groups`` groups, each normalized over its channels and positions, then
+    scaled and shifted by its group's ``gamma`` and ``beta`` (shape ``(num_groups,)``)."""
+    return _npx_more.group_norm_per_group(data, gamma, beta, num_groups=num_groups, eps=eps,
+                                  output_mean_var=output_mean_var)
+
+
+def InstanceNorm(data, gamma, beta, eps=1e-3, name=None, **kwargs):
+    """Instance normalization (``nd.InstanceNorm``); see ``npx.instance_norm``."""
+    return _npx.instance_norm(data, gamma, beta, eps=eps)
 
 
 def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):

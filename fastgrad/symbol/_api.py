@@ -157,7 +157,7 @@ def op_names():
 # (contracts the last axis of lhs with the first of rhs),
 # ``sym.flatten`` (keeps the batch axis); ``sym.split`` is MXNet's when called with
 # ``num_outputs=`` and no sections (see ``_split``).
-_MXNET_FIRST = frozenset({"concat", "flatten", "dot"})
+_MXNET_FIRST = frozenset({"concat", "flatten", "dot", "pad"})
 
 
 def resolve(attr):

@@ -31,9 +31,9 @@ import numpy as _onp
 
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as npx
+from fastgrad import _npx_more as npx_more
 from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
-from fastgrad._registry import REGISTRY as _P_REGISTRY
 from fastgrad._reshape_codes import legacy_shape
 from fastgrad import _rnn
 from fastgrad.ndarray._mxnet_names import rnn_input_names
@@ -301,72 +301,21 @@ def _fully_connected(x, p):
 def _convolution(x, p):
     data, weight = x[0], x[1]
     bias = None if p["no_bias"] else x[2]
-    if len(p["kernel"]) != 2:
-        raise NotImplementedError("Convolution: only 2-D kernels are supported, got kernel=%s"
-                                  % (p["kernel"],))
-    if p["layout"] not in (None, "NCHW"):
-        raise NotImplementedError("Convolution: only layout NCHW is supported")
-    g = p["num_group"]
-    kw = dict(kernel=p["kernel"], stride=_pairs(p["stride"]), dilate=_pairs(p["dilate"]),
-              pad=_pairs(p["pad"]))
-    if g == 1:      # the bias goes into the product, as in npx.convolution
-        return npx.convolution(data, weight, bias, num_filter=p["num_filter"],
-                               no_bias=bias is None, **kw)
-    else:
-        kw["no_bias"] = True
-        c = unwrap(data).shape[1]
-        f = unwrap(weight).shape[0]
-        if c % g or f % g:
-            raise ValueError("Convolution: %d channels and %d filters do not split into "
-                             "num_group=%d groups" % (c, f, g))
-        outs = [npx.convolution(data[:, i * (c // g):(i + 1) * (c // g)],
-                                weight[i * (f // g):(i + 1) * (f // g)], None, **kw)
-                for i in range(g)]
-        out = F.concatenate(outs, axis=1)
-    if bias is not None:
-        out = out + F.reshape(bias, (1, -1, 1, 1))
-    return out
+    return npx.convolution(data, weight, bias, kernel=p["kernel"], stride=_pairs(p["stride"]),
+                           dilate=_pairs(p["dilate"]), pad=_pairs(p["pad"]),
+                           num_filter=p["num_filter"], num_group=p["num_group"],
+                           no_bias=bias is None, layout=p["layout"])
 
 
 def _deconvolution(x, p):
     """MXNet's Deconvolution: the transpose of a convolution (its data gradient)."""
     data, weight = x[0], x[1]
     bias = None if p["no_bias"] else x[2]
-    if len(p["kernel"]) != 2:
-        raise NotImplementedError("Deconvolution: only 2-D kernels are supported, got kernel=%s"
-                                  % (p["kernel"],))
-    if p["target_shape"]:
-        raise NotImplementedError("Deconvolution: target_shape is not supported; give pad and "
-                                  "adj")
-    if p["layout"] not in (None, "NCHW"):
-        raise NotImplementedError("Deconvolution: only layout NCHW is supported")
-    stride = p["stride"] or (1, 1)
-    pad = p["pad"] or (0, 0)
-    dilate = p["dilate"] or (1, 1)
-    adj = p["adj"] or (0, 0)
-    kernel = tuple(p["kernel"])
-    h, w = unwrap(data).shape[2:]
-    out_hw = tuple((n - 1) * s - 2 * q + d * (k - 1) + 1 + a
-                   for n, s, q, d, k, a in zip((h, w), stride, pad, dilate, kernel, adj))
-    g = p["num_group"]
-    c = unwrap(data).shape[1]
-    if unwrap(weight).shape[2:] != kernel:
-        raise ValueError("Deconvolution: kernel=%s does not match the weight's shape %s"
-                         % (kernel, unwrap(weight).shape))
-    if c % g:
-        raise ValueError("Deconvolution: %d channels do not split into num_group=%d groups"
-                         % (c, g))
-    conv_t = _P_REGISTRY["conv2d_input_grad"]
-    parts = [conv_t(data[:, i * (c // g):(i + 1) * (c // g)],
-                    weight[i * (c // g):(i + 1) * (c // g)], tuple(stride), tuple(pad),
-                    tuple(dilate), out_hw) for i in range(g)]
-    out = parts[0] if g == 1 else F.concatenate(parts, axis=1)
-    if unwrap(out).shape[1] != p["num_filter"]:
-        raise ValueError("Deconvolution: num_filter=%d but the weight gives %d"
-                         % (p["num_filter"], unwrap(out).shape[1]))
-    if bias is not None:
-        out = out + F.reshape(bias, (1, -1, 1, 1))
-    return out
+    return npx.deconvolution(data, weight, bias, kernel=p["kernel"], stride=_pairs(p["stride"]),
+                             dilate=_pairs(p["dilate"]), pad=_pairs(p["pad"]),
+                             adj=_pairs(p["adj"]), target_shape=_pairs(p["target_shape"]),
+                             num_filter=p["num_filter"], num_group=p["num_group"],
+                             no_bias=bias is None, layout=p["layout"])
 
 
 def _deconv_shapes(s, p):
@@ -395,48 +344,27 @@ def _lrn(x, p):
     return x[0] / (p["knorm"] + p["alpha"] / n * total) ** p["beta"]
 
 
-def _full_pooling(data, p, cip):
-    """Pooling with ``pooling_convention='full'``: the output size rounds up, and the last
-    windows may reach past the padding (those positions do not count, as in MXNet)."""
-    kernel = tuple(p["kernel"])
-    stride = tuple(p["stride"] or (1, 1))
-    pad = tuple(p["pad"] or (0, 0))
-    hw = unwrap(data).shape[2:]
-    out = [-(-(n + 2 * q - k) // s) + 1 for n, q, k, s in zip(hw, pad, kernel, stride)]
-    extra = [max((o - 1) * s + k - (n + 2 * q), 0)
-             for o, s, k, n, q in zip(out, stride, kernel, hw, pad)]
-    widths = ((0, 0), (0, 0), (pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1]))
-    if p["pool_type"] == "max":
-        padded = F.pad(data, widths, constant_values=-_onp.inf)
-        return npx.pooling(padded, kernel=kernel, stride=stride, pool_type="max")
-    if p["pool_type"] not in ("avg", "sum"):
-        raise ValueError("Pooling: unknown pool_type %r" % (p["pool_type"],))
-    total = npx.pooling(F.pad(data, widths), kernel=kernel, stride=stride, pool_type="sum")
-    if p["pool_type"] == "sum":
-        return total
-    # Each window's divisor: its size within the padded image (count_include_pad) or its
-    # number of data elements.
-    counts = []
-    for n, q, k, s, o in zip(hw, pad, kernel, stride, out):
-        starts = _onp.arange(o) * s - q
-        lo, hi = (_onp.maximum(starts, 0), _onp.minimum(starts + k, n)) if not cip else \
-            (starts, _onp.minimum(starts + k, n + q))
-        counts.append(hi - lo)
-    divisor = _onp.outer(counts[0], counts[1]).astype(unwrap(data).dtype)
-    return total / divisor
-
-
 def _pooling(x, p):
-    if p["kernel"] and len(p["kernel"]) != 2 or (p["stride"] and len(p["stride"]) != 2):
-        raise NotImplementedError("Pooling: only 2-D pooling is supported")
     cip = True if p["count_include_pad"] is None else p["count_include_pad"]
-    if p["pooling_convention"] == "full" and not p["global_pool"]:
-        return _full_pooling(x[0], p, cip)
     return npx.pooling(x[0], kernel=p["kernel"] or None, stride=_pairs(p["stride"]),
                        pad=_pairs(p["pad"]), pool_type=p["pool_type"],
                        pooling_convention=p["pooling_convention"],
                        global_pool=p["global_pool"], count_include_pad=cip,
                        layout=p["layout"])
+
+
+def _pad(x, p):
+    width = p["pad_width"]
+    if p["mode"] not in ("constant", "edge", "reflect"):
+        raise ValueError("Pad: mode must be 'constant', 'edge' or 'reflect', got %r"
+                         % (p["mode"],))
+    nd = unwrap(x[0]).ndim
+    if len(width) != 2 * nd:
+        raise ValueError("Pad: pad_width needs two values per axis (%d), got %d"
+                         % (2 * nd, len(width)))
+    return F.pad(x[0], [width[i:i + 2] for i in range(0, len(width), 2)], mode=p["mode"],
+                 **({"constant_values": p["constant_value"]} if p["mode"] == "constant"
+                    else {}))
 
 
 def _batch_norm(x, p):
@@ -806,10 +734,20 @@ _register(LegacyOp("LeakyReLU", _leaky_inputs,
 _register(LegacyOp("LayerNorm", ["data", "gamma", "beta"],
                    {"axis": (_I, -1), "eps": (_F, 1e-5), "output_mean_var": (_B, False)},
                    lambda x, p: npx.layer_norm(x[0], x[1], x[2], axis=p["axis"], eps=p["eps"]),
-                   shape_rule=_channel_shapes("axis", 3)))
+                   total_outputs=3, shape_rule=_channel_shapes("axis", 3)))
 _register(LegacyOp("InstanceNorm", ["data", "gamma", "beta"], {"eps": (_F, 1e-3)},
                    lambda x, p: npx.instance_norm(x[0], x[1], x[2], eps=p["eps"]),
-                   shape_rule=_channel_shapes(None, 3)))
+                   total_outputs=3, shape_rule=_channel_shapes(None, 3)))
+_register(LegacyOp("GroupNorm", ["data", "gamma", "beta"],
+                   {"num_groups": (_I, 1), "eps": (_F, 1e-5), "output_mean_var": (_B, False)},
+                   lambda x, p: npx_more.group_norm_per_group(x[0], x[1], x[2],
+                                                              num_groups=p["num_groups"],
+                                                              eps=p["eps"]),
+                   total_outputs=3,
+                   shape_rule=lambda s, p: {1: (p["num_groups"],), 2: (p["num_groups"],)}))
+_register(LegacyOp("Pad", ["data"],
+                   {"mode": (_S, "constant"), "pad_width": ("shape", REQUIRED),
+                    "constant_value": (_F, 0.0)}, _pad, aliases=("pad",)))
 _register(LegacyOp("L2Normalization", ["data"], {"eps": (_F, 1e-10), "mode": (_S, "instance")},
                    lambda x, p: npx.l2_normalization(x[0], eps=p["eps"], mode=p["mode"])))
 
