@@ -10,3 +10,7 @@ from fastgrad.gluon import data  # noqa: E402,F401
 import sys as _sys  # noqa: E402
 from fastgrad import metric  # noqa: E402,F401  (mx.gluon.metric is mx.metric)
 _sys.modules[__name__ + ".metric"] = metric
+from fastgrad.gluon import parameter, block  # noqa: E402,F401
+from fastgrad.gluon.parameter import (Parameter, Constant, ParameterDict,  # noqa: E402,F401
+                                      DeferredInitializationError)
+from fastgrad.gluon.block import Block, HybridBlock  # noqa: E402,F401
