@@ -15,11 +15,14 @@ array([ 0.9, -0.9], dtype=float32)
 
 from fastgrad.optimizer import lr_scheduler
 from fastgrad.optimizer.optimizer import Optimizer, register, create
-from fastgrad.optimizer.sgd import SGD, NAG, Signum
-from fastgrad.optimizer.adam import Adam, AdamW, LAMB
-from fastgrad.optimizer.adaptive import RMSProp, AdaGrad, AdaDelta, Ftrl, FTRL
+from fastgrad.optimizer.sgd import SGD, ccSGD, NAG, Signum, SGLD, DCASGD, Test
+from fastgrad.optimizer.adam import Adam, AdamW, LAMB, Adamax, Nadam
+from fastgrad.optimizer.adaptive import RMSProp, AdaGrad, AdaDelta, Ftrl, FTRL, FTML
+from fastgrad.optimizer.large_batch import LARS, LBSGD
+from fastgrad.optimizer import contrib
 from fastgrad.optimizer.updater import Updater, get_updater
 
-__all__ = ["Optimizer", "register", "create", "SGD", "NAG", "Signum", "Adam", "AdamW", "LAMB",
-           "RMSProp", "AdaGrad", "AdaDelta", "Ftrl", "FTRL", "Updater", "get_updater",
-           "lr_scheduler"]
+__all__ = ["Optimizer", "register", "create", "SGD", "ccSGD", "NAG", "Signum", "SGLD", "DCASGD",
+           "Test", "Adam", "AdamW", "LAMB", "Adamax", "Nadam", "RMSProp", "AdaGrad", "AdaDelta",
+           "Ftrl", "FTRL", "FTML", "LARS", "LBSGD", "Updater", "get_updater", "lr_scheduler",
+           "contrib"]

@@ -1,5 +1,5 @@
 """Per-coordinate adaptive step sizes: ``RMSProp`` (plain and centered), ``AdaGrad``,
-``AdaDelta`` and ``Ftrl``."""
+``AdaDelta``, ``Ftrl`` and ``FTML``."""
 
 import numpy as _onp
 
@@ -9,7 +9,7 @@ from fastgrad._state import set_recording
 from fastgrad.optimizer.optimizer import register, Optimizer, zeros_like_weight, _check_arrays
 from fastgrad.optimizer.sgd import _each
 
-__all__ = ["RMSProp", "AdaGrad", "AdaDelta", "Ftrl", "FTRL"]
+__all__ = ["RMSProp", "AdaGrad", "AdaDelta", "Ftrl", "FTRL", "FTML"]
 
 
 @register
@@ -185,3 +185,58 @@ class Ftrl(Optimizer):
 
 
 FTRL = Ftrl
+
+
+@register
+class FTML(Optimizer):
+    """Follow the Moving Leader (MXNet's ``FTML``; Zheng & Kwok 2017), at step ``t``.
+
+    The update (MXNet's ``ftml_update`` kernel)::
+
+        g = clip(rescale_grad * grad + wd * weight)
+        v = beta2 * v + (1 - beta2) * g**2
+        d_t = (1 - beta1**t) / lr * (sqrt(v / (1 - beta2**t)) + epsilon)
+        z = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * weight
+        d = d_t
+        weight = -z / d_t
+
+    The hyper-parameters are rounded to float32 as the kernel takes them (Note [Fused
+    updates] in ``_update_ops.py``).
+    """
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        return (zeros_like_weight(weight), zeros_like_weight(weight), zeros_like_weight(weight))
+
+    @_each
+    def update(self, index, weight, grad, state):
+        _check_arrays("FTML", weight, grad)
+        op = "FTML.update"
+        w = unwrap(weight)
+        ops._check_like(op, w, "grad", grad)
+        d, v, z = (ops._check_like(op, w, "state", s) for s in state)
+        self._update_count(index)
+        lr, wd = ops._scalar(op, "lr", self._get_lr(index)), ops._scalar(op, "wd",
+                                                                         self._get_wd(index))
+        beta1, beta2 = ops._scalar(op, "beta1", self.beta1), ops._scalar(op, "beta2", self.beta2)
+        eps = ops._scalar(op, "epsilon", self.epsilon)
+        t = self._index_update_count[index]
+        prev = set_recording(False)
+        try:
+            g = ops._grad(op, weight, grad, self.rescale_grad, self._clip(), wd=wd)
+            v *= beta2
+            v += (1.0 - beta2) * g * g
+            d_t = (1.0 - beta1 ** t) / lr * (_onp.sqrt(v / (1.0 - beta2 ** t)) + eps)
+            z *= beta1
+            z += (1.0 - beta1) * g - (d_t - beta1 * d) * w
+            d[...] = d_t
+            _onp.divide(z, d_t, out=w)
+            _onp.negative(w, out=w)
+            for a in state:
+                ops._touch(a)
+            ops._touch(weight)
+        finally:
+            set_recording(prev)

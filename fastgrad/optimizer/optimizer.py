@@ -16,10 +16,12 @@ Every update runs with recording off and writes the weight and the states in pla
 [Fused updates] in ``fastgrad/_update_ops.py``).
 """
 
+import contextlib
 import warnings
 
 import numpy as _onp
 
+from fastgrad import _update_ops as ops
 from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad._state import set_recording
 
@@ -286,6 +288,36 @@ def _check_arrays(name, weight, grad):
     if not isinstance(weight, ndarray) or not isinstance(grad, ndarray):
         raise TypeError("%s.update: weight and grad must be fastgrad arrays, got %s and %s"
                         % (name, type(weight).__name__, type(grad).__name__))
+
+
+@contextlib.contextmanager
+def _writing(*arrays):
+    """Recording off while the body writes the NumPy buffers of ``arrays`` (None entries are
+    skipped); on success each is marked written (Note [Fused updates] in _update_ops.py)."""
+    prev = set_recording(False)
+    try:
+        yield
+        for a in arrays:
+            if a is not None:
+                ops._touch(a)
+    finally:
+        set_recording(prev)
+
+
+def _preprocessed_grad(optimizer, weight, grad, wd=0.0):
+    """``clip(rescale_grad * grad + wd * weight)`` as a new NumPy array, the way MXNet's
+    Python-level optimizers (Adamax, Nadam, SGLD, DCASGD, ...) compute it: the scalars in
+    double precision, clipping whenever ``clip_gradient`` is not None, to bounds rounded to
+    float32 (MXNet's ``clip`` takes them as float32)."""
+    w = unwrap(weight)
+    ops._check_like("%s.update" % type(optimizer).__name__, w, "grad", grad)
+    g = unwrap(grad) * optimizer.rescale_grad
+    if wd:
+        g += wd * w
+    if optimizer.clip_gradient is not None:
+        bound = float(_onp.float32(optimizer.clip_gradient))
+        _onp.clip(g, -bound, bound, out=g)
+    return g.astype(w.dtype, copy=False)
 
 
 register = Optimizer.register

@@ -1,10 +1,18 @@
-"""Gradient descent with momentum (``SGD``), Nesterov momentum (``NAG``) and sign descent
-(``Signum``), on the fused update ops."""
+"""Gradient descent with momentum (``SGD``, also ``ccSGD``), Nesterov momentum (``NAG``) and
+sign descent (``Signum``) on the fused update ops; Langevin dynamics (``SGLD``), delay
+compensation (``DCASGD``) and MXNet's ``Test`` optimizer."""
+
+import math
+
+import numpy as _onp
 
 from fastgrad import _update_ops as ops
-from fastgrad.optimizer.optimizer import Optimizer, register, zeros_like_weight, _check_arrays
+from fastgrad._array import unwrap, _wrap
+from fastgrad.numpy import random as _random
+from fastgrad.optimizer.optimizer import (Optimizer, register, zeros_like_weight, _check_arrays,
+                                          _writing, _preprocessed_grad)
 
-__all__ = ["SGD", "NAG", "Signum"]
+__all__ = ["SGD", "ccSGD", "NAG", "Signum", "SGLD", "DCASGD", "Test"]
 
 
 def _each(update):
@@ -119,3 +127,105 @@ class Signum(Optimizer):
         else:
             ops.signsgd_update(weight, grad, lr=lr, wd=wd, rescale_grad=self.rescale_grad,
                                clip_gradient=self._clip(), out=weight)
+
+
+@register
+class ccSGD(SGD):                                    # noqa: N801 (MXNet's name)
+    """MXNet's deprecated alias of :class:`SGD` (registered as ``'ccsgd'``)."""
+
+
+@register
+class SGLD(Optimizer):
+    """Stochastic gradient Langevin dynamics (MXNet's ``SGLD``; Welling & Teh 2011).
+
+    The update::
+
+        g = clip(rescale_grad * grad)
+        weight = weight - lr / 2 * (g + wd * weight) + normal(0, sqrt(lr))
+
+    The noise is drawn from fastgrad's global generator (``mx.random.seed`` makes it
+    reproducible; ``mx.np.random.normal`` is the same stream) by :meth:`noise`, which a
+    subclass or a test may replace.
+    """
+
+    def create_state(self, index, weight):
+        return None
+
+    def noise(self, shape, dtype, scale):
+        """Gaussian noise with mean 0 and standard deviation ``scale``."""
+        return unwrap(_random.normal(0.0, scale, size=shape, dtype=dtype))
+
+    @_each
+    def update(self, index, weight, grad, state):
+        _check_arrays("SGLD", weight, grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = unwrap(weight)
+        with _writing(weight):
+            g = _preprocessed_grad(self, weight, grad)
+            w += -lr / 2 * (g + wd * w)
+            w += _onp.asarray(self.noise(w.shape, w.dtype, math.sqrt(lr)), dtype=w.dtype)
+
+
+@register
+class DCASGD(Optimizer):
+    """Delay-compensated asynchronous SGD (MXNet's ``DCASGD``; Zheng et al. 2017).
+
+    The update, with ``previous`` the weight before the last update of this weight::
+
+        g = clip(rescale_grad * grad)
+        step = -lr * (g + wd * weight + lamda * g**2 * (weight - previous))
+        mom = momentum * mom + step                  (mom = step when momentum is 0)
+        previous = weight
+        weight = weight + mom
+
+    Note [DCASGD's momentum]: MXNet 1.9.1 tests its momentum array with ``if mom:``, which
+    raises for a weight of more than one element and takes the no-momentum branch (then fails
+    its assertion) for one whose momentum is still zero, so only ``momentum=0`` runs there.
+    This class computes the formula above for any momentum.
+    """
+
+    def __init__(self, momentum=0.0, lamda=0.04, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.weight_previous = {}
+        self.lamda = lamda
+
+    def create_state(self, index, weight):
+        mom = zeros_like_weight(weight) if self.momentum != 0.0 else None
+        return (mom, _wrap(unwrap(weight).copy(), type(weight)))
+
+    @_each
+    def update(self, index, weight, grad, state):
+        _check_arrays("DCASGD", weight, grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        mom, previous = state
+        w, prev = unwrap(weight), unwrap(previous)
+        with _writing(mom, previous, weight):
+            g = _preprocessed_grad(self, weight, grad)
+            step = -lr * (g + wd * w + self.lamda * g * g * (w - prev))
+            if mom is not None:
+                m = unwrap(mom)
+                m *= self.momentum
+                m += step
+                step = m
+            prev[...] = w
+            w += step
+
+
+@register
+class Test(Optimizer):
+    """MXNet's ``Test`` optimizer (for tests of the optimizer machinery): ``weight +=
+    rescale_grad * grad``, and the state becomes a copy of the new weight."""
+
+    def create_state(self, index, weight):
+        return zeros_like_weight(weight)
+
+    @_each
+    def update(self, index, weight, grad, state):
+        _check_arrays("Test", weight, grad)
+        w = unwrap(weight)
+        with _writing(weight, state):
+            w += ops._check_like("Test.update", w, "grad", grad) * self.rescale_grad
+            unwrap(state)[...] = w
