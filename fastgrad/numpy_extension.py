@@ -186,12 +186,14 @@ def fully_connected(x, weight, bias=None, num_hidden=None, no_bias=False, flatte
 def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
                 num_filter=None, num_group=1, workspace=None, no_bias=False, cudnn_tune=None,
                 cudnn_off=False, layout=None):
-    """2-D convolution of NCHW ``data`` with (F, C, KH, KW) ``weight`` (``npx.convolution``).
+    """Convolution of NCHW ``data`` with (F, C / num_group, KH, KW) ``weight``
+    (``npx.convolution``); NCW and NCDHW data make it 1-D and 3-D.
 
     Parameters
     ----------
-    data : ndarray, shape (N, C, H, W)
-    weight : ndarray, shape (num_filter, C, KH, KW)
+    data : ndarray, shape (N, C, H, W), (N, C, W) or (N, C, D, H, W)
+    weight : ndarray, shape (num_filter, C / num_group, KH, KW) (one kernel axis per
+        spatial axis of ``data``)
     bias : ndarray, shape (num_filter,), optional
     kernel, stride, dilate, pad : int or pair of ints
         ``kernel`` must match the weight; ``stride`` and ``dilate`` default to 1, ``pad``
@@ -208,12 +210,17 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     >>> mx.npx.convolution(x, w, kernel=(2, 2), num_filter=1, no_bias=True).shape
     (1, 1, 2, 2)
     """
-    if layout not in (None, "NCHW"):
-        raise NotImplementedError("npx.convolution: only layout='NCHW' is supported")
-    if num_group != 1:
-        raise NotImplementedError("npx.convolution: num_group > 1 is not supported")
+    if layout not in (None, "NCW", "NCHW", "NCDHW"):
+        raise NotImplementedError("npx.convolution: only layouts NCW, NCHW and NCDHW are "
+                                  "supported, got %r" % (layout,))
     wshape = _onp.shape(unwrap(weight))
     dshape = _onp.shape(unwrap(data))
+    if int(num_group) != 1:
+        if num_filter is not None and int(num_filter) != wshape[0]:
+            raise ValueError("npx.convolution: num_filter=%d but the weight has %d filters"
+                             % (num_filter, wshape[0]))
+        return _more.grouped("convolution", convolution, data, weight, bias, num_group, no_bias,
+                             kernel=kernel, stride=stride, dilate=dilate, pad=pad, no_bias=True)
     if len(dshape) in (3, 5):   # 1-D and 3-D (Note [Convolution in other dimensions])
         if num_filter is not None and int(num_filter) != wshape[0]:
             raise ValueError("npx.convolution: num_filter=%d but the weight has %d filters"
@@ -274,17 +281,29 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
 def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
             pooling_convention="valid", global_pool=False, cudnn_off=False, p_value=None,
             count_include_pad=True, layout=None):
-    """2-D max, average or sum pooling of NCHW ``data`` (``npx.pooling``).
+    """Max, average or sum pooling of NCW, NCHW or NCDHW ``data`` (``npx.pooling``).
 
     ``stride`` defaults to 1 and ``pad`` to 0, as in MXNet; ``global_pool=True`` pools over
     the whole image. Max pooling pads with ``-inf``; average pooling counts padding when
-    ``count_include_pad``.
+    ``count_include_pad``. ``pooling_convention='full'`` rounds the output length up
+    (Note [Pooling windows] in ``_npx_more.py``).
     """
-    if layout not in (None, "NCHW"):
-        raise NotImplementedError("npx.pooling: only layout='NCHW' is supported")
-    if pooling_convention != "valid":
-        raise NotImplementedError("npx.pooling: only pooling_convention='valid' is supported")
+    if layout not in (None, "NCW", "NCHW", "NCDHW"):
+        raise NotImplementedError("npx.pooling: only layouts NCW, NCHW and NCDHW are "
+                                  "supported, got %r" % (layout,))
+    if pooling_convention not in ("valid", "full"):
+        raise NotImplementedError("npx.pooling: pooling_convention must be 'valid' or 'full', "
+                                  "got %r" % (pooling_convention,))
     nd = _onp.ndim(unwrap(data))
+    if pooling_convention == "full" and not global_pool and nd in (3, 4, 5):
+        if kernel is None:
+            raise ValueError("npx.pooling: kernel is required unless global_pool=True")
+        n = nd - 2
+        return _more.pooling_by_windows(
+            data, _more._tuple("pooling", "kernel", kernel, n, None),
+            _more._tuple("pooling", "stride", stride, n, (1,) * n),
+            _more._tuple("pooling", "pad", pad, n, (0,) * n), pool_type,
+            bool(count_include_pad), ceil=True)
     if nd in (3, 5):            # 1-D and 3-D (Note [Convolution in other dimensions])
         if global_pool:
             reduce = {"max": F.max, "avg": F.mean, "sum": F.sum}.get(pool_type)
@@ -416,9 +435,15 @@ def l2_normalization(data, eps=1e-10, mode="instance"):
 
 def embedding(data, weight, input_dim=None, output_dim=None, dtype="float32",
               sparse_grad=False):
-    """Rows of ``weight`` at the integer indices ``data`` (``npx.embedding``); the gradient
-    adds up at repeated indices."""
-    return F.take(weight, data, axis=0, mode="clip")
+    """Rows of ``weight`` at the indices ``data`` (``npx.embedding``); the gradient adds up
+    at repeated indices. As in MXNet, float indices (the usual dtype of a batch) are
+    truncated and indices out of range are clipped."""
+    idx = _onp.asarray(unwrap(data))
+    if idx.dtype.kind == "f":
+        idx = idx.astype(_onp.int64)
+    elif idx.dtype.kind not in "iu":
+        raise TypeError("npx.embedding: indices must be integers or floats, got %s" % idx.dtype)
+    return F.take(weight, idx, axis=0, mode="clip")
 
 
 def pick(data, index, axis=-1, mode="clip", keepdims=False):
