@@ -23,7 +23,7 @@ functions and the helpers of ``_rules.py`` (Note [Differentiable rules]).
 import numpy as np
 
 from fastgrad import _kernels as K
-from fastgrad import _table_complex, _table_fft, _table_linalg, _table_special
+from fastgrad import _table_complex, _table_ctc, _table_fft, _table_linalg, _table_special
 
 NONDIFF = "<not differentiable>"
 
@@ -384,6 +384,6 @@ TABLE = [
 # returns its entries, which join TABLE here, so TABLE stays the one list of every op; its
 # ``HELPERS`` join the names rule formulas can use (``_bindings.numpy_namespace``). The modules
 # import only NumPy (SciPy on first use) and the state layer, never this one.
-SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special)
+SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special, _table_ctc)
 for _section in SECTIONS:
     TABLE += _section.entries(Op, NONDIFF)

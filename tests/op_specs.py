@@ -6,6 +6,7 @@ says which inputs to draw (shapes, range, or a maker for structured inputs such 
 positive-definite matrices), the parameters of each case, and the NumPy function the forward
 must equal. Adding an op to the table needs exactly one entry here.
 """
+import itertools
 import math
 
 import numpy as onp
@@ -1033,3 +1034,65 @@ COMPOSITE_SPECS["npx.rnn"] = Spec(
     call=lambda x, p, h, c: npx.rnn(x, p, h, c, mode="lstm", state_size=3, num_layers=1,
                                     bidirectional=True),
     ref=_lstm_bi_ref)
+
+
+# ---------------------------------------------------------------- CTC (Note [CTC loss])
+def _ctc_brute_force(data, label, data_lengths, label_lengths, blank_label="first"):
+    """``(loss per sample, d loss / d data)`` by enumerating every alignment path of every
+    sample: independent of the alpha-beta recursion it checks (tiny shapes only)."""
+    steps, batch, classes = data.shape
+    blank = 0 if blank_label == "first" else classes - 1
+    pad = 0 if blank_label == "first" else -1
+    y = _softmax(onp.asarray(data, dtype=onp.float64), axis=-1)
+    loss, grad = onp.zeros(batch), onp.zeros((steps, batch, classes))
+    for n in range(batch):
+        t_n = steps if data_lengths[n] < 0 else int(data_lengths[n])
+        row = [int(v) for v in label[n]]
+        l_n = int(label_lengths[n]) if label_lengths[n] >= 0 else \
+            (row.index(pad) if pad in row else len(row))
+        target = row[:l_n]
+        p, occ = 0.0, onp.zeros((t_n, classes))
+        for path in itertools.product(range(classes), repeat=t_n):
+            collapsed = [k for i, k in enumerate(path) if i == 0 or k != path[i - 1]]
+            if [k for k in collapsed if k != blank] != target:
+                continue
+            prob = onp.prod([y[t, n, k] for t, k in enumerate(path)])
+            p += prob
+            for t, k in enumerate(path):
+                occ[t, k] += prob
+        loss[n] = -onp.log(p) if p > 0 else onp.inf
+        if p > 0:
+            grad[:t_n, n] = y[:t_n, n] - occ / p
+    return loss, grad
+
+
+def _ctc_labels(rng, shape):
+    # sample 0: a repeated symbol (needs a blank between), sample 1: padded after one symbol
+    return onp.array([[1, 1, 2][:shape[1]], [2, 0, 0][:shape[1]]], dtype=onp.float64)
+
+
+def _ctc_labels_last(rng, shape):
+    return onp.array([[0, 1], [1, -1]], dtype=onp.float64)
+
+
+def _ctc_lengths(*values):
+    return lambda rng, shape: onp.array(values, dtype=onp.float64)
+
+
+_CTC_SHAPES = ((4, 2, 3), (2, 2), (2,), (2,))
+# the op's forward is the loss; ctc_loss_grad's forward is its derivative, checked exactly
+# against the enumeration; its own derivative raises (list_ops order 0), so it has no input
+# to differentiate here
+SPECS["ctc_loss"] = Spec(
+    [C(*_CTC_SHAPES, blank_label="first")],
+    make={1: _ctc_labels, 2: _ctc_lengths(4, 3), 3: _ctc_lengths(-1, -1)}, nondiff={1, 2, 3},
+    ref=lambda *a, **p: _ctc_brute_force(*a, **p)[0], order2=False)
+SPECS["ctc_loss_last_blank"] = Spec(
+    [C(*_CTC_SHAPES, blank_label="last")],
+    make={1: _ctc_labels_last, 2: _ctc_lengths(-1, 2), 3: _ctc_lengths(2, -1)},
+    nondiff={1, 2, 3}, ref=lambda *a, **p: _ctc_brute_force(*a, **p)[0],
+    call=lambda *a, **p: REGISTRY["ctc_loss"](*a, **p), order2=False)
+SPECS["ctc_loss_grad"] = Spec(
+    [C(*_CTC_SHAPES, blank_label="first")],
+    make={1: _ctc_labels, 2: _ctc_lengths(4, 3), 3: _ctc_lengths(-1, 1)},
+    nondiff={0, 1, 2, 3}, ref=lambda *a, **p: _ctc_brute_force(*a, **p)[1], order2=False)

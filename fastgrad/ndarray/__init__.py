@@ -18,6 +18,7 @@ from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  #
                                   signsgd_update, signum_update, lamb_update_phase1,
                                   lamb_update_phase2, ftrl_update)
 from fastgrad import _mxnet_slicing as _slicing
+from fastgrad._ctc import CTCLoss  # noqa: F401
 from fastgrad import _params_format
 from fastgrad.context import check_device
 
@@ -273,6 +274,7 @@ erf, erfinv, smooth_l1, log_softmax, softmin = _npx.erf, _npx.erfinv, _npx.smoot
     _npx.log_softmax, _npx.softmin
 batch_dot, topk = _npx.batch_dot, _npx.topk
 argmax, argmin, argsort, sort = F.argmax, F.argmin, F.argsort, F.sort
+ctc_loss = CTCLoss
 
 
 def Embedding(data, weight, input_dim=None, output_dim=None, dtype="float32",

@@ -32,6 +32,7 @@ import numpy as _onp
 from fastgrad import _functions as F
 from fastgrad import numpy_extension as npx
 from fastgrad import _npx_more as npx_more
+from fastgrad._ctc import ctc_loss as _ctc_loss
 from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
 from fastgrad._reshape_codes import legacy_shape
@@ -288,6 +289,14 @@ def _pairs(value):
 
 
 # ---------------------------------------------------------------- computations
+
+def _ctc(x, p):
+    rest = iter(x[2:])
+    data_lengths = next(rest) if p["use_data_lengths"] else None
+    label_lengths = next(rest) if p["use_label_lengths"] else None
+    return _ctc_loss(x[0], x[1], data_lengths, label_lengths, p["use_data_lengths"],
+                     p["use_label_lengths"], p["blank_label"], _name="sym.CTCLoss")
+
 
 def _fully_connected(x, p):
     data, weight = x[0], x[1]
@@ -858,6 +867,12 @@ _register(LegacyOp("smooth_l1", ["data"], {"scalar": (_F, 1.0)},
                    lambda x, p: npx.smooth_l1(x[0], p["scalar"])))
 _register(LegacyOp("where", ["condition", "x", "y"], {},
                    lambda x, p: F.where(_onp.asarray(unwrap(x[0])) != 0, x[1], x[2])))
+_register(LegacyOp("CTCLoss", lambda p: ["data", "label"]
+                   + (["data_lengths"] if p["use_data_lengths"] else [])
+                   + (["label_lengths"] if p["use_label_lengths"] else []),
+                   {"use_data_lengths": (_B, False), "use_label_lengths": (_B, False),
+                    "blank_label": (_S, "first")}, _ctc, total_outputs=2,
+                   aliases=("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss")))
 _register(LegacyOp("RNN", lambda p: rnn_input_names(p["mode"], p["use_sequence_length"]),
                    {"state_size": (_I, REQUIRED), "num_layers": (_I, REQUIRED),
                     "bidirectional": (_B, False), "mode": (_S, REQUIRED), "p": (_F, 0.0),
