@@ -14,3 +14,4 @@ from fastgrad.gluon import parameter, block  # noqa: E402,F401
 from fastgrad.gluon.parameter import (Parameter, Constant, ParameterDict,  # noqa: E402,F401
                                       DeferredInitializationError)
 from fastgrad.gluon.block import Block, HybridBlock  # noqa: E402,F401
+from fastgrad.gluon._symbol_block import SymbolBlock  # noqa: E402,F401

@@ -44,6 +44,7 @@ from fastgrad import numpy_extension as _npx
 from fastgrad import symbol as _symbol
 from fastgrad import initializer
 from fastgrad.symbol import name as _name
+from fastgrad.gluon import _hybrid
 from fastgrad.gluon.parameter import (Parameter, ParameterDict, DeferredInitializationError,
                                       _brief_print_list, _indent, _save)
 
@@ -766,9 +767,7 @@ class HybridBlock(Block):
             if _first_array((x,) + args) is not None:
                 raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols "
                                  "types for the input. Please check the type of the args.\n")
-            params = {k: p.var() for k, p in self._reg_params.items()}
-            with self.name_scope():
-                return self.hybrid_forward(_symbol, x, *args, **params)
+            return _hybrid.symbolic_call(self, (x,) + args)
         if _first_array((x,) + args) is None:
             raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
                              "input. Please check the type of the args.\n")
@@ -794,9 +793,14 @@ class HybridBlock(Block):
         return self.hybrid_forward(_nd, x, *args, **params)
 
     def _call_cached_op(self, *args):
-        """Run the hybridized graph (Note [Hybridized execution seam]; the hybridization
-        module replaces this; until then the block runs imperatively)."""
-        return self._imperative_call(*args)
+        """Run the hybridized graph (Note [Hybridized execution seam]; Note [Hybridize on the
+        executor] in ``_hybrid.py``)."""
+        return _hybrid.call_cached(self, args)
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (``epoch``), loadable by
+        ``SymbolBlock.imports`` here and in MXNet; hybridize and call the block first."""
+        return _hybrid.export(self, path, epoch, remove_amp_cast)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, written with ``F`` (``mx.nd`` or ``mx.sym``): override it."""

@@ -1,0 +1,614 @@
+"""``HybridBlock.hybridize``: a block traced into a Symbol and run on fastgrad's Executor.
+
+Note [Hybridize on the executor]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A hybridized block keeps a :class:`CachedGraph`. At a call it computes the *signature* of its
+inputs: training mode (``autograd.is_training()``) and, per flattened input, its shape and
+dtype or ``None``. The first call with a signature *traces* the block: ``hybrid_forward`` is
+called with ``F = fastgrad.sym``, a ``sym.var('data')`` (``data0``, ``data1``, ... for several
+inputs) per input and a variable per Parameter, as MXNet 1.x does; child blocks called on
+Symbols trace themselves the same way (``symbolic_call``). The Symbol is bound to an
+:class:`~fastgrad.executor.Executor` and every later call with that signature only runs its
+plan. A call with a new signature traces again.
+
+The executor reads its arguments from its list of argument arrays at each forward (Note
+[Executor plan] in ``_plan.pyx``), so a call puts the caller's input arrays and each
+Parameter's current ``data()`` array into that list: nothing is copied in, and a Trainer
+step, ``set_data`` or ``load_parameters`` is seen by the next call. ``BatchNorm``'s moving
+statistics are the executor's auxiliary states and are the Parameters' own arrays, which the
+operator updates in place in a training forward, exactly as imperatively. The outputs are
+copied out of the executor (it reuses its output arrays; a caller keeps each call's own).
+
+Recording. Inside ``autograd.record()`` the call records ONE node on the tape (``_HybridOp``)
+whose inputs are the block's input arrays and its Parameters' arrays. Its backward runs the
+executor's backward replay with the head gradients and hands the gradients of the inputs and
+Parameters to the engine, which writes each Parameter's ``.grad()`` with its ``grad_req``
+(``'write'``/``'add'``; ``'null'`` Parameters are bound without a gradient). The executor's
+replay is the tape's (Note [Backward replay]), and the plan runs the primitives a recorded
+program runs: MXNet 1.x operators that the executor would replace by their primitives only
+from its second forward (Note [Composite expansion] in ``symbol/_expand.py``) are expanded
+before the first real call, by one warm-up forward in predict mode on the call's own values
+(skipped when the graph draws random numbers, which a warm-up would consume). So outputs
+and gradients equal the imperative path's bit for bit.
+
+An executor holds the values of its last forward until its backward; a block called twice
+in one recording (a shared layer) needs both forwards' values. So executors live in a pool
+per signature and per set of inputs that want gradients: a recorded call takes one out, and
+its node gives it back when the backward pass releases the node (or the node is garbage
+collected); calls outside ``record()`` bind without gradients and give theirs back at once.
+
+What cannot be traced. Python code in ``hybrid_forward`` that needs values (``if x.sum() >
+0``, ``x.asnumpy()``, ``float(x)``, ``x.shape``) fails on a Symbol; the error is raised again
+naming the block (``TraceError``), as MXNet fails. A 2.x block (``forward(self, x)`` on
+``mx.np`` arrays, no ``hybrid_forward``) is not traced: recording it on the tape and turning
+the tape into a Symbol would bake a dropout mask, or the branch a value took, into the graph
+as constants, silently. Such a block (or a parent containing one) runs imperatively after a
+one-time warning naming it. A block whose Parameters are still waiting for their shapes
+(deferred initialisation) runs its first call imperatively, which finishes the
+initialisation, and is traced from the next call on.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+
+from fastgrad import symbol as _sym
+from fastgrad.ndarray import save as _nd_save
+from fastgrad._array import ndarray, unwrap, _wrap, history, record_custom
+from fastgrad._state import is_recording, is_training
+from fastgrad.base import MXNetError, NotImplementedForSymbol
+from fastgrad.executor import Executor
+from fastgrad.symbol import name as _sym_name
+from fastgrad.symbol._graph import Symbol, topo_nodes
+from fastgrad.symbol._expand import expand, traced_symbol
+from fastgrad.symbol._ops import VARIABLE
+
+
+class TraceError(MXNetError, TypeError):
+    """A ``hybrid_forward`` that cannot run on Symbols (it needs values), naming the block."""
+
+
+class _Untraceable(Exception):
+    """A block in the graph has no ``hybrid_forward`` (a 2.x block): run imperatively."""
+
+    def __init__(self, block):
+        super().__init__(block)
+        self.block = block
+
+
+def describe(block):
+    """``'dense0 (Dense)'``: how errors name a block."""
+    name = getattr(block, "name", None) or getattr(block, "_name", None) or "?"
+    return "%s (%s)" % (name, type(block).__name__)
+
+
+# ---------------------------------------------------------------- nested inputs and outputs
+
+def flatten(args, what):
+    """``args`` (arrays, Symbols, ``None`` and nested lists/tuples of them) as a flat list
+    and the format ``regroup`` rebuilds it from (as MXNet's ``_flatten``)."""
+    if args is None or isinstance(args, (ndarray, Symbol)):
+        return [args], 0
+    if isinstance(args, (list, tuple)):
+        flat, fmts = [], []
+        for a in args:
+            f, fmt = flatten(a, what)
+            flat.extend(f)
+            fmts.append(fmt)
+        return flat, (type(args), tuple(fmts))
+    raise TypeError("HybridBlock %s must be (nested) lists of arrays, Symbols or None, not %s"
+                    % (what, type(args).__name__))
+
+
+def regroup(flat, fmt):
+    """The nested structure ``fmt`` (from ``flatten``) rebuilt from the items of ``flat``."""
+    def build(pos, fmt):
+        if fmt == 0:
+            return flat[pos], pos + 1
+        kind, fmts = fmt
+        items = []
+        for f in fmts:
+            item, pos = build(pos, f)
+            items.append(item)
+        return kind(items), pos
+    return build(0, fmt)[0]
+
+
+# ---------------------------------------------------------------- tracing
+
+_state = threading.local()
+
+
+class _TraceScope:
+    """The trace in progress: one variable per Parameter, named by the traced block's
+    ``collect_params()`` keys (``dense0_weight`` in 1.x, ``0.weight`` in 2.x)."""
+
+    def __init__(self, block):
+        self.names = {}
+        for key, p in _collected(block).items():
+            self.names.setdefault(id(p), key)
+        self.vars = {}          # id(param) -> (Symbol, Parameter)
+        self.used = set()
+        self.by_name = {}       # variable name -> Parameter
+
+    def adopt(self, name, param):
+        """A Parameter that a composed Symbol already names ``name`` (``SymbolBlock``)."""
+        hit = self.by_name.get(name)
+        if hit is not None and hit is not param:
+            raise ValueError("hybridize: two Parameters are both named %r in the traced graph"
+                             % name)
+        self.by_name[name] = param
+        self.used.add(name)
+
+    def var(self, param):
+        hit = self.vars.get(id(param))
+        if hit is not None:
+            return hit[0]
+        name = self.names.get(id(param)) or getattr(param, "name", "param")
+        if name == getattr(param, "name", None) and name not in self.used and \
+                hasattr(param, "var"):
+            v = param.var()           # with MXNet's attributes (__shape__, __lr_mult__...)
+            self.used.add(name)
+            self.vars[id(param)] = (v, param)
+            self.by_name[name] = param
+            return v
+        base, k = name, 1
+        while name in self.used:
+            name = "%s_%d" % (base, k)
+            k += 1
+        self.used.add(name)
+        attrs = {}
+        shape = getattr(param, "shape", None)
+        if shape is not None and all(int(d) > 0 for d in shape):
+            attrs["shape"] = tuple(int(d) for d in shape)
+        dtype = getattr(param, "dtype", None)
+        if dtype is not None:
+            attrs["dtype"] = np.dtype(dtype)
+        v = _sym.var(name, **attrs)
+        self.vars[id(param)] = (v, param)
+        self.by_name[name] = param
+        return v
+
+    def __enter__(self):
+        self.saved = getattr(_state, "scope", None)
+        _state.scope = self
+        return self
+
+    def __exit__(self, *exc):
+        _state.scope = self.saved
+        return False
+
+
+def _collected(block):
+    return dict(block.collect_params().items())
+
+
+def own_params(block):
+    """The Parameters ``hybrid_forward`` receives as keyword arguments, by attribute name."""
+    return dict(getattr(block, "_reg_params", {}))
+
+
+def is_1x(block):
+    """Whether ``block`` computes in ``hybrid_forward(F, ...)`` (MXNet 1.x style)."""
+    np_style = getattr(block, "_is_np_style", None)
+    if np_style is not None:
+        return not np_style()
+    return callable(getattr(block, "hybrid_forward", None))
+
+
+def _value_dependent(exc):
+    if isinstance(exc, NotImplementedForSymbol):
+        return True
+    text = str(exc)
+    return isinstance(exc, (AttributeError, TypeError)) and "Symbol" in text
+
+
+def current_scope():
+    """The trace in progress in this thread, or ``None``."""
+    return getattr(_state, "scope", None)
+
+
+def symbolic_call(block, args):
+    """``block.hybrid_forward(mx.sym, *args, **param_vars)`` for Symbol ``args`` (a traced
+    call, or a block used while building a Symbol by hand)."""
+    if not is_1x(block):
+        if getattr(_state, "scope", None) is not None:
+            raise _Untraceable(block)
+        raise TypeError("HybridBlock %s was called on Symbols but defines forward(), not "
+                        "hybrid_forward(F, ...): only 1.x blocks can build Symbols"
+                        % describe(block))
+    scope = getattr(_state, "scope", None)
+    if scope is None:
+        with _TraceScope(block) as scope:
+            return _symbolic(block, scope, args)
+    return _symbolic(block, scope, args)
+
+
+def _symbolic(block, scope, args):
+    params = {k: scope.var(p) for k, p in own_params(block).items()}
+    scope_of = getattr(block, "name_scope", None)
+    manager = scope_of() if scope_of is not None else _sym_name.NameManager()
+    try:
+        with manager:
+            return block.hybrid_forward(_sym, *args, **params)
+    except TraceError:
+        raise
+    except _Untraceable:
+        raise
+    except Exception as exc:
+        if not _value_dependent(exc):
+            raise
+        raise TraceError(
+            "HybridBlock %s: hybridize traces hybrid_forward with F=mx.sym and Symbol inputs, "
+            "which have no values, and it failed with %s: %s. Python control flow or reads "
+            "that depend on values or shapes (if x.sum() > 0, x.asnumpy(), float(x), x.shape) "
+            "cannot be hybridized: use F operators (F.where, F.contrib.cond), or do not "
+            "hybridize this block" % (describe(block), type(exc).__name__, exc)) from exc
+
+
+class _Traced:
+    """One traced signature: the Symbol, where each of its arguments comes from, and its
+    executors (by the tuple of arguments that want a gradient)."""
+
+    __slots__ = ("symbol", "arg_sources", "aux_params", "out_fmt", "n_inputs", "pools",
+                 "expanded", "arg_names", "aux_names", "random")
+
+    def __init__(self, symbol, arg_sources, aux_params, out_fmt, n_inputs):
+        self.symbol = symbol
+        self.arg_names = symbol.list_arguments()
+        self.aux_names = symbol.list_auxiliary_states()
+        self.arg_sources = arg_sources      # per argument: int (input index) or a Parameter
+        self.aux_params = aux_params        # per auxiliary state: its Parameter
+        self.out_fmt = out_fmt
+        self.n_inputs = n_inputs
+        self.pools = {}
+        self.expanded = None
+        self.random = any(_is_random(n.op) for n in topo_nodes(symbol._entries))
+
+
+_RANDOM_WORDS = ("random", "sample", "shuffle", "bernoulli", "multinomial", "Dropout",
+                 "dropout")
+
+
+def _is_random(op):
+    return isinstance(op, str) and any(w in op for w in _RANDOM_WORDS)
+
+
+def trace_block(block, flat_inputs, in_fmt):
+    """Trace ``block`` for the flattened inputs (arrays or ``None``): a ``_Traced``."""
+    real = [a for a in flat_inputs if a is not None]
+    if not real:
+        raise ValueError("HybridBlock %s: every input is None; hybridize needs at least one "
+                         "array input" % describe(block))
+    names = ["data"] if len(real) == 1 else ["data%d" % i for i in range(len(real))]
+    sym_flat, k = [], 0
+    for a in flat_inputs:
+        if a is None:
+            sym_flat.append(None)
+        else:
+            sym_flat.append(_sym.var(names[k]))
+            k += 1
+    with _TraceScope(block) as scope:
+        scope.used.update(names)
+        out = symbolic_call(block, regroup(sym_flat, in_fmt))
+    out_flat, out_fmt = flatten(out, "output")
+    if not out_flat or not all(isinstance(o, Symbol) for o in out_flat):
+        raise TypeError("HybridBlock %s: hybrid_forward must return Symbols when traced "
+                        "(got %s)" % (describe(block), [type(o).__name__ for o in out_flat]))
+    symbol = _sym.Group(out_flat) if len(out_flat) > 1 else out_flat[0]
+    return _bind_sources(block, symbol, names, scope.by_name, out_fmt)
+
+
+def _bind_sources(block, symbol, input_names, params_by_name, out_fmt):
+    index = {n: i for i, n in enumerate(input_names)}
+    sources = []
+    for n in symbol.list_arguments():
+        if n in index:
+            sources.append(index[n])
+        elif n in params_by_name:
+            sources.append(params_by_name[n])
+        else:
+            raise ValueError("HybridBlock %s: the graph has an argument %r that is neither an "
+                             "input (%s) nor a Parameter" % (describe(block), n, input_names))
+    aux = []
+    for n in symbol.list_auxiliary_states():
+        if n not in params_by_name:
+            raise ValueError("HybridBlock %s: the graph has an auxiliary state %r that is not "
+                             "a Parameter" % (describe(block), n))
+        aux.append(params_by_name[n])
+    return _Traced(symbol, sources, aux, out_fmt, len(input_names))
+
+
+# ---------------------------------------------------------------- running
+
+def _param_array(block, param):
+    return param.data()
+
+
+class _HybridOp:
+    """The op of the one tape node a recorded hybridized call makes (Note [Hybridize on the
+    executor]): its backward is the executor's backward replay."""
+
+    __slots__ = ("name", "ex", "pool", "grad_of", "out_shapes", "out_dtypes", "in_shapes",
+                 "in_dtypes", "is_train", "block", "__weakref__")
+
+    def __init__(self, block, ex, pool, grad_of, inputs, outputs, is_train):
+        self.block = describe(block)
+        self.name = "HybridBlock %s" % self.block
+        self.ex = ex
+        self.pool = pool
+        self.grad_of = grad_of          # per node input: its argument index, or -1
+        self.in_shapes = [a.shape for a in inputs]
+        self.in_dtypes = [a.dtype for a in inputs]
+        self.out_shapes = [o.shape for o in outputs]
+        self.out_dtypes = [o.dtype for o in outputs]
+        self.is_train = is_train
+
+    def node_backward(self, node, g, needs, create_graph):
+        ex = self.ex
+        if ex is None:
+            raise RuntimeError("%s: this call's graph was already freed by an earlier backward "
+                               "pass; pass retain_graph=True to differentiate it again"
+                               % self.name)
+        if create_graph:
+            raise NotImplementedError(
+                "%s: a hybridized block is differentiated by its executor, once; "
+                "create_graph=True (higher-order gradients) needs the block run imperatively "
+                "(call hybridize(False))" % self.name)
+        n_out = len(self.out_shapes)
+        gs = list(g) if n_out > 1 else [g]
+        heads = []
+        for k in range(n_out):
+            gk = gs[k]
+            if gk is None:
+                heads.append(np.zeros(self.out_shapes[k], self.out_dtypes[k]))
+                continue
+            gk = np.asarray(unwrap(gk))
+            if gk.dtype != self.out_dtypes[k]:
+                gk = gk.astype(self.out_dtypes[k])
+            heads.append(gk)
+        ex._plan.backward(heads, self.is_train)
+        grads = ex._grads
+        return tuple(None if k < 0 or grads[k] is None else unwrap(grads[k])
+                     for k in self.grad_of)
+
+    def release(self):
+        ex, self.ex = self.ex, None
+        if ex is not None:
+            self.pool.append(ex)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:       # interpreter shutdown
+            pass
+
+
+class CachedGraph:
+    """A hybridized block's traced graphs and executors (Note [Hybridize on the executor])."""
+
+    def __init__(self, block, static_alloc=False, static_shape=False):
+        self.block = block
+        self.static_alloc = static_alloc
+        self.static_shape = static_shape
+        self.graphs = {}
+        self.last = None            # the last _Traced (export, infer_shape)
+        self.imperative = None      # the reason the block runs imperatively, once known
+        self._lock = threading.Lock()
+
+    # The graph of a signature; None means "run imperatively".
+    def _graph(self, key, flat, fmt):
+        traced = self.graphs.get(key)
+        if traced is not None:
+            return traced
+        try:
+            traced = self.trace(flat, fmt)
+        except _Untraceable as exc:
+            self.imperative = exc.block
+            warnings.warn(
+                "HybridBlock %s: hybridize() runs this block imperatively: %s defines "
+                "forward() on arrays instead of hybrid_forward(F, ...), and fastgrad traces "
+                "only hybrid_forward (a recorded trace of forward() could bake random masks "
+                "or value-dependent branches into the graph)"
+                % (describe(self.block), "it" if exc.block is self.block
+                   else "its child %s" % describe(exc.block)), stacklevel=4)
+            return None
+        self.graphs[key] = traced
+        self.last = traced
+        return traced
+
+    def trace(self, flat, fmt):
+        """The ``_Traced`` graph of the block for these flattened inputs."""
+        return trace_block(self.block, flat, fmt)
+
+    def params_ready(self):
+        """Whether every Parameter has its data (not waiting for deferred initialisation)."""
+        for p in _collected(self.block).values():
+            if getattr(p, "_data", 1) is None:
+                return False
+        return True
+
+    def __call__(self, args, imperative):
+        """Run the block on ``args`` (a tuple); ``imperative()`` runs it without the graph."""
+        if self.imperative is not None:
+            return imperative()
+        flat, fmt = flatten(list(args), "input")
+        training = bool(is_training())
+        key = [training, fmt]
+        for a in flat:
+            if a is None:
+                key.append(None)
+            elif isinstance(a, ndarray):
+                key.append((a.shape, a.dtype.str, type(a)))
+            else:
+                raise TypeError("HybridBlock %s: a hybridized block takes arrays (or None), "
+                                "got a %s" % (describe(self.block), type(a).__name__))
+        key = tuple(key)
+        traced = self.graphs.get(key)
+        if traced is None:
+            if not self.params_ready():
+                return imperative()         # finishes deferred initialisation
+            traced = self._graph(key, flat, fmt)
+            if traced is None:
+                return imperative()
+        return self.run(traced, [a for a in flat if a is not None], training)
+
+    def run(self, traced, inputs, training):
+        block = self.block
+        if len(inputs) != traced.n_inputs:
+            raise ValueError("HybridBlock %s: expected %d inputs, got %d"
+                             % (describe(block), traced.n_inputs, len(inputs)))
+        sources = traced.arg_sources
+        arg_arrays = []
+        for src in sources:
+            arg_arrays.append(inputs[src] if type(src) is int else _param_array(block, src))
+        aux_arrays = [_param_array(block, p) for p in traced.aux_params]
+        recording = is_recording()
+        if recording:
+            wants = []
+            for src, a in zip(sources, arg_arrays):
+                if type(src) is int:
+                    wants.append(history(a)[0] is not None and a.dtype.kind in "fc")
+                else:
+                    wants.append(src.grad_req != "null" and history(a)[0] is not None)
+            wants = tuple(wants)
+            if not any(wants):
+                recording = False
+        if not recording:
+            wants = (False,) * len(sources)
+        pool = traced.pools.setdefault(wants, [])
+        ex = pool.pop() if pool else self._bind(traced, wants, arg_arrays, aux_arrays)
+        try:
+            self._load(ex, traced, arg_arrays, aux_arrays)
+            ex.forward(is_train=training)
+            cls = type(inputs[0])
+            outs = [_wrap(np.array(unwrap(o)), cls) for o in ex.outputs]
+        except BaseException:
+            pool.append(ex)
+            raise
+        if recording:
+            node_inputs = list(inputs) + [a for a, src in zip(arg_arrays, sources)
+                                          if type(src) is not int]
+            grad_of = [-1] * len(node_inputs)
+            j = len(inputs)
+            for k, src in enumerate(sources):
+                if type(src) is int:
+                    if wants[k]:
+                        grad_of[src] = k
+                else:
+                    if wants[k]:
+                        grad_of[j] = k
+                    j += 1
+            op = _HybridOp(block, ex, pool, grad_of, node_inputs, outs, training)
+            outs = tuple(outs)
+            recorded = record_custom(op, tuple(node_inputs), outs)
+            if recorded is outs:
+                op.release()            # nothing was linked: no node holds the executor
+            outs = list(recorded)
+        else:
+            pool.append(ex)
+        out = regroup(outs, traced.out_fmt)
+        return out
+
+    def _load(self, ex, traced, arg_arrays, aux_arrays):
+        """Point the executor's argument list at this call's arrays (no copy)."""
+        bound = ex._args
+        for k, a in enumerate(arg_arrays):
+            old = bound[k]
+            if a.shape != old.shape or a.dtype != old.dtype:
+                self._mismatch(traced, k, a, old)
+            bound[k] = a
+        n = len(arg_arrays)
+        for k, a in enumerate(aux_arrays):
+            old = bound[n + k]
+            if a.shape != old.shape or a.dtype != old.dtype:
+                self._mismatch(traced, n + k, a, old)
+            bound[n + k] = a
+
+    def _mismatch(self, traced, k, a, old):
+        names = traced.arg_names + traced.aux_names
+        # A Parameter changed shape or dtype since the trace (cast, re-initialised): trace
+        # again at the next call.
+        self.graphs.clear()
+        raise ValueError("HybridBlock %s: %r has shape %s and dtype %s but the graph was traced "
+                         "with shape %s and dtype %s (call the block again to trace it anew)"
+                         % (describe(self.block), names[k], a.shape, a.dtype, old.shape,
+                            old.dtype))
+
+    def _bind(self, traced, wants, arg_arrays, aux_arrays):
+        """A new executor for ``traced`` with gradients for the arguments ``wants`` names."""
+        symbol = traced.expanded
+        if symbol is None:
+            symbol = traced.expanded = self._expand(traced, arg_arrays, aux_arrays)
+        names = traced.arg_names
+        try:
+            ex = Executor(symbol, None, dict(zip(names, arg_arrays)),
+                          grad_req=["write" if w else "null" for w in wants],
+                          aux_states=dict(zip(traced.aux_names, aux_arrays)))
+        except (ValueError, TypeError) as exc:
+            raise type(exc)("HybridBlock %s: %s" % (describe(self.block), exc)) from exc
+        return ex
+
+    def _expand(self, traced, arg_arrays, aux_arrays):
+        """The traced Symbol with the composites the executor would expand at its second
+        forward already expanded (Note [Hybridize on the executor]): one warm-up forward in
+        predict mode, with no gradients and the auxiliary states copied."""
+        if traced.random:
+            return traced.symbol
+        try:
+            warm = Executor(traced.symbol, None, dict(zip(traced.arg_names, arg_arrays)),
+                            grad_req="null",
+                            aux_states=dict(zip(traced.aux_names, aux_arrays)))
+        except (ValueError, TypeError) as exc:
+            raise type(exc)("HybridBlock %s: %s" % (describe(self.block), exc)) from exc
+        bound = warm._args
+        for k, a in enumerate(arg_arrays):
+            bound[k] = a                    # no copies; auxiliary states stay copies
+        warm.forward(is_train=False)
+        traces = warm._plan.take_traces()
+        if not traces:
+            return traced.symbol
+        subs = {}
+        for node_id, (ins, outs) in traces.items():
+            sub = traced_symbol(ins, outs)
+            if sub is not None:
+                subs[node_id] = sub
+        return expand(traced.symbol, subs) if subs else traced.symbol
+
+
+# ---------------------------------------------------------------- the block's entry points
+
+def call_cached(block, args):
+    """Run the hybridized ``block`` on ``args`` (``HybridBlock._call_cached_op``)."""
+    graph = block._cached_op
+    if not isinstance(graph, CachedGraph):
+        graph = block._cached_op = CachedGraph(block)
+    return graph(args, lambda: block._imperative_call(*args))
+
+
+def export(block, path, epoch=0, remove_amp_cast=True):
+    """Write ``path-symbol.json`` and ``path-%04d.params`` (``HybridBlock.export``): the
+    last traced graph in MXNet's JSON and its Parameters as ``arg:``/``aux:`` entries in
+    MXNet's binary format, as MXNet 1.9.1 writes them (``SymbolBlock.imports`` reads both).
+    """
+    graph = getattr(block, "_cached_op", None)
+    traced = graph.last if isinstance(graph, CachedGraph) else None
+    if traced is None:
+        if isinstance(graph, CachedGraph) and graph.imperative is not None:
+            raise RuntimeError("HybridBlock %s cannot be exported: it runs imperatively "
+                               "because %s defines forward() instead of hybrid_forward(F, ...)"
+                               % (describe(block), describe(graph.imperative)))
+        raise RuntimeError("Please first call block.hybridize() and then run forward with "
+                           "this block at least once before calling export.")
+    symbol = traced.symbol
+    symbol.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
+    arrays = {}
+    for name, src in zip(traced.arg_names, traced.arg_sources):
+        if type(src) is not int:
+            arrays["arg:%s" % name] = src._reduce()
+    for name, param in zip(traced.aux_names, traced.aux_params):
+        arrays["aux:%s" % name] = param._reduce()
+    params_file = "%s-%04d.params" % (path, epoch)
+    _nd_save(params_file, arrays)
+    return symbol, params_file
