@@ -15,3 +15,4 @@ from fastgrad.gluon.parameter import (Parameter, Constant, ParameterDict,  # noq
                                       DeferredInitializationError)
 from fastgrad.gluon.block import Block, HybridBlock  # noqa: E402,F401
 from fastgrad.gluon._symbol_block import SymbolBlock  # noqa: E402,F401
+from fastgrad.gluon import loss  # noqa: E402,F401
