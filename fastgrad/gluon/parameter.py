@@ -152,7 +152,7 @@ class Parameter:
                  differentiable=True, stype="default", grad_stype="default"):
         for what, value in (("stype", stype), ("grad_stype", grad_stype)):
             if value not in _STYPES:
-                raise ValueError("%s for Parameter '%s' must be one of 'default', 'row_sparse', "
+                raise AssertionError("%s for Parameter '%s' must be one of 'default', 'row_sparse', "
                                  "or 'csr', but got '%s'" % (what, name, value))
             if value != "default":
                 raise ValueError("Parameter '%s': %s=%r is not supported; fastgrad's arrays are "
@@ -188,7 +188,7 @@ class Parameter:
     @grad_req.setter
     def grad_req(self, req):
         if req not in _GRAD_REQS:
-            raise ValueError("Parameter '%s': grad_req must be one of 'write', 'add', or "
+            raise AssertionError("Parameter '%s': grad_req must be one of 'write', 'add', or "
                              "'null', but got '%s'" % (self.name, req))
         if not self._differentiable:
             req = "null"
@@ -513,8 +513,8 @@ class Constant(Parameter):
         if not isinstance(value, (_nd.NDArray, _mx_np.ndarray)):
             value = _nd.array(value)
         self.value = value
-        super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype,
-                         init=_ConstantInit(value))
+        super().__init__(name, grad_req="null", shape=value.shape,
+                         dtype=_onp.dtype(value.dtype).type, init=_ConstantInit(value))
 
     def __repr__(self):
         return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape, self.dtype)
