@@ -16,3 +16,6 @@ from fastgrad.gluon.parameter import (Parameter, Constant, ParameterDict,  # noq
 from fastgrad.gluon.block import Block, HybridBlock  # noqa: E402,F401
 from fastgrad.gluon._symbol_block import SymbolBlock  # noqa: E402,F401
 from fastgrad.gluon import loss  # noqa: E402,F401
+from fastgrad.gluon import nn  # noqa: E402,F401
+from fastgrad.gluon import utils  # noqa: E402,F401
+from fastgrad.gluon.trainer import Trainer  # noqa: E402,F401
