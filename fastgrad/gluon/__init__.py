@@ -19,5 +19,3 @@ from fastgrad.gluon import loss  # noqa: E402,F401
 from fastgrad.gluon import nn  # noqa: E402,F401
 from fastgrad.gluon import utils  # noqa: E402,F401
 from fastgrad.gluon.trainer import Trainer  # noqa: E402,F401
-from fastgrad.gluon import utils  # noqa: E402,F401
-from fastgrad.gluon.trainer import Trainer  # noqa: E402,F401
