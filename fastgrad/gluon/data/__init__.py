@@ -5,3 +5,4 @@ from fastgrad.gluon.data.dataset import *  # noqa: F401,F403
 from fastgrad.gluon.data.sampler import *  # noqa: F401,F403
 from fastgrad.gluon.data.dataloader import *  # noqa: F401,F403
 from fastgrad.gluon.data import dataset, sampler, dataloader  # noqa: F401
+from fastgrad.gluon.data import vision  # noqa: F401

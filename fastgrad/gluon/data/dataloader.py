@@ -45,14 +45,13 @@ from fastgrad._array import ndarray as _array_type, _wrap, unwrap
 from fastgrad.ndarray import NDArray
 from fastgrad.gluon.data import sampler as _sampler
 
-__all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
+__all__ = ["DataLoader"]
 
 
 def _np_arrays_requested():
     """Whether Gluon should make ``mx.np`` arrays (``npx.set_np()`` is in effect) rather than
     MXNet 1.x's ``mx.nd.NDArray``."""
-    requested = getattr(_npx, "is_np_array_requested", None)
-    return bool(requested()) if requested is not None else False
+    return _npx.is_np_array_requested()
 
 
 def _batch_array_type():
@@ -169,7 +168,7 @@ def _process_worker_init(dataset, batchify_fn, np_arrays, parent_pid):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_state["dataset"] = dataset
     _worker_state["batchify_fn"] = batchify_fn
-    if np_arrays and hasattr(_npx, "is_np_array_requested"):
+    if np_arrays:
         _npx.set_np()
 
 
