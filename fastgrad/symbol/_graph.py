@@ -448,7 +448,10 @@ def infer(entries, shapes, dtypes, partial=False):
             shape = shapes.get(node.name, node.attrs.get("shape"))
             dtype = dtypes.get(node.name, node.attrs.get("dtype")) or np.float32
             # An unknown shape may still be inferred from its consumer (an MXNet operator's
-            # weight); it is an error only when a node needs it.
+            # weight); it is an error only when a node needs it. A declared dimension 0 is
+            # unknown, as in MXNet 1.x (a Gluon Parameter waiting for its input size).
+            if node.name not in shapes and shape is not None and 0 in tuple(shape):
+                shape = None
             info[(node.id, 0)] = (None if shape is None else tuple(shape), np.dtype(dtype))
             continue
         if node.op == CONSTANT:
