@@ -19,3 +19,4 @@ from fastgrad.gluon import loss  # noqa: E402,F401
 from fastgrad.gluon import nn  # noqa: E402,F401
 from fastgrad.gluon import utils  # noqa: E402,F401
 from fastgrad.gluon.trainer import Trainer  # noqa: E402,F401
+from fastgrad.gluon import rnn  # noqa: E402,F401
