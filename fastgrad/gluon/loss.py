@@ -460,7 +460,9 @@ class PoissonNLLLoss(Loss):
             t = F.maximum(target, 1.0)
             loss = loss + (t * F.log(t) - t + 0.5 * F.log(2 * math.pi * t)) * above
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return F.mean(loss)
+        # the mean of every element, shape (1,) in both namespaces (sym.mean(x) is NumPy's
+        # full reduction, of shape ())
+        return F.mean(loss.reshape((1, -1)), axis=1)
 
 
 class CosineEmbeddingLoss(Loss):
