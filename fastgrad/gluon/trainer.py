@@ -30,6 +30,7 @@ already updated the weights): here the error comes first and changes nothing, an
 ``ignore_stale_grad`` keeps it out of the store's update.
 """
 
+import numbers
 import os
 
 from fastgrad import kvstore as _kvstore
@@ -388,11 +389,8 @@ class Trainer:
 
 def _batch(batch_size, method):
     """``batch_size`` as a positive number, or a ValueError naming the method."""
-    try:
-        value = float(batch_size)
-    except (TypeError, ValueError):
-        value = None
-    if isinstance(batch_size, bool) or value is None or not value > 0:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Real) \
+            or not batch_size > 0:
         raise ValueError("Trainer.%s: batch_size must be a positive number, got %r"
                          % (method, batch_size))
     return batch_size

@@ -136,15 +136,16 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
         else max_norm / (total + 1e-8)
     prev = set_recording(False)
     try:
-        for a in arrays:
-            a *= float(scale)
+        with _onp.errstate(invalid="ignore"):     # inf * 0: warned about above
+            for a in arrays:
+                a *= float(scale)
     finally:
         set_recording(prev)
     if check_isfinite:
         return total
     first = arrays[0]
     result = _nd.array([total], dtype=first.dtype)
-    return result.as_np_ndarray() if isinstance(first, _mx_np.ndarray) else result
+    return result if isinstance(first, _nd.NDArray) else result.as_np_ndarray()
 
 
 def check_sha1(filename, sha1_hash):
@@ -173,7 +174,8 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
     """Download ``url`` to ``path`` (a file, or a directory to put it in; by default the
     current directory, named after the URL) and return the file's path.
 
-    An existing file is kept unless ``overwrite`` or its SHA-1 differs from ``sha1_hash``.
+    An existing file is kept unless ``overwrite`` or its SHA-1 differs from ``sha1_hash``; a
+    downloaded file whose SHA-1 differs raises MXNet's UserWarning (and is not kept).
     Without network access (as on many build machines) the download fails after ``retries``
     attempts with a RuntimeError naming the URL and the path to put the file at by hand.
     """
