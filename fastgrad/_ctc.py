@@ -1,5 +1,5 @@
-"""MXNet's CTC loss operator with its arguments: ``npx.ctc_loss``, ``nd.CTCLoss`` (also
-``nd.ctc_loss``) and, through the symbol catalogue, ``sym.CTCLoss``. The computation is the
+"""MXNet's CTC loss operator with its arguments: ``nd.CTCLoss`` (also ``nd.ctc_loss``) and,
+through the symbol catalogue, ``sym.CTCLoss``. The computation is the
 table op ``ctc_loss`` (Note [CTC loss] in ``_table_ctc.py``)."""
 
 import numpy as _onp
@@ -26,7 +26,7 @@ def _lengths(name, what, lengths, use, batch):
 
 
 def ctc_loss(data, label, data_lengths=None, label_lengths=None, use_data_lengths=False,
-             use_label_lengths=False, blank_label="first", _name="npx.ctc_loss"):
+             use_label_lengths=False, blank_label="first", _name="ctc_loss"):
     """The connectionist temporal classification loss per sample, shape ``(batch_size,)``.
 
     Parameters
@@ -47,9 +47,9 @@ def ctc_loss(data, label, data_lengths=None, label_lengths=None, use_data_length
     ``fastgrad/_table_ctc.py``; an impossible alignment gives ``inf`` and a zero gradient).
 
     >>> import fastgrad as mx
-    >>> data = mx.np.zeros((2, 1, 3))         # two frames, blank and two symbols, uniform
-    >>> float(mx.npx.ctc_loss(data, mx.np.array([[1, 0]]))[0])   # p = 3 paths / 9
-    1.0986122886681098
+    >>> data = mx.nd.zeros((2, 1, 3))         # two frames, blank and two symbols, uniform
+    >>> mx.nd.CTCLoss(data, mx.nd.array([[1, 0]])).asnumpy()   # -log(3 paths / 9)
+    array([1.0986123], dtype=float32)
     """
     shape = _onp.shape(unwrap(data))
     if len(shape) != 3:

@@ -217,19 +217,41 @@ def _same_shape(name, a, b):
                          "shapes (use broadcast_add or +)" % (name, sa, sb))
 
 
-broadcast_add = F.add
-broadcast_sub = F.subtract
-broadcast_mul = F.multiply
-broadcast_div = F.divide
-broadcast_maximum = F.maximum
-broadcast_minimum = F.minimum
+def _broadcast_op(fn, name):
+    def op(lhs, rhs, out=None, **kwargs):
+        # MXNet accepts and ignores attributes these operators do not have (its own
+        # test_loss.py calls broadcast_maximum(a, b, axis=1)); the value does not depend on them
+        if out is not None:
+            raise TypeError("nd.%s: out= is not supported; use the returned array" % name)
+        return fn(lhs, rhs)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = "MXNet's ``nd.%s``: NumPy's broadcasting ``%s``, differentiable." % (
+        name, fn.__name__)
+    return op
+
+
+broadcast_add = _broadcast_op(F.add, "broadcast_add")
+broadcast_sub = _broadcast_op(F.subtract, "broadcast_sub")
+broadcast_mul = _broadcast_op(F.multiply, "broadcast_mul")
+broadcast_div = _broadcast_op(F.divide, "broadcast_div")
+broadcast_maximum = _broadcast_op(F.maximum, "broadcast_maximum")
+broadcast_minimum = _broadcast_op(F.minimum, "broadcast_minimum")
 add, subtract, multiply, divide = F.add, F.subtract, F.multiply, F.divide
 exp, log, sin, cos, tan, tanh = F.exp, F.log, F.sin, F.cos, F.tan, F.tanh
 sqrt, square, abs, negative = F.sqrt, F.square, F.abs, F.negative
 maximum, minimum, power, reciprocal = F.maximum, F.minimum, F.power, F.reciprocal
 sign, floor, ceil = F.sign, F.floor, F.ceil
 reshape, transpose, swapaxes, expand_dims = F.reshape, F.transpose, F.swapaxes, F.expand_dims
-broadcast_to, clip, where, concat = F.broadcast_to, F.clip, F.where, F.concatenate
+broadcast_to, clip, concat = F.broadcast_to, F.clip, F.concatenate
+
+
+def where(condition, x, y, **kwargs):
+    """``x`` where ``condition`` is nonzero, else ``y`` (``nd.where``). As in MXNet, a 1-D
+    ``condition`` of length ``x.shape[0]`` for a multi-dimensional ``x`` selects whole rows."""
+    cshape, xshape = _onp.shape(unwrap(condition)), _onp.shape(unwrap(x))
+    if len(cshape) == 1 and len(xshape) > 1 and cshape[0] == xshape[0]:
+        condition = F.reshape(condition, cshape + (1,) * (len(xshape) - 1))
+    return F.where(condition, x, y)
 stack, split = F.stack, F.split
 relu, sigmoid = _npx.relu, _npx.sigmoid
 softmax, log_softmax, one_hot, pick = _npx.softmax, _npx.log_softmax, _npx.one_hot, _npx.pick

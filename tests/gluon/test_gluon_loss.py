@@ -294,3 +294,22 @@ def test_sdml_shape_mismatch_names_the_loss():
 def test_empty_batch():
     out = gluon.loss.L2Loss()(mx.nd.zeros((0, 3)), mx.nd.zeros((0, 3)))
     assert out.shape == (0,)
+
+
+# ---------------------------------------------------------------- nd operators test_loss.py uses
+def test_nd_where_with_a_row_condition_selects_rows():
+    """MXNet's nd.where: a 1-D condition of length x.shape[0] picks whole rows (MXNet 1.9.1
+    prints [[1, 2], [30, 40]] for this call)."""
+    x, y = mx.nd.array([[1, 2], [3, 4]]), mx.nd.array([[10, 20], [30, 40]])
+    out = mx.nd.where(mx.nd.array([1, 0]), x, y)
+    onp.testing.assert_array_equal(out.asnumpy(), [[1, 2], [30, 40]])
+    same = mx.nd.where(mx.nd.array([[1, 0], [0, 1]]), x, y)     # elementwise as before
+    onp.testing.assert_array_equal(same.asnumpy(), [[1, 20], [30, 4]])
+
+
+def test_nd_broadcast_ops_ignore_attributes_they_lack_as_mxnet():
+    """MXNet 1.9.1: broadcast_maximum([0], [[1], [-1]], axis=1) is [[1], [0]]."""
+    out = mx.nd.broadcast_maximum(mx.nd.array([0]), mx.nd.array([[1], [-1]]), axis=1)
+    onp.testing.assert_array_equal(out.asnumpy(), [[1], [0]])
+    with pytest.raises(TypeError, match="out= is not supported"):
+        mx.nd.broadcast_add(mx.nd.ones(1), mx.nd.ones(1), out=mx.nd.ones(1))
