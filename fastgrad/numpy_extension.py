@@ -356,8 +356,14 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
     every axis but ``axis`` normalize ``x``, and ``running_mean``/``running_var`` are updated
     in place: ``running = momentum * running + (1 - momentum) * batch``. In predict mode, or
     with ``use_global_stats=True``, the running statistics are used and left alone.
-    ``fix_gamma=True`` (MXNet's default) treats ``gamma`` as ones.
+    ``fix_gamma=True`` (MXNet's default) treats ``gamma`` as ones, and in training mode
+    writes ones into it, as MXNet's operator does (so a Gluon ``BatchNorm(scale=False)``
+    saves ``gamma`` as ones after training, as in MXNet).
     """
+    if fix_gamma and is_training():
+        raw = unwrap(gamma)
+        if isinstance(raw, _onp.ndarray) and raw.flags.writeable:
+            raw[...] = 1
     nd = _onp.ndim(unwrap(x))
     axis = int(axis) % nd
     red = tuple(d for d in range(nd) if d != axis)

@@ -211,7 +211,8 @@ class Dense(HybridBlock):
         if not _is_symbol(x):
             check_input_size(self, "in_units", self._input_units(x.shape), self.weight.shape[1],
                              "flattened size" if self._flatten else "last axis")
-        out = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
+        inputs = (x, weight) if bias is None else (x, weight, bias)
+        out = F.FullyConnected(*inputs, no_bias=bias is None, num_hidden=self._units,
                                flatten=self._flatten, name="fwd")
         if self.act is not None:
             out = self.act(out)
