@@ -135,8 +135,11 @@ class Parameter:
         Whether :meth:`initialize` may wait for an unknown shape instead of raising.
     differentiable : bool, default True
         ``False`` makes ``grad_req`` always ``'null'``.
-    stype, grad_stype : {'default'}
-        Storage types; fastgrad's arrays are dense, so ``'row_sparse'`` and ``'csr'`` raise.
+    stype : {'default'}
+        Storage type; fastgrad's arrays are dense, so ``'row_sparse'`` and ``'csr'`` raise.
+    grad_stype : {'default', 'row_sparse', 'csr'}
+        Accepted for MXNet's sake (``Embedding(sparse_grad=True)``); the gradient is dense
+        and holds the same values a sparse one would.
 
     Examples
     --------
@@ -152,11 +155,12 @@ class Parameter:
                  differentiable=True, stype="default", grad_stype="default"):
         for what, value in (("stype", stype), ("grad_stype", grad_stype)):
             if value not in _STYPES:
-                raise AssertionError("%s for Parameter '%s' must be one of 'default', 'row_sparse', "
-                                 "or 'csr', but got '%s'" % (what, name, value))
-            if value != "default":
-                raise ValueError("Parameter '%s': %s=%r is not supported; fastgrad's arrays are "
-                                 "dense (use 'default')" % (name, what, value))
+                raise AssertionError("%s for Parameter '%s' must be one of 'default', "
+                                     "'row_sparse', or 'csr', but got '%s'"
+                                     % (what, name, value))
+        if stype != "default":
+            raise ValueError("Parameter '%s': stype=%r is not supported; fastgrad's arrays are "
+                             "dense (use 'default')" % (name, stype))
         self.name = name
         self._shape = _as_shape(shape)
         self._dtype = dtype
@@ -243,6 +247,13 @@ class Parameter:
     @property
     def allow_deferred_init(self):
         return self._allow_deferred_init
+
+    @property
+    def _grad(self):
+        """MXNet's internal list of gradient buffers (``None`` without one); read-only."""
+        if self._data is None or self._grad_req == "null":
+            return None
+        return [self._data.grad]
 
     def _set_trainer(self, trainer):
         """Remember the Trainer that updates this parameter (Gluon's Trainer calls it)."""

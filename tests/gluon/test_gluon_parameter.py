@@ -176,6 +176,11 @@ def test_grad_req_validation_and_non_differentiable():
         Parameter('s', grad_stype='foo')
     with pytest.raises(ValueError, match="dense"):
         Parameter('s', stype='row_sparse')
+    sparse_grad = Parameter('e', shape=(3, 2), grad_stype='row_sparse')  # a dense gradient
+    sparse_grad.initialize()
+    _sum_of_products(sparse_grad, mx.nd.ones((3, 2)))
+    assert sparse_grad.grad().asnumpy().tolist() == [[1, 1]] * 3
+    assert list(sparse_grad._grad[0].asnumpy().ravel()) == [1] * 6
 
 
 def test_contexts_are_the_cpu():
