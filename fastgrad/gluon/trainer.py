@@ -282,8 +282,8 @@ class Trainer:
             Skip parameters whose gradient no backward pass wrote since the last step,
             instead of raising (Note [Stale gradients]).
         """
-        fresh = self._fresh_params("step", ignore_stale_grad)
         self._check_and_rescale_grad(self._scale / _batch(batch_size, "step"))
+        fresh = self._fresh_params("step", ignore_stale_grad)
         self._ready()
         self._allreduce_grads(fresh if self._update_on_kvstore else None)
         self._update(fresh)
