@@ -189,9 +189,8 @@ def ctc_loss_grad(data, label, data_lengths, label_lengths, blank_label):
     with np.errstate(invalid="ignore"):
         post = np.exp(alpha + beta - np.where(feasible, logp, 0.0)[None, :, None])
     post = np.where(valid & feasible[:, None], post, 0.0)
-    occupancy = np.zeros(x.shape)
-    for t in range(t_max):
-        np.add.at(occupancy[t], (np.broadcast_to(rows[:, None], ext.shape), ext), post[t])
+    # occupancy[t, n, k]: the posteriors of the states labelled k (one-hot of the labels)
+    occupancy = np.einsum("tns,nsk->tnk", post, np.eye(c)[ext], optimize=True)
     inside = (np.arange(t_max)[:, None] < dl[None, :]) & feasible[None, :]
     grad = np.where(inside[..., None], np.exp(logy) - occupancy, 0.0)
     return grad.astype(_float_dtype(data), copy=False)
