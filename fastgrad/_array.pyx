@@ -87,6 +87,13 @@ cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
 include "_array_versions.pxi"
 
 
+cdef object _one_element(object data):
+    """The element of a one-element NumPy array, as a NumPy scalar (for float(), int())."""
+    if data.size != 1:
+        raise TypeError("only size-1 arrays can be converted to Python scalars")
+    return data.reshape(())[()]
+
+
 def _wrap(data, cls=None):
     """Wrap a NumPy array (no copy, no history) in ``cls`` (default ``ndarray``)."""
     return wrap(data, None, 0, cls)
@@ -901,17 +908,19 @@ cdef class ndarray:
     def __bool__(self):
         return bool(self._data)
 
+    # float(), int() and complex() take any one-element array, as MXNet's (and NumPy 1.x's)
+    # do; NumPy 2.x refuses arrays of more than 0 dimensions.
     def __float__(self):
-        return float(self._data)
+        return float(_one_element(self._data))
 
     def __int__(self):
-        return int(self._data)
+        return int(_one_element(self._data))
 
     def __index__(self):
         return self._data.__index__()
 
     def __complex__(self):
-        return complex(self._data)
+        return complex(_one_element(self._data))
 
     def __repr__(self):
         return _ops._array_repr(self)

@@ -222,7 +222,20 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         retain_graph = create_graph
     out = _engine.run_backward(heads, head_grads, variables, bool(retain_graph),
                                bool(create_graph), bool(train_mode), bool(allow_unused))
-    return list(out)
+    return [_as_type_of(g, v) for g, v in zip(out, variables)]
+
+
+def _as_type_of(gradient, variable):
+    """``gradient`` as an array of ``variable``'s type (its history kept). With
+    ``create_graph`` the gradients are outputs of recorded ops, of the ops' own array type;
+    MXNet returns an NDArray's gradient as an NDArray either way."""
+    if not isinstance(gradient, ndarray) or type(gradient) is type(variable):
+        return gradient
+    if isinstance(variable, NDArray):
+        return gradient.as_nd_ndarray()
+    if isinstance(variable, ndarray):
+        return gradient.as_np_ndarray()
+    return gradient
 
 
 _symbol_builder = None     # fastgrad.symbol._history.from_history

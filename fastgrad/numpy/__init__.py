@@ -23,6 +23,7 @@ newaxis = None
 float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
 int8, int16, int32, int64 = _onp.int8, _onp.int16, _onp.int32, _onp.int64
 uint8, bool_ = _onp.uint8, _onp.bool_
+bool = _onp.bool_    # MXNet's np.bool (a dtype; the builtin is still ``builtins.bool``)
 dtype = _onp.dtype
 finfo, iinfo = _onp.finfo, _onp.iinfo
 

@@ -744,6 +744,16 @@ class Symbol:
     def T(self):
         return apply_primitive(_registry.REGISTRY["transpose"], (self,), {})
 
+    # MXNet has a legacy Symbol class and a NumPy-style one (mx.sym.np); fastgrad's one Symbol
+    # serves both, so the conversions between them return it unchanged.
+    def as_np_ndarray(self):
+        """This symbol as a NumPy-style symbol (MXNet's ``Symbol.as_np_ndarray``): itself."""
+        return self
+
+    def as_nd_ndarray(self):
+        """This symbol as a legacy symbol (MXNet's ``Symbol.as_nd_ndarray``): itself."""
+        return self
+
     def __getattr__(self, attr):
         # ``x.exp()``, ``x.sum(axis=0)``, ``x.reshape((2, 3))``: any op, with this symbol
         # as its first input.
