@@ -298,3 +298,166 @@ def test_image_list_dataset(tmp_path):
 def test_image_record_dataset_says_recordio_is_missing():
     with pytest.raises(NotImplementedError, match="RecordIO"):
         vision.ImageRecordDataset("train.rec")
+
+
+# ---------------------------------------------------------------- transforms
+
+transforms = vision.transforms
+_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "fixtures")
+
+
+def _load_fixture_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gluon_data_transforms_fixture", os.path.join(_FIXTURES, "gluon_data_transforms.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_fixture = _load_fixture_module()
+_expected = onp.load(os.path.join(_FIXTURES, "gluon_data_transforms.npz"))
+
+# interpolations computed in fixed point by OpenCV, in float64 here: within 1 grey level
+_TOLERANCE = {"resize_down_2": 1, "resize_up_2": 1, "resize_down_3": 1, "resize_down_4": 1,
+              "resize_up_4": 1}
+
+
+@pytest.mark.parametrize("name", sorted(_fixture.cases(transforms)))
+def test_transform_matches_mxnet(name):
+    source, make, dtype = _fixture.cases(transforms)[name]
+    out = make()(mx.nd.array(_expected[source], dtype=dtype))
+    expected = _expected[name]
+    assert isinstance(out, mx.nd.NDArray)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    tolerance = _TOLERANCE.get(name, 0)
+    if expected.dtype.kind == "f":
+        onp.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-5, atol=1e-4)
+    else:
+        diff = onp.abs(out.asnumpy().astype(onp.int64) - expected.astype(onp.int64))
+        assert diff.max() <= tolerance
+
+
+@pytest.mark.parametrize("name", sorted(_fixture.crops(transforms)))
+def test_random_crops_follow_python_random_as_mxnet(name):
+    import random
+    source, make, seed, repeats = _fixture.crops(transforms)[name]
+    random.seed(seed)
+    transform = make()
+    x = mx.nd.array(_expected[source], dtype="uint8")
+    got = onp.stack([transform(x).asnumpy() for _ in range(repeats)])
+    onp.testing.assert_array_equal(got, _expected[name])
+
+
+def test_adjust_lighting_matches_mxnet():
+    from fastgrad.gluon.data.vision.transforms import _adjust_lighting
+    onp.testing.assert_array_equal(_adjust_lighting(_expected["img"], _fixture.LIGHTING_ALPHA),
+                                   _expected["adjust_lighting"])
+
+
+def test_transforms_keep_array_type_and_accept_numpy():
+    image = onp.arange(4 * 6 * 3, dtype=onp.uint8).reshape(4, 6, 3)
+    out = transforms.ToTensor()(mx.np.array(image, dtype="uint8"))
+    assert type(out) is mx.np.ndarray and out.shape == (3, 4, 6)
+    onp.testing.assert_allclose(out.asnumpy(), image.transpose(2, 0, 1) / 255.0, rtol=1e-6)
+    assert type(transforms.Resize(3)(image)) is mx.nd.NDArray
+
+
+def test_flips_and_brightness_closed_forms():
+    image = onp.random.RandomState(2).randint(0, 256, size=(5, 7, 3)).astype(onp.uint8)
+    x = mx.nd.array(image, dtype="uint8")
+    seen = set()
+    for _ in range(30):
+        lr = transforms.RandomFlipLeftRight()(x).asnumpy()
+        tb = transforms.RandomFlipTopBottom()(x).asnumpy()
+        assert (lr == image).all() or (lr == image[:, ::-1]).all()
+        assert (tb == image).all() or (tb == image[::-1]).all()
+        seen.add((lr == image).all())
+    assert seen == {True, False}
+    # MXNet's saturate_cast for uint8: clip to [0, 255], truncate
+    from fastgrad.gluon.data.vision.transforms import _adjust_brightness, _adjust_contrast
+    onp.testing.assert_array_equal(_adjust_brightness(image, 1.5),
+                                   onp.minimum(image * onp.float32(1.5), 255).astype(onp.uint8))
+    grey_mean = (image.astype(onp.float32) @ onp.array([0.299, 0.587, 0.114], onp.float32)).mean()
+    contrast = image * onp.float32(0.5) + onp.float32(0.5) * grey_mean
+    onp.testing.assert_array_equal(_adjust_contrast(image, 0.5), contrast.astype(onp.uint8))
+
+
+def test_saturation_blends_with_the_full_grey_value():
+    from fastgrad.gluon.data.vision.transforms import _adjust_saturation
+    image = onp.array([[[200, 100, 50]]], onp.uint8)
+    grey = 0.299 * 200 + 0.587 * 100 + 0.114 * 50
+    assert _adjust_saturation(image, 0.0)[0, 0].tolist() == [int(grey)] * 3
+    onp.testing.assert_array_equal(_adjust_saturation(image, 1.0), image)
+
+
+def test_random_colour_transforms_stay_in_range():
+    image = mx.nd.array(onp.random.RandomState(3).randint(0, 256, size=(6, 5, 3)),
+                        dtype="uint8")
+    for transform in (transforms.RandomBrightness(0.5), transforms.RandomContrast(0.5),
+                      transforms.RandomSaturation(0.5), transforms.RandomHue(0.2),
+                      transforms.RandomColorJitter(0.3, 0.3, 0.3, 0.1),
+                      transforms.RandomLighting(0.2)):
+        out = transform(image)
+        assert out.shape == (6, 5, 3) and out.dtype == onp.uint8
+    hue = transforms.RandomHue(0.0)(image)          # a rotation by exactly one turn
+    assert onp.abs(hue.asnumpy().astype(int) - image.asnumpy()).max() <= 1
+
+
+def test_compose_groups_hybrid_transforms_without_tracing_them():
+    pipeline = transforms.Compose([transforms.Resize(8), transforms.CenterCrop(6),
+                                   transforms.ToTensor(), transforms.Normalize(0.5, 0.5)])
+    assert len(pipeline) == 3 and isinstance(pipeline[2], gluon.nn.HybridSequential)
+    pipeline.hybridize()
+    image = mx.nd.array(onp.full((10, 12, 3), 255), dtype="uint8")
+    out = pipeline(image)
+    assert out.shape == (3, 6, 6)
+    onp.testing.assert_allclose(out.asnumpy(), 1.0)      # (1 - 0.5) / 0.5
+    traced = gluon.nn.HybridSequential()
+    traced.add(transforms.ToTensor())
+    traced.hybridize()
+    with pytest.raises(Exception, match="ToTensor.*cannot be traced"):
+        traced(image)
+    with pytest.raises(ValueError, match="HybridBlock"):
+        transforms.HybridCompose([transforms.CenterCrop(2)])
+    assert transforms.HybridCompose([transforms.ToTensor()])(image).shape == (3, 10, 12)
+
+
+def test_random_apply_and_random_crop():
+    import random
+    image = mx.nd.array(onp.arange(6 * 6 * 1).reshape(6, 6, 1), dtype="uint8")
+    never = transforms.RandomApply(transforms.Cast("float32"), p=0.0)
+    assert never(image).dtype == onp.uint8
+    always = transforms.RandomApply(transforms.Cast("float32"), p=1.0)
+    assert always(image).dtype == onp.float32
+    random.seed(0)
+    crop = transforms.RandomCrop(4, pad=1)(image).asnumpy()
+    padded = onp.pad(image.asnumpy(), ((1, 1), (1, 1), (0, 0)))
+    windows = [padded[y:y + 4, x:x + 4] for y in range(5) for x in range(5)]
+    assert any((crop == w).all() for w in windows)
+
+
+def test_transform_bad_input():
+    image = mx.nd.ones((4, 5, 3), dtype="uint8")
+    with pytest.raises(ValueError, match=r"Normalize: mean has 2 values.*3 channels"):
+        transforms.Normalize((0.1, 0.2), 1.0)(transforms.ToTensor()(image))
+    with pytest.raises(ValueError, match=r"ToTensor expects an image of shape"):
+        transforms.ToTensor()(mx.nd.ones((5,)))
+    with pytest.raises(ValueError, match="interpolation"):
+        transforms.Resize(3, interpolation=7)(image)
+    with pytest.raises(ValueError, match="not inside"):
+        transforms.CropResize(3, 0, 4, 4)(image)
+    with pytest.raises(TypeError, match="takes an image array"):
+        transforms.ToTensor()([1, 2, 3])
+    with pytest.raises(ValueError, match="size"):
+        transforms.CenterCrop((1, 2, 3))
+
+
+def test_transform_first_with_dataloader_workers(tmp_path):
+    make_mnist(str(tmp_path), n_train=4)
+    train = vision.MNIST(root=str(tmp_path)).transform_first(
+        transforms.Compose([transforms.ToTensor(), transforms.Normalize(0.13, 0.31)]))
+    loader = gluon.data.DataLoader(train, batch_size=2, num_workers=2, timeout=30)
+    x, y = next(iter(loader))
+    assert x.shape == (2, 1, 28, 28) and x.dtype == onp.float32 and y.shape == (2,)

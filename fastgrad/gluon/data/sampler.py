@@ -100,6 +100,7 @@ class IntervalSampler(Sampler):
     ``1, 1 + interval, ...`` and so on, so that every index of ``[0, length)`` is visited once
     (MXNet 2's ``IntervalSampler``).
 
+    >>> from fastgrad.gluon.data import IntervalSampler
     >>> list(IntervalSampler(7, 3))
     [0, 3, 6, 1, 4, 2, 5]
     >>> list(IntervalSampler(7, 3, rollover=False))
@@ -144,11 +145,12 @@ class BatchSampler(Sampler):
         sampler's length: ``'keep'`` yields them as a shorter last batch, ``'discard'`` drops
         them, ``'rollover'`` puts them at the front of the next pass.
 
+    >>> from fastgrad.gluon.data import BatchSampler, SequentialSampler
     >>> batches = BatchSampler(SequentialSampler(5), 2, 'rollover')
     >>> list(batches)
     [[0, 1], [2, 3]]
     >>> list(batches)         # index 4 was carried over to the second pass
-    [[4, 0], [1, 2]]
+    [[4, 0], [1, 2], [3, 4]]
     """
 
     def __init__(self, sampler, batch_size, last_batch="keep"):

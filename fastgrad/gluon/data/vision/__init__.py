@@ -1,4 +1,4 @@
 """MXNet's ``gluon.data.vision``: image datasets and ``transforms``."""
 
 from fastgrad.gluon.data.vision.datasets import *  # noqa: F401,F403
-from fastgrad.gluon.data.vision import datasets  # noqa: F401
+from fastgrad.gluon.data.vision import datasets, transforms  # noqa: F401

@@ -7,9 +7,11 @@ file of the wrong format raises ``ValueError`` naming it. MXNet checks each file
 against the published one; fastgrad does not (so that small files of the same format work,
 as in its tests).
 
->>> from fastgrad.gluon.data import vision
->>> train = vision.MNIST(root='~/.mxnet/datasets/mnist')          # doctest: +SKIP
->>> image, label = train[0]         # (28, 28, 1) uint8 NDArray, numpy.int32 label
+For example (with the four MNIST files in ``~/.mxnet/datasets/mnist``)::
+
+    from fastgrad.gluon.data import vision
+    train = vision.MNIST(root='~/.mxnet/datasets/mnist')
+    image, label = train[0]         # a (28, 28, 1) uint8 NDArray and a numpy.int32
 """
 
 import gzip

@@ -1,0 +1,664 @@
+"""Image transforms (MXNet 1.9.1's ``gluon.data.vision.transforms``), in NumPy.
+
+Each transform is a Gluon Block (a ``HybridBlock`` where MXNet's is one) that takes an
+``mx.nd.NDArray`` or ``mx.np`` array (or a NumPy array) and returns the same array type:
+images are ``(H, W, C)`` (or ``(N, H, W, C)`` batches) before :class:`ToTensor` and
+``(C, H, W)`` after it.
+
+>>> import numpy as np
+>>> import fastgrad as mx
+>>> from fastgrad.gluon.data.vision import transforms
+>>> image = mx.nd.array(np.random.randint(0, 256, (40, 60, 3)), dtype='uint8')
+>>> pipeline = transforms.Compose([transforms.Resize(32), transforms.CenterCrop(28),
+...                                transforms.ToTensor(),
+...                                transforms.Normalize(0.5, 0.25)])
+>>> pipeline(image).shape
+(3, 28, 28)
+
+Note [Transforms run on arrays]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+MXNet's transforms call image operators (``F.image.resize``...) that exist for NDArrays and
+Symbols. fastgrad's are NumPy functions, so they run eagerly even after ``hybridize()``
+(which they accept and ignore); a transform reached by a hybridized parent's trace raises a
+TypeError naming it. :class:`Compose` therefore groups consecutive transforms into a
+``HybridSequential`` as MXNet does but only hybridizes groups that hold no image transform.
+Random choices come from Python's ``random`` module where MXNet's Python code uses it
+(crops: ``random.seed`` reproduces MXNet's crop boxes) and from NumPy's global generator
+where MXNet uses its C++ generator (flips, colour jitter, lighting).
+"""
+
+import numbers
+import random
+
+import numpy as _onp
+
+from fastgrad._array import ndarray as _array_type, _wrap, unwrap
+from fastgrad.ndarray import NDArray
+from fastgrad.gluon.block import Block, HybridBlock
+from fastgrad.gluon.nn import Sequential, HybridSequential
+from fastgrad.gluon.data.dataloader import _np_arrays_requested
+from fastgrad.gluon.data.vision import _resize
+
+__all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize",
+           "CenterCrop", "RandomResizedCrop", "RandomCrop", "CropResize",
+           "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
+           "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
+           "RandomLighting", "RandomApply"]
+
+# MXNet's RGB -> grey weights in its colour operators (src/operator/image/image_random-inl.h)
+_GREY = _onp.array([0.299, 0.587, 0.114], _onp.float32)
+# AlexNet's PCA of ImageNet's RGB: eigenvalue * eigenvector, per row the R, G, B component
+_LIGHTING_EIGEN = _onp.array([[55.46 * -0.5675, 4.794 * 0.7192, 1.148 * 0.4009],
+                              [55.46 * -0.5808, 4.794 * -0.0045, 1.148 * -0.8140],
+                              [55.46 * -0.5836, 4.794 * -0.6948, 1.148 * 0.4203]], _onp.float32)
+
+
+# ---------------------------------------------------------------- array plumbing
+
+def _unpack(x, where):
+    """The NumPy data of the input of transform ``where`` and a function wrapping a NumPy
+    result back into the input's array type."""
+    if isinstance(x, _array_type):
+        kind = type(x)
+        return unwrap(x), (lambda out: _wrap(_onp.ascontiguousarray(out), kind))
+    if isinstance(x, _onp.ndarray):
+        kind = _array_type if _np_arrays_requested() else NDArray
+        return x, (lambda out: _wrap(_onp.ascontiguousarray(out), kind))
+    raise TypeError("transforms.%s takes an image array (mx.nd.NDArray, mx.np.ndarray or "
+                    "numpy.ndarray), got %s. fastgrad's transforms run on arrays only and "
+                    "cannot be traced by a hybridized block (Note [Transforms run on arrays])"
+                    % (where, type(x).__name__))
+
+
+def _saturate(values, dtype):
+    """``values`` as ``dtype`` the way MXNet's colour operators store them: clipped to the
+    range of an integer type and truncated toward zero (their ``saturate_cast``, unlike
+    OpenCV's, does not round), cast for float types."""
+    dtype = _onp.dtype(dtype)
+    if dtype.kind in "iu":
+        info = _onp.iinfo(dtype)
+        return _onp.trunc(_onp.clip(values, info.min, info.max)).astype(dtype)
+    return _onp.asarray(values).astype(dtype)
+
+
+def _check_image(image, where, ndims=(3, 4)):
+    if image.ndim not in ndims:
+        raise ValueError("transforms.%s expects an image of shape %s, got shape %s"
+                         % (where, " or ".join({3: "(H, W, C)", 4: "(N, H, W, C)"}[n]
+                                               for n in ndims), image.shape))
+
+
+def _size_pair(size, where):
+    """``size`` (an int or ``(width, height)``) as a ``(width, height)`` tuple."""
+    if isinstance(size, numbers.Integral):
+        size = (int(size), int(size))
+    elif isinstance(size, (tuple, list)) and len(size) == 1:
+        size = (int(size[0]), int(size[0]))
+    elif isinstance(size, (tuple, list)) and len(size) == 2:
+        size = (int(size[0]), int(size[1]))
+    else:
+        raise ValueError("transforms.%s: size must be an int or a (width, height) pair, got %r"
+                         % (where, size))
+    if size[0] <= 0 or size[1] <= 0:
+        raise ValueError("transforms.%s: size must be positive, got %r" % (where, size))
+    return size
+
+
+def _resize_images(image, width, height, interpolation, where):
+    """(H, W, C) or (N, H, W, C) ``image`` resized to ``height`` x ``width``."""
+    if interpolation is None:
+        interpolation = 1
+    if interpolation not in _resize.INTERPOLATIONS:
+        raise ValueError("transforms.%s: unknown interpolation %r; use OpenCV's codes 0 "
+                         "(nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)"
+                         % (where, interpolation))
+    if image.ndim == 3:
+        return _resize.resize(image, height, width, interpolation)
+    return _onp.stack([_resize.resize(one, height, width, interpolation) for one in image])
+
+
+def _scale_down(src_size, size):
+    """MXNet's ``image.scale_down``: shrink the crop size ``(w, h)`` to fit ``src_size``,
+    keeping its aspect ratio."""
+    w, h = size
+    sw, sh = src_size
+    if sh < h:
+        w, h = float(w * sh) / h, sh
+    if sw < w:
+        w, h = sw, float(h * sw) / w
+    return int(w), int(h)
+
+
+def _fixed_crop(image, x0, y0, w, h, size, interpolation):
+    """The ``w`` x ``h`` box at ``(x0, y0)``, resized to ``size`` when it differs (MXNet's
+    ``image.fixed_crop``)."""
+    out = image[y0:y0 + h, x0:x0 + w]
+    if size is not None and (w, h) != tuple(size):
+        out = _resize.resize(out, size[1], size[0], interpolation)
+    return out
+
+
+def _center_crop(image, size, interpolation):
+    h, w = image.shape[:2]
+    new_w, new_h = _scale_down((w, h), size)
+    x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
+    return _fixed_crop(image, x0, y0, new_w, new_h, size, interpolation)
+
+
+# ---------------------------------------------------------------- base classes
+
+class _ArrayTransformMixin:
+    """Runs ``self._apply(numpy_image)`` on the input's data and returns the input's array
+    type; never traced (Note [Transforms run on arrays])."""
+
+    def __call__(self, x, *args):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, (x,) + args)
+        out = self.forward(x, *args)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, (x,) + args, out)
+        return out
+
+    def forward(self, x, *args):
+        if args:
+            raise TypeError("transforms.%s takes one image, got %d inputs"
+                            % (type(self).__name__, 1 + len(args)))
+        image, wrap = _unpack(x, type(self).__name__)
+        return wrap(self._apply(image))
+
+    def hybridize(self, active=True, **kwargs):
+        """Accepted and ignored: the transform runs on arrays (Note [Transforms run on
+        arrays])."""
+
+    def _apply(self, image):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._describe())
+
+    def _describe(self):
+        return ""
+
+
+class _HybridTransform(_ArrayTransformMixin, HybridBlock):
+    """A transform that is a HybridBlock in MXNet."""
+
+    def __init__(self):
+        HybridBlock.__init__(self)
+
+
+class _Transform(_ArrayTransformMixin, Block):
+    """A transform that is a plain Block in MXNet."""
+
+    def __init__(self):
+        Block.__init__(self)
+
+
+def _is_array_transform(block):
+    if isinstance(block, _ArrayTransformMixin):
+        return True
+    return any(_is_array_transform(child) for child in getattr(block, "_children", {}).values())
+
+
+# ---------------------------------------------------------------- composition
+
+class _TransformGroup(HybridSequential):
+    """A HybridSequential that hybridizes only when it holds no image transform (Note
+    [Transforms run on arrays])."""
+
+    def hybridize(self, active=True, **kwargs):
+        if not any(_is_array_transform(block) for block in self._children.values()):
+            super().hybridize(active, **kwargs)
+
+    def __call__(self, x, *args):
+        if isinstance(x, _onp.ndarray):             # a NumPy image, as the transforms take
+            image, wrap = _unpack(x, type(self).__name__)
+            x = wrap(image)
+        return super().__call__(x, *args)
+
+
+class Compose(Sequential):
+    """Applies ``transforms`` one after the other.
+
+    As in MXNet, runs of two or more consecutive HybridBlocks are grouped into a
+    ``HybridSequential``; such a group is hybridized only if it holds no image transform
+    (Note [Transforms run on arrays]).
+
+    >>> import numpy as np
+    >>> from fastgrad.gluon.data.vision.transforms import Compose, Resize, ToTensor, Normalize
+    >>> pipeline = Compose([Resize(8), ToTensor(), Normalize(0.5, 0.5)])
+    >>> float(pipeline(np.full((10, 12, 3), 255, np.uint8)).asnumpy().max())
+    1.0
+    """
+
+    def __init__(self, transforms):
+        super().__init__()
+        pending = []
+        for transform in list(transforms) + [None]:
+            if isinstance(transform, HybridBlock):
+                pending.append(transform)
+                continue
+            if len(pending) == 1:
+                self.add(pending[0])
+            elif len(pending) > 1:
+                group = _TransformGroup()
+                for block in pending:
+                    group.add(block)
+                group.hybridize()
+                self.add(group)
+            pending = []
+            if transform is not None:
+                self.add(transform)
+
+
+class HybridCompose(_TransformGroup):
+    """Applies HybridBlock ``transforms`` one after the other (MXNet 2's
+    ``HybridCompose``); every transform must be a HybridBlock."""
+
+    def __init__(self, transforms):
+        super().__init__()
+        for transform in transforms:
+            if not isinstance(transform, HybridBlock):
+                raise ValueError("HybridCompose: %s is not a HybridBlock; use Compose"
+                                 % type(transform).__name__)
+            self.add(transform)
+
+
+class RandomApply(Sequential):
+    """Applies ``transforms`` with probability ``p`` (Python's ``random``, as MXNet)."""
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        self.transforms = transforms
+        self.p = p
+
+    def forward(self, x, *args):
+        if self.p < random.random():
+            return x
+        return self.transforms(x)
+
+
+# ---------------------------------------------------------------- tensor transforms
+
+class Cast(_HybridTransform):
+    """Casts the input to ``dtype`` (default float32)."""
+
+    def __init__(self, dtype="float32"):
+        super().__init__()
+        self._dtype = _onp.dtype(dtype)
+
+    def _apply(self, image):
+        return image.astype(self._dtype)
+
+    def _describe(self):
+        return "dtype=%s" % self._dtype
+
+
+class ToTensor(_HybridTransform):
+    """(H, W, C) or (N, H, W, C) image with values in [0, 255] -> float32 (C, H, W) or
+    (N, C, H, W) with values in [0, 1] (divided by 255)."""
+
+    def _apply(self, image):
+        _check_image(image, "ToTensor")
+        moved = _onp.moveaxis(image, -1, -3)
+        return moved.astype(_onp.float32) / _onp.float32(255)
+
+
+class Normalize(_HybridTransform):
+    """``(x[c] - mean[c]) / std[c]`` for each channel ``c`` of a (C, H, W) or (N, C, H, W)
+    tensor; ``mean`` and ``std`` are one number or one per channel."""
+
+    def __init__(self, mean=0.0, std=1.0):
+        super().__init__()
+        self._mean = mean
+        self._std = std
+
+    def _apply(self, image):
+        _check_image(image, "Normalize")
+        channels = image.shape[-3]
+        mean = _onp.atleast_1d(_onp.asarray(self._mean, _onp.float32))
+        std = _onp.atleast_1d(_onp.asarray(self._std, _onp.float32))
+        for name, value in (("mean", mean), ("std", std)):
+            if value.ndim != 1 or value.size not in (1, channels):
+                raise ValueError("transforms.Normalize: %s has %d values but the input has %d "
+                                 "channels (shape %s); give 1 or %d"
+                                 % (name, value.size, channels, image.shape, channels))
+        if _onp.any(std == 0):
+            raise ValueError("transforms.Normalize: std must not be 0, got %r" % (self._std,))
+        out = (image.astype(_onp.float32) - mean[:, None, None]) / std[:, None, None]
+        return out.astype(image.dtype if image.dtype.kind == "f" else _onp.float32)
+
+    def _describe(self):
+        return "mean=%s, std=%s" % (self._mean, self._std)
+
+
+# ---------------------------------------------------------------- geometry
+
+class Resize(_HybridTransform):
+    """Resizes (H, W, C) or (N, H, W, C) images to ``size``.
+
+    ``size`` is ``(width, height)``, or an int: with ``keep_ratio`` the shorter edge becomes
+    ``size`` and the other keeps the aspect ratio (rounded down), without it the image
+    becomes ``size`` x ``size``. ``interpolation`` is OpenCV's code (0 nearest, 1 bilinear,
+    2 bicubic, 3 area, 4 Lanczos; Note [OpenCV-compatible resize]).
+    """
+
+    def __init__(self, size, keep_ratio=False, interpolation=1):
+        super().__init__()
+        self._size = size
+        self._keep = keep_ratio
+        self._interpolation = interpolation
+
+    def _target(self, height, width):
+        size = self._size
+        if isinstance(size, (tuple, list)) and len(size) == 1:
+            size = size[0]
+        if isinstance(size, numbers.Integral) and self._keep:
+            if size <= 0:
+                raise ValueError("transforms.Resize: size must be positive, got %r" % size)
+            if height > width:
+                return size, int(height * size / width)
+            return int(width * size / height), size
+        return _size_pair(size, "Resize")
+
+    def _apply(self, image):
+        _check_image(image, "Resize")
+        height, width = image.shape[-3:-1]
+        new_w, new_h = self._target(height, width)
+        return _resize_images(image, new_w, new_h, self._interpolation, "Resize")
+
+    def _describe(self):
+        return "size=%s, keep_ratio=%s, interpolation=%s" % (self._size, self._keep,
+                                                             self._interpolation)
+
+
+class CenterCrop(_Transform):
+    """Crops the centre of an (H, W, C) image to ``size`` (an int or ``(width, height)``);
+    an image smaller than ``size`` is cropped at its aspect ratio and resized up."""
+
+    def __init__(self, size, interpolation=1):
+        super().__init__()
+        self._size = _size_pair(size, "CenterCrop")
+        self._interpolation = interpolation
+
+    def _apply(self, image):
+        _check_image(image, "CenterCrop", (3,))
+        return _center_crop(image, self._size, self._interpolation)
+
+    def _describe(self):
+        return "size=%s" % (self._size,)
+
+
+class CropResize(_HybridTransform):
+    """Crops the box of ``width`` x ``height`` at ``(x, y)`` of (H, W, C) or (N, H, W, C)
+    images, then resizes it to ``size`` when given."""
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        super().__init__()
+        self._box = (x, y, width, height)
+        self._size = size
+        self._interpolation = interpolation
+
+    def _apply(self, image):
+        _check_image(image, "CropResize")
+        x, y, width, height = self._box
+        img_h, img_w = image.shape[-3:-1]
+        if x < 0 or y < 0 or width <= 0 or height <= 0 or x + width > img_w \
+                or y + height > img_h:
+            raise ValueError("transforms.CropResize: the box x=%d, y=%d, width=%d, height=%d "
+                             "is not inside the %dx%d image" % (x, y, width, height,
+                                                                img_w, img_h))
+        out = image[..., y:y + height, x:x + width, :]
+        if self._size:
+            new_w, new_h = _size_pair(self._size, "CropResize")
+            out = _resize_images(out, new_w, new_h, self._interpolation, "CropResize")
+        return out
+
+
+class RandomResizedCrop(_Transform):
+    """Crops a random box of ``scale`` (a fraction of the area) and aspect ratio ``ratio``
+    (log-uniform) from an (H, W, C) image and resizes it to ``size``; after 10 boxes that
+    do not fit, a centre crop (MXNet's ``image.random_size_crop``, with Python's
+    ``random``)."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=1):
+        super().__init__()
+        self._size = _size_pair(size, "RandomResizedCrop")
+        self._scale = (scale, 1.0) if isinstance(scale, numbers.Number) else tuple(scale)
+        self._ratio = tuple(ratio)
+        self._interpolation = interpolation
+
+    def _apply(self, image):
+        _check_image(image, "RandomResizedCrop", (3,))
+        h, w = image.shape[:2]
+        area = h * w
+        log_ratio = (_onp.log(self._ratio[0]), _onp.log(self._ratio[1]))
+        for _ in range(10):
+            target_area = random.uniform(self._scale[0], self._scale[1]) * area
+            new_ratio = _onp.exp(random.uniform(*log_ratio))
+            new_w = int(round(_onp.sqrt(target_area * new_ratio)))
+            new_h = int(round(_onp.sqrt(target_area / new_ratio)))
+            if new_w <= w and new_h <= h:
+                x0 = random.randint(0, w - new_w)
+                y0 = random.randint(0, h - new_h)
+                return _fixed_crop(image, x0, y0, new_w, new_h, self._size,
+                                   self._interpolation)
+        return _center_crop(image, self._size, self._interpolation)
+
+
+class RandomCrop(_Transform):
+    """Crops a random ``size`` box (an int or ``(width, height)``) from an (H, W, C) image,
+    after padding it by ``pad`` (an int for the two spatial axes, or NumPy's pad widths)
+    with ``pad_value`` (MXNet 2's ``RandomCrop``; Python's ``random``)."""
+
+    def __init__(self, size, pad=None, pad_value=0, interpolation=1):
+        super().__init__()
+        self._size = _size_pair(size, "RandomCrop")
+        if isinstance(pad, numbers.Integral):
+            pad = ((pad, pad), (pad, pad), (0, 0))
+        self._pad = pad
+        self._pad_value = pad_value
+        self._interpolation = interpolation
+
+    def _apply(self, image):
+        _check_image(image, "RandomCrop", (3,))
+        if self._pad:
+            image = _onp.pad(image, self._pad, mode="constant",
+                             constant_values=self._pad_value)
+        h, w = image.shape[:2]
+        new_w, new_h = _scale_down((w, h), self._size)
+        x0 = random.randint(0, w - new_w)
+        y0 = random.randint(0, h - new_h)
+        return _fixed_crop(image, x0, y0, new_w, new_h, self._size, self._interpolation)
+
+
+class RandomFlipLeftRight(_HybridTransform):
+    """Flips the image left to right (its width axis) with probability 1/2."""
+
+    _axis = -2
+
+    def _apply(self, image):
+        _check_image(image, type(self).__name__)
+        if _onp.random.random() < 0.5:
+            return _onp.flip(image, axis=self._axis)
+        return image.copy()
+
+
+class RandomFlipTopBottom(RandomFlipLeftRight):
+    """Flips the image top to bottom (its height axis) with probability 1/2."""
+
+    _axis = -3
+
+
+# ---------------------------------------------------------------- colour
+
+def _adjust_brightness(image, alpha):
+    return _saturate(image.astype(_onp.float32) * _onp.float32(alpha), image.dtype)
+
+
+def _grey(image):
+    """Per-pixel grey value (MXNet's weights), float32, shape (..., H, W)."""
+    if image.shape[-1] == 1:
+        return image[..., 0].astype(_onp.float32)
+    return image[..., :3].astype(_onp.float32) @ _GREY
+
+
+def _adjust_contrast(image, alpha):
+    mean = _grey(image).mean(axis=(-2, -1), keepdims=True)[..., None]
+    beta = (1 - _onp.float32(alpha)) * mean
+    return _saturate(image.astype(_onp.float32) * _onp.float32(alpha) + beta, image.dtype)
+
+
+def _adjust_saturation(image, alpha):
+    if image.shape[-1] == 1:
+        return image.copy()
+    grey = _grey(image)[..., None] * (1 - _onp.float32(alpha))
+    return _saturate(grey + image.astype(_onp.float32) * _onp.float32(alpha), image.dtype)
+
+
+def _rgb_to_hls(rgb):
+    r, g, b = (rgb[..., i] / _onp.float32(255) for i in range(3))
+    vmax = _onp.maximum(_onp.maximum(r, g), b)
+    vmin = _onp.minimum(_onp.minimum(r, g), b)
+    diff = vmax - vmin
+    light = (vmax + vmin) * _onp.float32(0.5)
+    chromatic = diff > _onp.finfo(_onp.float32).eps
+    safe = _onp.where(chromatic, diff, 1)
+    sat = _onp.where(light < 0.5, diff / _onp.where(chromatic, vmax + vmin, 1),
+                     diff / _onp.where(chromatic, 2 - vmax - vmin, 1))
+    scale = 60 / safe
+    hue = _onp.where(vmax == r, (g - b) * scale,
+                     _onp.where(vmax == g, (b - r) * scale + 120, (r - g) * scale + 240))
+    hue = _onp.where(hue < 0, hue + 360, hue)
+    return (_onp.where(chromatic, hue, 0).astype(_onp.float32), light,
+            _onp.where(chromatic, sat, 0).astype(_onp.float32))
+
+
+def _hls_to_rgb(hue, light, sat):
+    p2 = _onp.where(light <= 0.5, light * (1 + sat), light + sat - light * sat)
+    p1 = 2 * light - p2
+    # float32 steps in MXNet's order (multiply by 1/60, then wrap into [0, 6) by steps of 6)
+    h = (hue * _onp.float32(1.0 / 60.0)).astype(_onp.float32)
+    while (h < 0).any():
+        h = _onp.where(h < 0, h + _onp.float32(6), h)
+    while (h >= 6).any():
+        h = _onp.where(h >= 6, h - _onp.float32(6), h)
+    sector = h.astype(_onp.int64)
+    h = h - sector.astype(_onp.float32)
+    table = _onp.stack([p2, p1, p1 + (p2 - p1) * (1 - h), p1 + (p2 - p1) * h], axis=-1)
+    # for each sector, which table entry is b, g, r (MXNet's c_HlsSectorData)
+    sectors = _onp.array([[1, 3, 0], [1, 0, 2], [3, 0, 1], [0, 2, 1], [0, 1, 3], [2, 1, 0]])
+    picks = sectors[sector]
+    b, g, r = (_onp.take_along_axis(table, picks[..., i:i + 1], axis=-1)[..., 0]
+               for i in range(3))
+    grey = sat == 0
+    out = _onp.stack([_onp.where(grey, light, r), _onp.where(grey, light, g),
+                      _onp.where(grey, light, b)], axis=-1)
+    return out * _onp.float32(255)
+
+
+def _adjust_hue(image, alpha):
+    if image.shape[-1] == 1:
+        return image.copy()
+    hue, light, sat = _rgb_to_hls(image[..., :3].astype(_onp.float32))
+    rgb = _hls_to_rgb(hue + _onp.float32(alpha) * 360, light, sat)
+    out = image.copy()
+    out[..., :3] = _saturate(rgb, image.dtype)
+    return out
+
+
+def _adjust_lighting(image, alphas):
+    if image.shape[-1] == 1:
+        return image.copy()
+    shift = _LIGHTING_EIGEN @ _onp.asarray(alphas, _onp.float32)
+    out = image.copy()
+    out[..., :3] = _saturate(image[..., :3].astype(_onp.float32) + shift, image.dtype)
+    return out
+
+
+class _RandomFactor(_HybridTransform):
+    """A colour adjustment by a factor drawn uniformly from ``[max(0, 1 - amount),
+    1 + amount]`` (NumPy's global generator)."""
+
+    _adjust = None
+
+    def __init__(self, amount):
+        super().__init__()
+        self._amount = amount
+        self._bounds = (max(0, 1 - amount), 1 + amount)
+
+    def _apply(self, image):
+        _check_image(image, type(self).__name__)
+        return type(self)._adjust(image, _onp.random.uniform(*self._bounds))
+
+
+class RandomBrightness(_RandomFactor):
+    """Multiplies every pixel by a random factor in ``[max(0, 1 - brightness),
+    1 + brightness]``."""
+
+    _adjust = staticmethod(_adjust_brightness)
+
+
+class RandomContrast(_RandomFactor):
+    """Moves every pixel away from (factor > 1) or towards the image's mean grey value by a
+    random factor in ``[max(0, 1 - contrast), 1 + contrast]``."""
+
+    _adjust = staticmethod(_adjust_contrast)
+
+
+class RandomSaturation(_RandomFactor):
+    """Blends every pixel with its grey value by a random factor in
+    ``[max(0, 1 - saturation), 1 + saturation]`` (1 keeps the image)."""
+
+    _adjust = staticmethod(_adjust_saturation)
+
+
+class RandomHue(_HybridTransform):
+    """Rotates the hue of every pixel (in HLS space) by ``alpha * 360`` degrees for a random
+    ``alpha``: MXNet 1.9.1 draws it from ``[max(0, 1 - hue), 1 + hue]``, so it is kept."""
+
+    def __init__(self, hue):
+        super().__init__()
+        self._bounds = (max(0, 1 - hue), 1 + hue)
+
+    def _apply(self, image):
+        _check_image(image, "RandomHue")
+        return _adjust_hue(image, _onp.random.uniform(*self._bounds))
+
+
+class RandomColorJitter(_HybridTransform):
+    """Applies brightness, contrast, saturation and hue jitter in a random order, each with
+    a factor ``1 + uniform(-amount, amount)`` (hue: ``uniform(-hue, hue)`` turns); an
+    amount of 0 skips that adjustment."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__()
+        self._amounts = (brightness, contrast, saturation, hue)
+
+    def _apply(self, image):
+        _check_image(image, "RandomColorJitter")
+        brightness, contrast, saturation, hue = self._amounts
+        steps = [(brightness, _adjust_brightness, 1.0), (contrast, _adjust_contrast, 1.0),
+                 (saturation, _adjust_saturation, 1.0), (hue, _adjust_hue, 0.0)]
+        out = image
+        for index in _onp.random.permutation(4):
+            amount, adjust, base = steps[index]
+            if amount > 0:
+                out = adjust(out, base + _onp.random.uniform(-amount, amount))
+        return out if out is not image else image.copy()
+
+
+class RandomLighting(_HybridTransform):
+    """AlexNet's PCA lighting noise: adds ``eigvec @ (eigval * a)`` to every RGB pixel, with
+    ``a`` drawn from ``Normal(0, alpha)`` per channel."""
+
+    def __init__(self, alpha):
+        super().__init__()
+        self._alpha = alpha
+
+    def _apply(self, image):
+        _check_image(image, "RandomLighting")
+        if self._alpha == 0:
+            return image.copy()
+        return _adjust_lighting(image, _onp.random.normal(0, self._alpha, size=3))
