@@ -79,7 +79,9 @@ class _Untraceable(Exception):
 
 def describe(block):
     """``'dense0 (Dense)'``: how errors name a block."""
-    name = getattr(block, "name", None) or getattr(block, "_name", None) or "?"
+    name = getattr(block, "name", None)
+    if not name:
+        return type(block).__name__
     return "%s (%s)" % (name, type(block).__name__)
 
 
@@ -103,16 +105,22 @@ def flatten(args, what):
 
 def regroup(flat, fmt):
     """The nested structure ``fmt`` (from ``flatten``) rebuilt from the items of ``flat``."""
-    def build(pos, fmt):
-        if fmt == 0:
-            return flat[pos], pos + 1
-        kind, fmts = fmt
-        items = []
-        for f in fmts:
-            item, pos = build(pos, f)
-            items.append(item)
-        return kind(items), pos
-    return build(0, fmt)[0]
+    if fmt == 0:
+        return flat[0]
+    return _build(flat, 0, fmt)[0]
+
+
+def _build(flat, pos, fmt):
+    # Not a closure: a recursive closure is a reference cycle, which would keep the outputs
+    # (and the executor their tape node holds) alive until the cyclic collector runs.
+    if fmt == 0:
+        return flat[pos], pos + 1
+    kind, fmts = fmt
+    items = []
+    for f in fmts:
+        item, pos = _build(flat, pos, f)
+        items.append(item)
+    return kind(items), pos
 
 
 # ---------------------------------------------------------------- tracing
@@ -273,6 +281,21 @@ _RANDOM_WORDS = ("random", "sample", "shuffle", "bernoulli", "multinomial", "Dro
 
 def _is_random(op):
     return isinstance(op, str) and any(w in op for w in _RANDOM_WORDS)
+
+
+def _layer_of(block, text):
+    """The block (``block`` or a descendant) whose prefix begins the longest word of
+    ``text`` that one does, or ``None``."""
+    best, best_len = None, 0
+    stack = [block]
+    words = text.replace("(", " ").replace(",", " ").split()
+    while stack:
+        b = stack.pop()
+        stack.extend(getattr(b, "_children", {}).values())
+        prefix = getattr(b, "prefix", "") or ""
+        if len(prefix) > best_len and any(w.startswith(prefix) for w in words):
+            best, best_len = b, len(prefix)
+    return best
 
 
 def trace_block(block, flat_inputs, in_fmt):
@@ -446,19 +469,51 @@ class CachedGraph:
                                 "got a %s" % (describe(self.block), type(a).__name__))
         key = tuple(key)
         traced = self.graphs.get(key)
+        inputs = [a for a in flat if a is not None]
+        if traced is not None:
+            return self.run(traced, inputs, training)
+        if not self.params_ready():
+            return imperative()             # finishes deferred initialisation
+        traced = self._graph(key, flat, fmt)
         if traced is None:
-            if not self.params_ready():
-                return imperative()         # finishes deferred initialisation
-            traced = self._graph(key, flat, fmt)
-            if traced is None:
-                return imperative()
-        return self.run(traced, [a for a in flat if a is not None], training)
+            return imperative()
+        try:
+            return self.run(traced, inputs, training)
+        except (ValueError, TypeError, IndexError) as exc:
+            self.graphs.pop(key, None)
+            raise self._explain(traced, inputs, exc) from exc
+
+    def _explain(self, traced, inputs, exc):
+        """The error of a graph's first run, naming the block (and the layer, when shape
+        inference finds where the shapes disagree)."""
+        if str(exc).startswith("HybridBlock "):
+            return exc
+        shapes = {}
+        try:
+            for name, src in zip(traced.arg_names, traced.arg_sources):
+                shapes[name] = inputs[src].shape if type(src) is int else src.shape
+            for name, p in zip(traced.aux_names, traced.aux_params):
+                shapes[name] = p.shape
+            traced.symbol.infer_shape(**shapes)
+            detail = "%s: %s" % (type(exc).__name__, exc)
+        except Exception as found:          # noqa: BLE001 (the better message)
+            detail = str(found)
+        where = ""
+        layer = _layer_of(self.block, detail)
+        if layer is not None and layer is not self.block:
+            where = " in %s" % describe(layer)
+        return type(exc)("HybridBlock %s: inputs of shapes %s do not fit the graph traced "
+                         "from its Parameters%s: %s"
+                         % (describe(self.block), [tuple(a.shape) for a in inputs], where,
+                            detail))
 
     def run(self, traced, inputs, training):
         block = self.block
         if len(inputs) != traced.n_inputs:
             raise ValueError("HybridBlock %s: expected %d inputs, got %d"
                              % (describe(block), traced.n_inputs, len(inputs)))
+        if traced.expanded is None:
+            self._prepare(traced, inputs)
         sources = traced.arg_sources
         arg_arrays = []
         for src in sources:
@@ -536,11 +591,28 @@ class CachedGraph:
                          % (describe(self.block), names[k], a.shape, a.dtype, old.shape,
                             old.dtype))
 
+    def _prepare(self, traced, inputs):
+        """Expand ``traced``'s composites (``_expand``) and put its arguments in the expanded
+        Symbol's order, which its executors list them in."""
+        arg_arrays = [inputs[src] if type(src) is int else _param_array(self.block, src)
+                      for src in traced.arg_sources]
+        aux_arrays = [_param_array(self.block, p) for p in traced.aux_params]
+        expanded = self._expand(traced, arg_arrays, aux_arrays)
+        sources = dict(zip(traced.arg_names, traced.arg_sources))
+        aux = dict(zip(traced.aux_names, traced.aux_params))
+        names = expanded.list_arguments()
+        aux_names = expanded.list_auxiliary_states()
+        if sorted(names) != sorted(sources) or sorted(aux_names) != sorted(aux):
+            expanded, names, aux_names = traced.symbol, traced.arg_names, traced.aux_names
+        traced.arg_names = names
+        traced.arg_sources = [sources[n] for n in names]
+        traced.aux_names = aux_names
+        traced.aux_params = [aux[n] for n in aux_names]
+        traced.expanded = expanded
+
     def _bind(self, traced, wants, arg_arrays, aux_arrays):
         """A new executor for ``traced`` with gradients for the arguments ``wants`` names."""
         symbol = traced.expanded
-        if symbol is None:
-            symbol = traced.expanded = self._expand(traced, arg_arrays, aux_arrays)
         names = traced.arg_names
         try:
             ex = Executor(symbol, None, dict(zip(names, arg_arrays)),
