@@ -122,6 +122,12 @@ def _parse_opt_float(v, where):
     return _parse_float(v, where)
 
 
+def _parse_opt_int(v, where):
+    if v is None or (isinstance(v, str) and v.strip() == "None"):
+        return None
+    return _parse_int(v, where)
+
+
 def _parse_opt_str(v, where):
     if v is None or (isinstance(v, str) and v.strip() == "None"):
         return None
@@ -146,7 +152,7 @@ def _parse_dtype(v, where):
 _KINDS = {"bool": _parse_bool, "int": _parse_int, "float": _parse_float, "shape": _parse_shape,
           "axis": _parse_axis, "str": _parse_str, "opt_float": _parse_opt_float,
           "opt_str": _parse_opt_str, "opt_bool": _parse_opt_bool, "dtype": _parse_dtype,
-          "any": lambda v, where: v}
+          "opt_int": _parse_opt_int, "any": lambda v, where: v}
 
 
 def format_attr(value):
@@ -844,7 +850,7 @@ _register(LegacyOp("SliceChannel", ["data"],
                     "squeeze_axis": (_B, False)}, _split,
                    outputs=lambda p: p["num_outputs"], aliases=("split",)))
 _register(LegacyOp("slice_axis", ["data"],
-                   {"axis": (_I, REQUIRED), "begin": (_I, REQUIRED), "end": ("any", None)},
+                   {"axis": (_I, REQUIRED), "begin": (_I, REQUIRED), "end": ("opt_int", None)},
                    _slice_axis))
 _register(LegacyOp("expand_dims", ["data"], {"axis": (_I, REQUIRED)},
                    lambda x, p: F.expand_dims(x[0], p["axis"])))
@@ -876,7 +882,7 @@ _register(LegacyOp("CTCLoss", lambda p: ["data", "label"]
 _register(LegacyOp("RNN", lambda p: rnn_input_names(p["mode"], p["use_sequence_length"]),
                    {"state_size": (_I, REQUIRED), "num_layers": (_I, REQUIRED),
                     "bidirectional": (_B, False), "mode": (_S, REQUIRED), "p": (_F, 0.0),
-                    "state_outputs": (_B, False), "projection_size": ("any", None),
+                    "state_outputs": (_B, False), "projection_size": ("opt_int", None),
                     "lstm_state_clip_min": ("opt_float", None),
                     "lstm_state_clip_max": ("opt_float", None),
                     "lstm_state_clip_nan": (_B, False), "use_sequence_length": (_B, False)},

@@ -4,6 +4,7 @@ Values, gradients, reprs and ``save_parameters`` files come from MXNet 1.9.1
 (``tests/fixtures/make_gluon_rnn.py`` made ``gluon_rnn.npz``, float64); other checks are
 float64 central differences along random directions, the fused layer against the same
 network unrolled from cells, and hybridized against imperative (bit for bit)."""
+import json
 import os
 import tempfile
 
@@ -512,3 +513,47 @@ def test_errors_name_the_layer_and_argument():
         base.begin_state(batch_size=1)
     with pytest.raises(AssertionError, match="already modified"):
         rnn.ZoneoutCell(base)
+
+
+def test_export_is_mxnet_json_and_imports_back():
+    """A hybridized block unrolling a cell, and a fused layer, export in MXNet's own JSON
+    (MXNet 1.9.1's SymbolBlock.imports reads these files: checked by hand with the oracle)
+    and load back with the same outputs."""
+    class Unrolled(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.cell = rnn.LSTMCell(3)
+
+        def hybrid_forward(self, F, seq):
+            return self.cell.unroll(2, seq, merge_outputs=True)[0]
+
+    x = nd.random.uniform(shape=(2, 2, 4))
+    for net in (Unrolled(), rnn.GRU(3, num_layers=2, layout="NTC", bidirectional=True)):
+        net.initialize()
+        net.hybridize()
+        net(x)
+        y = net(x)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "net")
+            net.export(path, epoch=0)
+            with open(path + "-symbol.json") as f:
+                assert "arg_nodes" in json.load(f)         # MXNet's format, not fastgrad's
+            if isinstance(net, rnn.GRU):
+                # as MXNet: the states made for the call are the graph's second input
+                back = gluon.SymbolBlock.imports(path + "-symbol.json", ["data0", "data1"],
+                                                 path + "-0000.params")
+                got = back(x, net.begin_state(2)[0])
+            else:
+                back = gluon.SymbolBlock.imports(path + "-symbol.json", ["data"],
+                                                 path + "-0000.params")
+                got = back(x)
+            assert (got.asnumpy() == y.asnumpy()).all()
+    layer = rnn.GRU(3)
+    layer.initialize()
+    layer.hybridize()
+    states = layer.begin_state(2)
+    alone = layer(x)
+    out, new_states = layer(x, states)      # the other form traces again
+    assert (out.asnumpy() == alone.asnumpy()).all() and new_states[0].shape == (1, 2, 3)
+    assert layer(x).shape == (2, 2, 3)

@@ -32,6 +32,7 @@ import inspect
 
 from fastgrad import ndarray as _nd
 from fastgrad import symbol as _sym
+from fastgrad.symbol._api import legacy_op as _legacy_op
 from fastgrad.gluon.block import Block, HybridBlock
 from fastgrad.gluon.parameter import tensor_types, _indent
 
@@ -79,15 +80,35 @@ def _make_states(func, infos, names, kwargs):
     return states
 
 
+# MXNet's own operators on Symbols (not fastgrad's NumPy ones), so that an exported graph is
+# MXNet's JSON (Note [Cells on nd and sym])
+def mx_reshape(F, x, shape):
+    return _legacy_op("Reshape")(x, shape=shape) if F is _sym else _nd.reshape(x, shape=shape)
+
+
+def mx_tile(F, x, reps):
+    return _legacy_op("tile")(x, reps=reps) if F is _sym else _nd.tile(x, reps)
+
+
+def mx_swapaxes(F, x, dim1, dim2):
+    return (_legacy_op("SwapAxis")(x, dim1=dim1, dim2=dim2) if F is _sym
+            else _nd.swapaxes(x, dim1, dim2))
+
+
+def mx_stack(F, items, axis):
+    return _legacy_op("stack")(*items, axis=axis) if F is _sym else _nd.stack(items, axis=axis)
+
+
 def symbolic_zeros(F, like, batch_axis, shape):
     """Zeros of ``shape`` (whose ``0`` marks the batch axis) with the batch size and dtype of
     the Symbol ``like`` (Note [Symbolic begin states])."""
     if batch_axis != 0:
-        like = F.swapaxes(like, 0, batch_axis)
-    column = F.zeros_like(F.slice_axis(F.reshape(like, shape=(0, -1)), axis=1, begin=0, end=1))
+        like = mx_swapaxes(F, like, 0, batch_axis)
+    zeros_like = _legacy_op("zeros_like") if F is _sym else F.zeros_like
+    column = zeros_like(F.slice_axis(mx_reshape(F, like, (0, -1)), axis=1, begin=0, end=1))
     k = list(shape).index(0)
-    column = F.reshape(column, shape=tuple(-1 if i == k else 1 for i in range(len(shape))))
-    return F.tile(column, tuple(1 if i == k else int(d) for i, d in enumerate(shape)))
+    column = mx_reshape(F, column, tuple(-1 if i == k else 1 for i in range(len(shape))))
+    return mx_tile(F, column, tuple(1 if i == k else int(d) for i, d in enumerate(shape)))
 
 
 def _cells_state_info(cells, batch_size):
@@ -156,10 +177,10 @@ def _format_sequence(length, inputs, layout, merge, in_layout=None):
             F = _nd
             batch_size = inputs[0].shape[0]
         if merge is True:
-            inputs = F.stack(inputs, axis=axis)
+            inputs = mx_stack(F, inputs, axis)
             in_axis = axis
     if isinstance(inputs, tensor_types) and axis != in_axis:
-        inputs = F.swapaxes(inputs, axis, in_axis)
+        inputs = mx_swapaxes(F, inputs, axis, in_axis)
     return inputs, axis, F, batch_size
 
 
@@ -167,7 +188,7 @@ def _mask_sequence_variable_length(F, data, length, valid_length, time_axis, mer
     """Steps past each sequence's valid length set to zero (a list of steps if not
     ``merge``)."""
     if not isinstance(data, tensor_types):
-        data = F.stack(list(data), axis=time_axis)
+        data = mx_stack(F, list(data), time_axis)
     outputs = F.SequenceMask(data, sequence_length=valid_length, use_sequence_length=True,
                              axis=time_axis)
     if not merge:
@@ -181,7 +202,7 @@ def _reverse_sequences(sequences, unroll_step, valid_length=None):
     F = _sym if _is_symbol(sequences[0]) else _nd
     if valid_length is None:
         return list(reversed(sequences))
-    reversed_sequences = F.SequenceReverse(F.stack(list(sequences), axis=0),
+    reversed_sequences = F.SequenceReverse(mx_stack(F, list(sequences), 0),
                                            sequence_length=valid_length,
                                            use_sequence_length=True)
     return _as_list(F.split(reversed_sequences, axis=0, num_outputs=unroll_step,
@@ -276,7 +297,7 @@ class RecurrentCell(Block):
             if valid_length is not None:
                 all_states.append(states)
         if valid_length is not None:
-            states = [F.SequenceLast(F.stack(list(step_states), axis=0),
+            states = [F.SequenceLast(mx_stack(F, list(step_states), 0),
                                      sequence_length=valid_length, use_sequence_length=True,
                                      axis=0)
                       for step_states in zip(*all_states)]
@@ -834,7 +855,7 @@ class BidirectionalCell(HybridRecurrentCell):
             reversed_r_outputs, _, _, _ = _format_sequence(None, reversed_r_outputs, layout,
                                                            merge_outputs)
         if merge_outputs:
-            reversed_r_outputs = F.stack(list(reversed_r_outputs), axis=axis)
+            reversed_r_outputs = mx_stack(F, list(reversed_r_outputs), axis)
             outputs = F.concat(l_outputs, reversed_r_outputs, dim=2,
                                **_named(F, "%sout" % self._output_prefix))
         else:

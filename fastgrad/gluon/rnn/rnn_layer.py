@@ -15,9 +15,10 @@ reach each Parameter through the concatenation. ``save_parameters`` keys them as
 writes them (``_unfused.0.i2h_weight``, or ``_unfused.0.l_cell.i2h_weight`` when
 bidirectional), so files move between the two both ways.
 
-The layer always computes ``(output, states)``; called without states it returns only the
-output (as MXNet), which ``__call__`` strips after the call, so a hybridized layer's traced
-graph does not depend on whether states were passed.
+Called without states, a layer makes zero states (of the input's dtype) and returns only the
+output, as MXNet does; its traced graph then has the states as inputs and the output alone as
+output, as MXNet exports it. A hybridized layer called once with and once without states
+traces again (MXNet would reuse the first graph).
 """
 
 import re
@@ -28,7 +29,7 @@ from fastgrad import numpy_extension as _npx
 from fastgrad.gluon.block import HybridBlock
 from fastgrad.gluon.parameter import tensor_types
 from fastgrad.gluon.rnn import rnn_cell
-from fastgrad.gluon.rnn.rnn_cell import symbolic_zeros
+from fastgrad.gluon.rnn.rnn_cell import symbolic_zeros, mx_reshape, mx_swapaxes
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -65,6 +66,7 @@ class _RNNLayer(HybridBlock):
         self._dtype = dtype
         self._use_sequence_length = use_sequence_length
         self.skip_states = None
+        self._traced_skip_states = None
         self._gates = _GATES[mode]
 
         rows, size = self._gates * hidden_size, input_size
@@ -202,11 +204,12 @@ class _RNNLayer(HybridBlock):
                 states = self.begin_state(batch_size, dtype=inputs.dtype)
         if isinstance(states, tensor_types):
             states = [states]
+        if self._traced_skip_states not in (None, self.skip_states):
+            self._clear_cached_op()     # the traced graph returns the other form
+        self._traced_skip_states = self.skip_states
         if self._use_sequence_length:
-            out = super().__call__(inputs, states, sequence_length, **kwargs)
-        else:
-            out = super().__call__(inputs, states, **kwargs)
-        return out[0] if self.skip_states else out
+            return super().__call__(inputs, states, sequence_length, **kwargs)
+        return super().__call__(inputs, states, **kwargs)
 
     def infer_shape(self, inputs, *args):
         """The input size from the inputs' last axis."""
@@ -239,13 +242,14 @@ class _RNNLayer(HybridBlock):
     def hybrid_forward(self, F, inputs, states, sequence_length=None, **kwargs):
         if F is _nd:
             self._check_arrays(inputs, states, kwargs["l0_i2h_weight"])
-        return self._forward_kernel(F, inputs, states, sequence_length, **kwargs)
+        out = self._forward_kernel(F, inputs, states, sequence_length, **kwargs)
+        return out[0] if self.skip_states else out
 
     def _forward_kernel(self, F, inputs, states, sequence_length, **kwargs):
         if self._layout == "NTC":
-            inputs = F.swapaxes(inputs, 0, 1)
+            inputs = mx_swapaxes(F, inputs, 0, 1)
         matrices = ["i2h", "h2h", "h2r"] if self._projection_size else ["i2h", "h2h"]
-        flat = [F.reshape(kwargs["%s%d_%s_%s" % (d, l, g, t)], (-1,))
+        flat = [mx_reshape(F, kwargs["%s%d_%s_%s" % (d, l, g, t)], (-1,))
                 for t in ["weight", "bias"]
                 for l in range(self._num_layers)
                 for d in ["l", "r"][:self._dir]
@@ -267,7 +271,7 @@ class _RNNLayer(HybridBlock):
         else:
             outputs, states = rnn[0], [rnn[1]]
         if self._layout == "NTC":
-            outputs = F.swapaxes(outputs, 0, 1)
+            outputs = mx_swapaxes(F, outputs, 0, 1)
         return outputs, states
 
 
