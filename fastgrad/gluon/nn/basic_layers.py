@@ -200,17 +200,22 @@ class Dense(HybridBlock):
                 self.act = None
 
     def _input_units(self, shape):
-        if self._flatten:
-            return int(_onp.prod(shape[1:], dtype=_onp.int64))
-        return shape[-1]
+        if not self._flatten:
+            return shape[-1]
+        units = 1
+        for d in shape[1:]:
+            units *= d
+        return units
 
     def infer_shape(self, x, *args):
         self.weight.shape = (self._units, self._input_units(x.shape))
 
     def hybrid_forward(self, F, x, weight, bias=None):
         if not _is_symbol(x):
-            check_input_size(self, "in_units", self._input_units(x.shape), self.weight.shape[1],
-                             "flattened size" if self._flatten else "last axis")
+            units = self._input_units(x.shape)
+            if units != weight.shape[1]:
+                check_input_size(self, "in_units", units, weight.shape[1],
+                                 "flattened size" if self._flatten else "last axis")
         inputs = (x, weight) if bias is None else (x, weight, bias)
         out = F.FullyConnected(*inputs, no_bias=bias is None, num_hidden=self._units,
                                flatten=self._flatten, name="fwd")
@@ -294,7 +299,7 @@ class _BatchNorm(HybridBlock):
             if not -len(x.shape) <= axis < len(x.shape):
                 raise ValueError("%s '%s': axis=%d is out of range for an input of shape %s"
                                  % (type(self).__name__, self.name, axis, x.shape))
-            check_input_size(self, "in_channels", x.shape[axis], self.gamma.shape[0],
+            check_input_size(self, "in_channels", x.shape[axis], gamma.shape[0],
                              "channels (axis %d):" % axis)
         out = F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd",
                           **self._kwargs)
@@ -429,12 +434,12 @@ class _ChannelNorm(HybridBlock):
     def infer_shape(self, x, *args):
         self.gamma.shape = self.beta.shape = (x.shape[self._axis],)
 
-    def _check(self, x):
+    def _check(self, x, gamma):
         if not _is_symbol(x):
             if not -len(x.shape) <= self._axis < len(x.shape):
                 raise ValueError("%s '%s': axis=%d is out of range for an input of shape %s"
                                  % (type(self).__name__, self.name, self._axis, x.shape))
-            check_input_size(self, "in_channels", x.shape[self._axis], self.gamma.shape[0],
+            check_input_size(self, "in_channels", x.shape[self._axis], gamma.shape[0],
                              "channels (axis %d):" % self._axis)
 
     def __repr__(self):
@@ -454,7 +459,7 @@ class InstanceNorm(_ChannelNorm):
                          in_channels, **kwargs)
 
     def hybrid_forward(self, F, x, gamma, beta):
-        self._check(x)
+        self._check(x, gamma)
         if self._axis == 1:
             return F.InstanceNorm(x, gamma, beta, name="fwd", eps=self._epsilon)
         x = F.swapaxes(x, 1, self._axis)
@@ -473,7 +478,7 @@ class LayerNorm(_ChannelNorm):
                          in_channels, prefix=prefix, params=params)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        self._check(data)
+        self._check(data, gamma)
         return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
 
 

@@ -74,8 +74,7 @@ class _Conv(HybridBlock):
             return (in_channels, self._channels // groups) + kernel
         return (self._channels, in_channels // groups) + kernel
 
-    def _weight_in_channels(self):
-        shape = self.weight.shape
+    def _weight_in_channels(self, shape):
         return shape[0] if self._transposed() else shape[1] * self._kwargs["num_group"]
 
     def infer_shape(self, x, *args):
@@ -93,7 +92,7 @@ class _Conv(HybridBlock):
                 raise ValueError("%s '%s': expects %d-D input (%s), got shape %s"
                                  % (type(self).__name__, self.name, dims,
                                     self._kwargs["layout"], x.shape))
-            check_input_size(self, "in_channels", x.shape[1], self._weight_in_channels(),
+            check_input_size(self, "in_channels", x.shape[1], self._weight_in_channels(weight.shape),
                              "channels (axis 1):")
         op = getattr(F, self._op_name)
         if bias is None:
