@@ -27,8 +27,6 @@ from _helpers import fd_gradient, assert_fd_close  # noqa: E402
 
 MX = onp.load(os.path.join(FIXTURES, "gluon_layers.npz"))
 CONV_CASES = sorted(c for c in cases.CASES if any(w in c for w in ("conv", "pool", "pad")))
-CONV2D_HYBRID = pytest.mark.xfail(reason="hybridized Conv2D: argument order of the expanded "
-                                         "graph (gluon/_hybrid.py)", strict=False)
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
@@ -43,9 +41,7 @@ def test_layer_equals_mxnet(case):
                                     err_msg="%s: %s" % (case, key))
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=CONV2D_HYBRID)
-                                  if "Conv2D(" in cases.CASES[c][0] else c
-                                  for c in CONV_CASES])
+@pytest.mark.parametrize("case", CONV_CASES)
 def test_hybridized_equals_imperative_bit_for_bit(case):
     imperative = cases.run_case(mx, nn, autograd, case)
     hybrid = cases.run_case(mx, nn, autograd, case, hybridize=True)

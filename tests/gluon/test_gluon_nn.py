@@ -67,18 +67,7 @@ def test_layer_equals_mxnet(case):
         assert onp.abs(mxnet_result(case)["dx"] - want).max() > 1e-3   # MXNet's error
 
 
-# A hybridized 2-D convolution fails in _hybrid.py while it is being written: the bound
-# executor's arguments follow the expanded graph's order (weight first), not the traced one's.
-CONV2D_HYBRID = pytest.mark.xfail(reason="hybridized Conv2D: argument order of the expanded "
-                                         "graph (gluon/_hybrid.py)", strict=False)
-
-
-def hybrid_cases(names):
-    return [pytest.param(c, marks=CONV2D_HYBRID) if "Conv2D" in cases.CASES[c][0] else c
-            for c in names]
-
-
-@pytest.mark.parametrize("case", hybrid_cases(NN_CASES))
+@pytest.mark.parametrize("case", NN_CASES)
 def test_hybridized_equals_imperative_bit_for_bit(case):
     imperative = cases.run_case(mx, nn, autograd, case)
     hybrid = cases.run_case(mx, nn, autograd, case, hybridize=True)
