@@ -557,3 +557,56 @@ def test_export_is_mxnet_json_and_imports_back():
     out, new_states = layer(x, states)      # the other form traces again
     assert (out.asnumpy() == alone.asnumpy()).all() and new_states[0].shape == (1, 2, 3)
     assert layer(x).shape == (2, 2, 3)
+
+
+# ---------------------------------------------------------------- gluon.contrib.rnn
+
+def test_lstmp_cell_equals_fused_projection_layer():
+    layer = rnn.LSTM(5, num_layers=2, projection_size=3, input_size=4, dtype="float64",
+                     prefix="p_")
+    layer.initialize(mx.init.Uniform(0.5))
+    stack = rnn.HybridSequentialRNNCell(prefix="p_")
+    with stack.name_scope():
+        for i in range(2):
+            stack.add(gluon.contrib.rnn.LSTMPCell(5, 3, prefix="l%d_" % i))
+    stack.cast("float64")
+    stack.initialize()
+    assert repr(stack[0]) == "LSTMPCell(None -> 20 -> 3)"
+    x = f64(onp.random.default_rng(0).uniform(-1, 1, (4, 2, 4)))
+    stack.unroll(4, x, layout="TNC")
+    for name, p in stack.collect_params().items():
+        p.set_data(layer.collect_params()[name].data())
+    fused, (h, c) = layer(x, layer.begin_state(2, dtype="float64"))
+    cells, states = stack.unroll(4, x, layout="TNC", merge_outputs=True)
+    onp.testing.assert_allclose(cells.asnumpy(), fused.asnumpy(), rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(onp.stack([states[0].asnumpy(), states[2].asnumpy()]),
+                                h.asnumpy(), rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(onp.stack([states[1].asnumpy(), states[3].asnumpy()]),
+                                c.asnumpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_variational_dropout_shares_its_mask_over_time():
+    base = rnn.RNNCell(50, activation="tanh")
+    cell = gluon.contrib.rnn.VariationalDropoutCell(base, drop_outputs=0.5)
+    assert repr(cell) == "VariationalDropoutCell(p_out = 0.5, p_state = 0.0)"
+    cell.initialize()
+    x = nd.random.uniform(shape=(2, 6, 3))
+    out, _ = cell.unroll(6, x, merge_outputs=True)
+    base._modified = False
+    plain, _ = base.unroll(6, x, merge_outputs=True)
+    base._modified = True
+    assert (out == plain).asnumpy().all()                   # predict mode: no dropout
+    for stepped in (False, True):
+        states = cell.begin_state(batch_size=2)
+        cell.reset()
+        with autograd.record():
+            if stepped:                                     # state dropout steps the cell
+                cell.drop_states = 0.5
+                dropped, _ = cell.unroll(6, x, merge_outputs=True)
+            else:
+                dropped, _ = cell.unroll(6, x, merge_outputs=True)
+        zeros = dropped.asnumpy() == 0
+        assert zeros.any() and (zeros == zeros[:, :1, :]).all()   # the same units every step
+    with pytest.raises(AssertionError, match="variational state dropout"):
+        gluon.contrib.rnn.VariationalDropoutCell(
+            rnn.BidirectionalCell(rnn.GRUCell(2), rnn.GRUCell(2)), drop_states=0.5)
