@@ -48,6 +48,7 @@ one-time warning naming it. A block whose Parameters are still waiting for their
 initialisation, and is traced from the next call on.
 """
 
+import inspect
 import threading
 import warnings
 
@@ -235,6 +236,12 @@ def symbolic_call(block, args):
 
 def _symbolic(block, scope, args):
     params = {k: scope.var(p) for k, p in own_params(block).items()}
+    try:
+        inspect.signature(block.hybrid_forward).bind(_sym, *args, **params)
+    except TypeError as exc:
+        raise TypeError("HybridBlock %s: hybrid_forward cannot take %d inputs and the "
+                        "Parameters %s: %s" % (describe(block), len(args), sorted(params), exc)
+                        ) from None
     scope_of = getattr(block, "name_scope", None)
     manager = scope_of() if scope_of is not None else _sym_name.NameManager()
     try:

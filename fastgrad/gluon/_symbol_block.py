@@ -48,8 +48,8 @@ class _SymbolGraph(_hybrid.CachedGraph):
         real = [a for a in flat if a is not None]
         names = block._input_names
         if len(real) != len(names):
-            raise ValueError("SymbolBlock %s: expected %d inputs %s, got %d"
-                             % (block.name, len(names), names, len(real)))
+            raise ValueError("%s: expected %d inputs %s, got %d"
+                             % (_hybrid.describe(block), len(names), names, len(real)))
         return _hybrid._bind_sources(block, block._symbol, names, block._params_by_name(),
                                      block._sym_out_fmt)
 
