@@ -6,7 +6,6 @@ import hashlib
 import math
 import os
 import ssl
-import urllib.error
 import urllib.request
 import uuid
 import warnings
@@ -198,17 +197,13 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
         return fname
     dirname = os.path.dirname(os.path.abspath(os.path.expanduser(fname)))
     os.makedirs(dirname, exist_ok=True)
-    context = None
-    if not verify_ssl and url.startswith("https"):
-        context = ssl._create_unverified_context()
+    print("Downloading {} from {}...".format(fname, url))    # as MXNet
     error = None
     for _ in range(retries + 1):
         tmp = "%s.%s" % (fname, uuid.uuid4())
         try:
-            with urllib.request.urlopen(url, context=context, timeout=30) as response, \
-                    open(tmp, "wb") as out:
-                for block in iter(lambda: response.read(1 << 20), b""):
-                    out.write(block)
+            with open(tmp, "wb") as out:
+                _fetch_to(url, out, verify_ssl)
             if sha1_hash and not check_sha1(tmp, sha1_hash):
                 raise UserWarning("File {} is downloaded but the content hash does not match."
                                   " The repo may be outdated or download may be incomplete. If "
@@ -216,13 +211,41 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
                                   "default repo.".format(fname))
             replace_file(tmp, fname)
             return fname
-        except (urllib.error.URLError, OSError, ValueError) as e:
+        except UserWarning:
+            raise
+        except Exception as e:          # as MXNet: any failure is retried
             error = e
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
-    raise RuntimeError("download: failed downloading url %s (%s). Without network access, "
-                       "fetch the file elsewhere and put it at %s" % (url, error, fname))
+    raise RuntimeError("download: failed downloading url %s (%s: %s). Without network access, "
+                       "fetch the file elsewhere and put it at %s"
+                       % (url, type(error).__name__, error, fname)) from error
+
+
+def _fetch_to(url, out, verify_ssl):
+    """Write the body of ``url`` to the open file ``out``: through ``requests`` when it is
+    installed (as MXNet, whose tests replace ``requests.get``), else through ``urllib``
+    (``file://`` URLs always)."""
+    if not url.startswith("file:"):
+        try:
+            import requests
+        except ImportError:
+            requests = None
+        if requests is not None:
+            response = requests.get(url, stream=True, verify=verify_ssl)
+            if response.status_code != 200:
+                raise RuntimeError("Failed downloading url {}".format(url))
+            for chunk in response.iter_content(chunk_size=1 << 20):
+                if chunk:
+                    out.write(chunk)
+            return
+    context = None
+    if not verify_ssl and url.startswith("https"):
+        context = ssl._create_unverified_context()
+    with urllib.request.urlopen(url, context=context, timeout=30) as response:
+        for block in iter(lambda: response.read(1 << 20), b""):
+            out.write(block)
 
 
 def _get_repo_url():
