@@ -417,6 +417,11 @@ def test_dropout_only_in_training():
         trained.sum().backward()
     assert not (trained == predicted).asnumpy().all()
     assert onp.isfinite(layer.l0_i2h_weight.grad().asnumpy()).all()
+    layer.hybridize()                       # the traced graph drops out in training only
+    assert (layer(x) == predicted).asnumpy().all()
+    with autograd.record():
+        first, second = layer(x), layer(x)
+    assert not (first == predicted).asnumpy().all() and not (first == second).asnumpy().all()
     cell = rnn.DropoutCell(0.5)
     y, states = cell.unroll(4, x, layout="TNC", merge_outputs=True)
     assert (y == x).asnumpy().all() and states == []
