@@ -145,3 +145,21 @@ def test_grad_with_create_graph_keeps_the_array_type(make, kind):
         y = (x * x).sum()
     plain = mx.autograd.grad(y, x)
     assert type(plain[0]) is kind
+
+
+@pytest.mark.parametrize("sample", [
+    lambda out: mx.np.random.uniform(-1, 1, out.shape, out=out),
+    lambda out: mx.np.random.uniform(-1, 1, out=out),
+    lambda out: mx.np.random.normal(0, 1, out=out),
+    lambda out: mx.nd.random.uniform(-1, 1, out.shape, out=out),
+    lambda out: mx.random.normal(0, 1, out=out),
+])
+@pytest.mark.parametrize("make", [mx.np.zeros, mx.nd.zeros])
+def test_samplers_fill_out_in_place(sample, make):
+    # MXNet's initializers call e.g. np.random.uniform(-s, s, arr.shape, out=arr)
+    mx.random.seed(1)
+    out = make((3, 4), dtype="float64")
+    assert sample(out) is out
+    assert out.dtype == onp.float64 and (out.asnumpy() != 0).all()
+    with pytest.raises(ValueError, match="out has shape"):
+        mx.np.random.uniform(0, 1, (2, 2), out=out)

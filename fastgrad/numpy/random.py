@@ -27,25 +27,43 @@ def seed(seed=None, ctx=None):
     _state.rng = _np.random.default_rng(seed)
 
 
-def _size(size, shape):
+def _size(size, shape, out=None):
+    if size is None and shape is None and out is not None:
+        return tuple(out.shape)          # uniform(low, high, out=arr) fills arr
     return shape if size is None else size
 
 
-def _float(dtype):
-    # float32, or float64 after npx.set_np(dtype=True) (MXNet's default float type)
+def _float(dtype, out=None):
+    # float32, or float64 after npx.set_np(dtype=True) (MXNet's default float type); the
+    # dtype of ``out`` when one is given
+    if dtype is None and out is not None:
+        return out.dtype
     return _default_float() if dtype is None else dtype
+
+
+def _into(out, values):
+    """The samples as a new array, or written into ``out`` (MXNet's ``out=``) and ``out``."""
+    if out is None:
+        return _wrap(values)
+    if tuple(out.shape) != values.shape:
+        raise ValueError("np.random: out has shape %s, the samples have shape %s"
+                         % (tuple(out.shape), values.shape))
+    out[...] = values
+    return out
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):
     """Samples from the uniform distribution on ``[low, high)``."""
     check_device(ctx)
-    return _wrap(_np.asarray(_rng().uniform(low, high, _size(size, shape)), dtype=_float(dtype)))
+    return _into(out, _np.asarray(_rng().uniform(low, high, _size(size, shape, out)),
+                                  dtype=_float(dtype, out)))
 
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None, shape=None):
     """Samples from the normal distribution."""
     check_device(ctx)
-    return _wrap(_np.asarray(_rng().normal(loc, scale, _size(size, shape)), dtype=_float(dtype)))
+    return _into(out, _np.asarray(_rng().normal(loc, scale, _size(size, shape, out)),
+                                  dtype=_float(dtype, out)))
 
 
 def randn(*size, dtype=None):
@@ -59,8 +77,10 @@ def rand(*size, dtype=None):
 def randint(low, high=None, size=None, dtype=None, ctx=None, out=None):
     """Random integers from ``[low, high)`` (int64 unless ``dtype`` is given)."""
     check_device(ctx)
-    return _wrap(_np.asarray(_rng().integers(low, high, size),
-                             dtype=_np.int64 if dtype is None else dtype))
+    if dtype is None:
+        dtype = _np.int64 if out is None else out.dtype
+    return _into(out, _np.asarray(_rng().integers(low, high, _size(size, None, out)),
+                                  dtype=dtype))
 
 
 def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
