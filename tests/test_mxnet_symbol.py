@@ -365,9 +365,14 @@ def test_parameters_are_checked_and_errors_name_the_operator():
         sym.Activation(x, act_type="swishy").infer_shape(x=(2, 2))
     with pytest.raises(ValueError, match="elemwise_add"):
         sym.elemwise_add(x, sym.var("y")).eval(x=mx.nd.ones((2, 2)), y=mx.nd.ones((1, 2)))
-    with pytest.raises(NotImplementedError, match="2-D"):
-        sym.Convolution(x, kernel=(3,), num_filter=1, name="c1").eval(
-            x=mx.nd.ones((1, 1, 5)), c1_weight=mx.nd.ones((1, 1, 3)), c1_bias=mx.nd.ones(1))
+    # 1-D convolution runs (each output: three ones times ones, plus the bias) ...
+    [out] = sym.Convolution(x, kernel=(3,), num_filter=1, name="c1").eval(
+        x=mx.nd.ones((1, 1, 5)), c1_weight=mx.nd.ones((1, 1, 3)), c1_bias=mx.nd.ones(1))
+    assert out.asnumpy().tolist() == [[[4.0, 4.0, 4.0]]]
+    # ... and data and weight of different dimensions raise naming the operator.
+    with pytest.raises(ValueError, match="convolution: data .* and weight .* differ"):
+        sym.Convolution(x, kernel=(3, 3), num_filter=1, name="c2").eval(
+            x=mx.nd.ones((1, 1, 5)), c2_weight=mx.nd.ones((1, 1, 3, 3)), c2_bias=mx.nd.ones(1))
 
 
 def test_string_parameters_parse_as_mxnet_writes_them():
