@@ -147,7 +147,7 @@ class Parameter:
     >>> b = mx.gluon.Parameter('fc_bias', shape=(3,), init=mx.init.Zero())
     >>> b.initialize()
     >>> b
-    Parameter fc_bias (shape=(3,), dtype=float32)
+    Parameter fc_bias (shape=(3,), dtype=<class 'numpy.float32'>)
     """
 
     def __init__(self, name="weight", grad_req="write", shape=None, dtype=_onp.float32,
