@@ -23,8 +23,7 @@ def test_every_mxnet_optimizer_is_creatable_and_steps(name):
     updater(0, mx.nd.ones((2, 3), dtype="float64"), w)
     assert w.dtype == onp.float64 and w.shape == (2, 3)
     assert onp.isfinite(w.asnumpy()).all()
-    if name != "lbsgd":           # LBSGD's first update is a real one only with batch_scale 1
-        assert not onp.array_equal(w.asnumpy(), before)
+    assert not onp.array_equal(w.asnumpy(), before)
 
 
 def test_unknown_optimizer_names_the_registered_ones():

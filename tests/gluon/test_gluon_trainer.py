@@ -389,3 +389,22 @@ def test_horovod_without_mpi_names_what_to_install():
     t = gluon.Trainer([_param("w", [1.0])], "sgd", kvstore="horovod")
     with pytest.raises(ImportError, match="mpi4py"):
         t._init_kvstore()
+
+
+@pytest.mark.parametrize("name", ["sgd", "ccsgd", "nag", "signum", "sgld", "dcasgd", "lars",
+                                  "lbsgd", "adam", "adamax", "nadam", "lamb", "rmsprop",
+                                  "adagrad", "adadelta", "ftrl", "ftml", "groupadagrad", "test",
+                                  "adamw"])
+def test_every_optimizer_trains_through_the_trainer(name):
+    net = nn.Dense(3, in_units=4, use_bias=False)        # 2-D only: GroupAdaGrad needs rows
+    net.initialize(mx.init.One())
+    trainer = gluon.Trainer(net.collect_params(), name, {"learning_rate": 0.01})
+    x = mx.nd.array(onp.linspace(-1, 1, 8).reshape(2, 4))
+    for _ in range(2):
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        trainer.step(2)
+    w = net.weight.data().asnumpy()
+    assert onp.isfinite(w).all()
+    assert not onp.array_equal(w, onp.ones((3, 4)))
