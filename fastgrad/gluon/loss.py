@@ -84,7 +84,15 @@ class Loss(HybridBlock):
 
     def _per_sample(self, F, loss):
         """The mean of ``loss`` over every axis but the batch axis."""
-        return F.mean(loss, axis=self._batch_axis, exclude=True)
+        return F.mean(self._checked(F, loss), axis=self._batch_axis, exclude=True)
+
+    def _checked(self, F, loss):
+        """``loss``, after checking on arrays that it has the batch axis (a Symbol's axes are
+        checked when it runs)."""
+        if F is _nd and not -loss.ndim <= self._batch_axis < max(loss.ndim, 1):
+            raise ValueError("%s: batch_axis=%d is out of range for a loss of shape %s"
+                             % (type(self).__name__, self._batch_axis, loss.shape))
+        return loss
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The loss, written with ``F`` (``mx.nd`` or ``mx.sym``): each loss overrides it."""
@@ -251,7 +259,7 @@ class KLDivLoss(Loss):
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return F.sum(loss, axis=self._batch_axis, exclude=True)
+        return F.sum(self._checked(F, loss), axis=self._batch_axis, exclude=True)
 
 
 class CTCLoss(Loss):
@@ -417,7 +425,7 @@ class TripletLoss(Loss):
     def hybrid_forward(self, F, pred, positive, negative):
         positive = _reshape_like(F, positive, pred)
         negative = _reshape_like(F, negative, pred)
-        gap = F.sum(F.square(positive - pred) - F.square(negative - pred),
+        gap = F.sum(self._checked(F, F.square(positive - pred) - F.square(negative - pred)),
                     axis=self._batch_axis, exclude=True)
         loss = F.relu(gap + self._margin)
         return _apply_weighting(F, loss, self._weight, None)

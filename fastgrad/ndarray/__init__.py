@@ -170,6 +170,10 @@ def _exclude(data, axis, exclude):
         return axis
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     nd = _onp.ndim(unwrap(data))
+    bad = [a for a in axes if not -nd <= a < nd]
+    if bad:     # MXNet refuses them too; wrapping would keep another axis silently
+        raise ValueError("exclude=True: axis %s is out of range for data with %d dimensions"
+                         % (bad[0] if len(bad) == 1 else tuple(bad), nd))
     axes = {a % nd for a in axes}
     return tuple(a for a in range(nd) if a not in axes)
 

@@ -434,6 +434,10 @@ def _reduce_axes(data, axis, exclude):
     if axis is None:
         return None     # MXNet: no axes means all of them, with or without exclude
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    bad = [a for a in axes if not -max(nd, 1) <= a < max(nd, 1)]
+    if bad:     # MXNet refuses them too; wrapping would reduce another axis silently
+        raise ValueError("axis %s is out of range for data with %d dimensions"
+                         % (bad[0] if len(bad) == 1 else tuple(bad), nd))
     axes = tuple(a % nd for a in axes) if nd else axes
     if exclude:
         axes = tuple(d for d in range(nd) if d not in axes)

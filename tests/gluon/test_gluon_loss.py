@@ -286,6 +286,15 @@ def test_bad_arguments_raise(make, message):
         make()
 
 
+@pytest.mark.parametrize("cls", ["L2Loss", "KLDivLoss", "TripletLoss"])
+def test_batch_axis_out_of_range_names_the_loss(cls):
+    """MXNet raises too; wrapping the axis around would average over the wrong axes."""
+    x = mx.nd.ones((2, 3))
+    with pytest.raises(ValueError, match="%s: batch_axis=2 is out of range" % cls):
+        getattr(gluon.loss, cls)(batch_axis=2)(x, x, x) if cls == "TripletLoss" else \
+            getattr(gluon.loss, cls)(batch_axis=2)(x, x)
+
+
 def test_sdml_shape_mismatch_names_the_loss():
     with pytest.raises(ValueError, match="SDMLLoss: x1 and x2"):
         gluon.loss.SDMLLoss()(mx.nd.ones((3, 2)), mx.nd.ones((2, 2)))
