@@ -170,6 +170,19 @@ def _shape_str(args):
     return str(result)
 
 
+def _note_block(err, block):
+    """Name the innermost block whose forward pass raised ``err``, as a note under its
+    traceback (the message itself is left alone)."""
+    if getattr(err, "_gluon_block_noted", False) or not hasattr(err, "add_note"):
+        return
+    try:
+        err.add_note("(raised in the forward pass of block '%s', a %s)"
+                     % (block.name, type(block).__name__))
+        err._gluon_block_noted = True
+    except (AttributeError, TypeError):    # an exception type that refuses attributes
+        pass
+
+
 class Block:
     """The base class of every layer and model (MXNet's ``gluon.Block``).
 
@@ -502,7 +515,11 @@ class Block:
         """Run the forward pre-hooks, :meth:`forward` and the forward hooks."""
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
-        out = self.forward(*args)
+        try:
+            out = self.forward(*args)
+        except Exception as err:
+            _note_block(err, self)
+            raise
         for hook in list(self._forward_hooks.values()):
             hook(self, args, out)
         return out
@@ -750,12 +767,16 @@ class HybridBlock(Block):
     def __call__(self, x, *args):
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, (x,) + args)
-        if not self._is_np_style():
-            out = self.forward(x, *args)
-        elif self._active:
-            out = self._call_cached_op(x, *args)
-        else:
-            out = self._imperative_call(x, *args)
+        try:
+            if not self._is_np_style():
+                out = self.forward(x, *args)
+            elif self._active:
+                out = self._call_cached_op(x, *args)
+            else:
+                out = self._imperative_call(x, *args)
+        except Exception as err:
+            _note_block(err, self)
+            raise
         for hook in list(self._forward_hooks.values()):
             hook(self, (x,) + args, out)
         return out

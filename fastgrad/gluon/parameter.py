@@ -284,6 +284,19 @@ class Parameter:
         self._check_initialized(ctx)
         return self._data
 
+    def row_sparse_data(self, row_id):
+        """MXNet's access to a ``row_sparse`` parameter; fastgrad's parameters are dense, so
+        this raises as MXNet does for a dense one (use :meth:`data`)."""
+        raise RuntimeError("Cannot return a copy of Parameter %s via row_sparse_data() because "
+                           "its storage type is %s. Please use data() instead."
+                           % (self.name, self._stype))
+
+    def list_row_sparse_data(self, row_id):
+        """See :meth:`row_sparse_data`: raises (fastgrad's parameters are dense)."""
+        raise RuntimeError("Cannot return copies of Parameter '%s' on all contexts via "
+                           "list_row_sparse_data() because its storage type is %s. Please use "
+                           "data() instead." % (self.name, self._stype))
+
     def list_data(self):
         """``[data()]``: fastgrad holds one copy, on the CPU."""
         self._check_initialized()

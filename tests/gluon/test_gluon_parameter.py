@@ -416,3 +416,14 @@ def test_no_warning_on_first_initialisation():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         Parameter('w', shape=(1,)).initialize()
+
+
+def test_row_sparse_access_raises_as_for_a_dense_parameter():
+    p = Parameter('w', shape=(2, 2))
+    p.initialize()
+    with pytest.raises(RuntimeError, match="Cannot return a copy of Parameter w via "
+                                           "row_sparse_data.. because its storage type is "
+                                           "default. Please use data.. instead."):
+        p.row_sparse_data(mx.nd.arange(0, 2))
+    with pytest.raises(RuntimeError, match="list_row_sparse_data"):
+        p.list_row_sparse_data(mx.nd.arange(0, 2))
