@@ -533,27 +533,42 @@ def test_export_is_mxnet_json_and_imports_back():
         def hybrid_forward(self, F, seq):
             return self.cell.unroll(2, seq, merge_outputs=True)[0]
 
+    class Masked(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.cell = rnn.BidirectionalCell(rnn.GRUCell(3), rnn.GRUCell(3))
+
+        def hybrid_forward(self, F, seq, valid_length):
+            out, states = self.cell.unroll(2, seq, merge_outputs=True,
+                                           valid_length=valid_length)
+            return out, states[0]
+
     x = nd.random.uniform(shape=(2, 2, 4))
-    for net in (Unrolled(), rnn.GRU(3, num_layers=2, layout="NTC", bidirectional=True)):
+    lengths = nd.array([2, 1])
+    for net, args, names in (
+            (Unrolled(), (x,), ["data"]),
+            (Masked(), (x, lengths), ["data0", "data1"]),
+            # as MXNet: the states made for the call are the graph's second input
+            (rnn.GRU(3, num_layers=2, layout="NTC", bidirectional=True), (x,),
+             ["data0", "data1"])):
         net.initialize()
         net.hybridize()
-        net(x)
-        y = net(x)
+        net(*args)
+        y = net(*args)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "net")
             net.export(path, epoch=0)
             with open(path + "-symbol.json") as f:
                 assert "arg_nodes" in json.load(f)         # MXNet's format, not fastgrad's
+            back = gluon.SymbolBlock.imports(path + "-symbol.json", names,
+                                             path + "-0000.params")
             if isinstance(net, rnn.GRU):
-                # as MXNet: the states made for the call are the graph's second input
-                back = gluon.SymbolBlock.imports(path + "-symbol.json", ["data0", "data1"],
-                                                 path + "-0000.params")
-                got = back(x, net.begin_state(2)[0])
-            else:
-                back = gluon.SymbolBlock.imports(path + "-symbol.json", ["data"],
-                                                 path + "-0000.params")
-                got = back(x)
-            assert (got.asnumpy() == y.asnumpy()).all()
+                args = (x, net.begin_state(2)[0])
+            got = back(*args)
+            for a, b in zip(got if isinstance(got, list) else [got],
+                            y if isinstance(y, tuple) else [y]):
+                assert (a.asnumpy() == b.asnumpy()).all()
     layer = rnn.GRU(3)
     layer.initialize()
     layer.hybridize()

@@ -30,6 +30,9 @@ cannot bind: pass ``batch_size`` or use ``unroll`` without ``begin_state``.
 
 import inspect
 
+import numpy as _onp
+
+from fastgrad._array import unwrap as _unwrap, _wrap
 from fastgrad import ndarray as _nd
 from fastgrad import symbol as _sym
 from fastgrad.symbol._api import legacy_op as _legacy_op
@@ -99,13 +102,20 @@ def mx_stack(F, items, axis):
     return _legacy_op("stack")(*items, axis=axis) if F is _sym else _nd.stack(items, axis=axis)
 
 
+def mx_like(F, x, value, name=None):
+    """Zeros or ones (``value``) shaped like ``x``: MXNet's ``zeros_like``/``ones_like`` on
+    Symbols, an array of ``x``'s own type (``nd`` or ``np``) on arrays."""
+    if F is _sym:
+        return _legacy_op("ones_like" if value else "zeros_like")(x, **_named(F, name))
+    return _wrap(_onp.full_like(_unwrap(x), value), type(x))
+
+
 def symbolic_zeros(F, like, batch_axis, shape):
     """Zeros of ``shape`` (whose ``0`` marks the batch axis) with the batch size and dtype of
     the Symbol ``like`` (Note [Symbolic begin states])."""
     if batch_axis != 0:
         like = mx_swapaxes(F, like, 0, batch_axis)
-    zeros_like = _legacy_op("zeros_like") if F is _sym else F.zeros_like
-    column = zeros_like(F.slice_axis(mx_reshape(F, like, (0, -1)), axis=1, begin=0, end=1))
+    column = mx_like(F, F.slice_axis(mx_reshape(F, like, (0, -1)), axis=1, begin=0, end=1), 0)
     k = list(shape).index(0)
     column = mx_reshape(F, column, tuple(-1 if i == k else 1 for i in range(len(shape))))
     return mx_tile(F, column, tuple(1 if i == k else int(d) for i, d in enumerate(shape)))
@@ -126,7 +136,10 @@ def _get_begin_state(cell, F, begin_state, inputs, batch_size):
         return begin_state
     first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
     if F is _nd:
-        return cell.begin_state(func=_nd.zeros, batch_size=batch_size, dtype=first.dtype)
+        states = cell.begin_state(func=_nd.zeros, batch_size=batch_size, dtype=first.dtype)
+        if not isinstance(first, _nd.NDArray):      # mx.np inputs get mx.np states
+            states = [s.as_np_ndarray() for s in states]
+        return states
     step = first if isinstance(inputs, (list, tuple)) else None
     if step is None:
         raise ValueError("%s.unroll on a Symbol: split the inputs into steps first"
@@ -545,7 +558,7 @@ class GRUCell(_GatedCell):
                                                  **_named(F, prefix + "mul0")),
                            **_named(F, prefix + "plus2")),
             act_type="tanh", **_named(F, prefix + "h_act"))
-        ones = F.ones_like(update_gate, **_named(F, prefix + "ones_like0"))
+        ones = mx_like(F, update_gate, 1, prefix + "ones_like0")
         next_h = F.elemwise_add(
             F.elemwise_mul(F.elemwise_sub(ones, update_gate, **_named(F, prefix + "minus0")),
                            candidate, **_named(F, prefix + "mul1")),
@@ -752,11 +765,11 @@ class ZoneoutCell(ModifierCell):
         def mask(p, like):
             # 1/(1-p) where kept, 0 where dropped (training mode only): where() keeps the new
             # value where the mask is nonzero
-            return F.Dropout(F.ones_like(like), p=p)
+            return F.Dropout(mx_like(F, like, 1), p=p)
 
         prev_output = self._prev_output
         if prev_output is None:
-            prev_output = F.zeros_like(next_output)
+            prev_output = mx_like(F, next_output, 0)
         output = (F.where(mask(p_outputs, next_output), next_output, prev_output)
                   if p_outputs != 0. else next_output)
         states = ([F.where(mask(p_states, new_s), new_s, old_s)

@@ -5,7 +5,7 @@ sym] in ``fastgrad/gluon/rnn/rnn_cell.py``)."""
 from fastgrad.gluon.parameter import tensor_types
 from fastgrad.gluon.rnn.rnn_cell import (BidirectionalCell, ModifierCell, HybridRecurrentCell,
                                          _format_sequence, _get_begin_state, _named, _as_list,
-                                         _mask_sequence_variable_length)
+                                         _mask_sequence_variable_length, mx_like)
 from fastgrad import ndarray as _nd
 
 __all__ = ["VariationalDropoutCell", "LSTMPCell"]
@@ -48,9 +48,9 @@ class VariationalDropoutCell(ModifierCell):
 
     def hybrid_forward(self, F, inputs, states):
         if self.drop_states and self.drop_states_mask is None:
-            self.drop_states_mask = F.Dropout(F.ones_like(states[0]), p=self.drop_states)
+            self.drop_states_mask = F.Dropout(mx_like(F, states[0], 1), p=self.drop_states)
         if self.drop_inputs and self.drop_inputs_mask is None:
-            self.drop_inputs_mask = F.Dropout(F.ones_like(inputs), p=self.drop_inputs)
+            self.drop_inputs_mask = F.Dropout(mx_like(F, inputs, 1), p=self.drop_inputs)
         if self.drop_states:
             states = list(states)
             states[0] = states[0] * self.drop_states_mask
@@ -58,7 +58,7 @@ class VariationalDropoutCell(ModifierCell):
             inputs = inputs * self.drop_inputs_mask
         next_output, next_states = self.base_cell(inputs, states)
         if self.drop_outputs and self.drop_outputs_mask is None:
-            self.drop_outputs_mask = F.Dropout(F.ones_like(next_output), p=self.drop_outputs)
+            self.drop_outputs_mask = F.Dropout(mx_like(F, next_output, 1), p=self.drop_outputs)
         if self.drop_outputs:
             next_output = next_output * self.drop_outputs_mask
         return next_output, next_states
