@@ -461,3 +461,33 @@ def test_transform_first_with_dataloader_workers(tmp_path):
     loader = gluon.data.DataLoader(train, batch_size=2, num_workers=2, timeout=30)
     x, y = next(iter(loader))
     assert x.shape == (2, 1, 28, 28) and x.dtype == onp.float32 and y.shape == (2,)
+
+
+@pytest.mark.parametrize("degrees, row, col", [(90., 0, 1), (180., 1, 0), (270., 2, 1),
+                                               (360., 1, 2)])
+def test_rotate_quarter_turns(degrees, row, col):
+    # the pixel at (1, 2) of a 3x3 image moves as MXNet 1.9.1's test_rotate expects
+    image = onp.zeros((1, 3, 3), onp.float32)
+    image[0, 1, 2] = 1
+    expected = onp.zeros((1, 3, 3), onp.float32)
+    expected[0, row, col] = 1
+    out = transforms.Rotate(degrees)(mx.nd.array(image))
+    onp.testing.assert_allclose(out.asnumpy(), expected, atol=1e-6)
+
+
+def test_rotate_shapes_zoom_and_errors():
+    image = mx.nd.ones((3, 6, 10))
+    assert transforms.Rotate(10.)(image).shape == (3, 6, 10)
+    batch = mx.nd.ones((2, 3, 6, 10))
+    assert transforms.RandomRotation([-10., 10.])(batch).shape == (2, 3, 6, 10)
+    # without zoom the corners come from outside the image: 0; zoom_in keeps them inside
+    # (nearly: MXNet's zoom uses H and W where its grid uses H - 1 and W - 1)
+    assert transforms.Rotate(30.)(image).asnumpy()[0, 0, 0] == 0
+    assert transforms.Rotate(30., zoom_in=True)(image).asnumpy().min() > 0.9
+    with pytest.raises(TypeError, match="float32"):
+        transforms.Rotate(10.)(mx.nd.ones((3, 4, 4), dtype="uint8"))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        transforms.RandomRotation([-10, 10.], rotate_with_proba=1.1)
+    data = mx.nd.array(onp.random.RandomState(0).normal(size=(3, 5, 6)).astype(onp.float32))
+    same = transforms.RandomRotation([-100., 100.], rotate_with_proba=0.0)(data)
+    onp.testing.assert_array_equal(same.asnumpy(), data.asnumpy())

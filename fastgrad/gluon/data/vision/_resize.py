@@ -122,12 +122,18 @@ def _two_tap_uint8(image, out_h, out_w, area_mode):
 
     x0, x1, a0, a1 = _two_tap_axis(out_w, image.shape[1], area_mode, True)
     y0, y1, b0, b1 = _two_tap_axis(out_h, image.shape[0], area_mode, False)
-    a0, a1, b0, b1 = fixed(a0), fixed(a1), fixed(b0), fixed(b1)
-    src = image.astype(_onp.int64)
-    rows = src[:, x0] * a0[None, :, None] + src[:, x1] * a1[None, :, None]
-    top = (b0[:, None, None] * (rows[y0] >> 4)) >> 16
-    bottom = (b1[:, None, None] * (rows[y1] >> 4)) >> 16
-    return _onp.clip((top + bottom + 2) >> 2, 0, 255).astype(_onp.uint8)
+    # int32 is wide enough: a row value is at most 255 * 2 * 2048 and a weighted one
+    # 2048 * 2**16
+    a0, a1, b0, b1 = (fixed(w).astype(_onp.int32) for w in (a0, a1, b0, b1))
+    src = image.astype(_onp.int32)
+    rows = src[:, x0] * a0[None, :, None]
+    rows += src[:, x1] * a1[None, :, None]
+    rows >>= 4
+    out = (b0[:, None, None] * rows[y0]) >> 16
+    out += (b1[:, None, None] * rows[y1]) >> 16
+    out += 2
+    out >>= 2
+    return _onp.clip(out, 0, 255).astype(_onp.uint8)
 
 
 def _two_tap_float(image, out_h, out_w, area_mode):

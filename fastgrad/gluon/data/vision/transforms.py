@@ -22,6 +22,8 @@ Symbols. fastgrad's are NumPy functions, so they run eagerly even after ``hybrid
 (which they accept and ignore); a transform reached by a hybridized parent's trace raises a
 TypeError naming it. :class:`Compose` therefore groups consecutive transforms into a
 ``HybridSequential`` as MXNet does but only hybridizes groups that hold no image transform.
+Bad input raises ``MXNetValueError``/``MXNetTypeError`` (subclasses of ``MXNetError`` and of
+``ValueError``/``TypeError``), where MXNet's image operators raise ``MXNetError``.
 Random choices come from Python's ``random`` module where MXNet's Python code uses it
 (crops: ``random.seed`` reproduces MXNet's crop boxes) and from NumPy's global generator
 where MXNet uses its C++ generator (flips, colour jitter, lighting).
@@ -33,6 +35,7 @@ import random
 import numpy as _onp
 
 from fastgrad._array import ndarray as _array_type, _wrap, unwrap
+from fastgrad.base import MXNetTypeError, MXNetValueError
 from fastgrad.ndarray import NDArray
 from fastgrad.gluon.block import Block, HybridBlock
 from fastgrad.gluon.nn import Sequential, HybridSequential
@@ -43,7 +46,7 @@ __all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize"
            "CenterCrop", "RandomResizedCrop", "RandomCrop", "CropResize",
            "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
-           "RandomLighting", "RandomApply"]
+           "RandomLighting", "RandomApply", "Rotate", "RandomRotation"]
 
 # MXNet's RGB -> grey weights in its colour operators (src/operator/image/image_random-inl.h)
 _GREY = _onp.array([0.299, 0.587, 0.114], _onp.float32)
@@ -64,7 +67,7 @@ def _unpack(x, where):
     if isinstance(x, _onp.ndarray):
         kind = _array_type if _np_arrays_requested() else NDArray
         return x, (lambda out: _wrap(_onp.ascontiguousarray(out), kind))
-    raise TypeError("transforms.%s takes an image array (mx.nd.NDArray, mx.np.ndarray or "
+    raise MXNetTypeError("transforms.%s takes an image array (mx.nd.NDArray, mx.np.ndarray or "
                     "numpy.ndarray), got %s. fastgrad's transforms run on arrays only and "
                     "cannot be traced by a hybridized block (Note [Transforms run on arrays])"
                     % (where, type(x).__name__))
@@ -83,7 +86,7 @@ def _saturate(values, dtype):
 
 def _check_image(image, where, ndims=(3, 4)):
     if image.ndim not in ndims:
-        raise ValueError("transforms.%s expects an image of shape %s, got shape %s"
+        raise MXNetValueError("transforms.%s expects an image of shape %s, got shape %s"
                          % (where, " or ".join({3: "(H, W, C)", 4: "(N, H, W, C)"}[n]
                                                for n in ndims), image.shape))
 
@@ -97,10 +100,10 @@ def _size_pair(size, where):
     elif isinstance(size, (tuple, list)) and len(size) == 2:
         size = (int(size[0]), int(size[1]))
     else:
-        raise ValueError("transforms.%s: size must be an int or a (width, height) pair, got %r"
+        raise MXNetValueError("transforms.%s: size must be an int or a (width, height) pair, got %r"
                          % (where, size))
     if size[0] <= 0 or size[1] <= 0:
-        raise ValueError("transforms.%s: size must be positive, got %r" % (where, size))
+        raise MXNetValueError("transforms.%s: size must be positive, got %r" % (where, size))
     return size
 
 
@@ -109,7 +112,7 @@ def _resize_images(image, width, height, interpolation, where):
     if interpolation is None:
         interpolation = 1
     if interpolation not in _resize.INTERPOLATIONS:
-        raise ValueError("transforms.%s: unknown interpolation %r; use OpenCV's codes 0 "
+        raise MXNetValueError("transforms.%s: unknown interpolation %r; use OpenCV's codes 0 "
                          "(nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)"
                          % (where, interpolation))
     if image.ndim == 3:
@@ -161,7 +164,7 @@ class _ArrayTransformMixin:
 
     def forward(self, x, *args):
         if args:
-            raise TypeError("transforms.%s takes one image, got %d inputs"
+            raise MXNetTypeError("transforms.%s takes one image, got %d inputs"
                             % (type(self).__name__, 1 + len(args)))
         image, wrap = _unpack(x, type(self).__name__)
         return wrap(self._apply(image))
@@ -259,7 +262,7 @@ class HybridCompose(_TransformGroup):
         super().__init__()
         for transform in transforms:
             if not isinstance(transform, HybridBlock):
-                raise ValueError("HybridCompose: %s is not a HybridBlock; use Compose"
+                raise MXNetValueError("HybridCompose: %s is not a HybridBlock; use Compose"
                                  % type(transform).__name__)
             self.add(transform)
 
@@ -320,11 +323,11 @@ class Normalize(_HybridTransform):
         std = _onp.atleast_1d(_onp.asarray(self._std, _onp.float32))
         for name, value in (("mean", mean), ("std", std)):
             if value.ndim != 1 or value.size not in (1, channels):
-                raise ValueError("transforms.Normalize: %s has %d values but the input has %d "
+                raise MXNetValueError("transforms.Normalize: %s has %d values but the input has %d "
                                  "channels (shape %s); give 1 or %d"
                                  % (name, value.size, channels, image.shape, channels))
         if _onp.any(std == 0):
-            raise ValueError("transforms.Normalize: std must not be 0, got %r" % (self._std,))
+            raise MXNetValueError("transforms.Normalize: std must not be 0, got %r" % (self._std,))
         out = (image.astype(_onp.float32) - mean[:, None, None]) / std[:, None, None]
         return out.astype(image.dtype if image.dtype.kind == "f" else _onp.float32)
 
@@ -355,7 +358,7 @@ class Resize(_HybridTransform):
             size = size[0]
         if isinstance(size, numbers.Integral) and self._keep:
             if size <= 0:
-                raise ValueError("transforms.Resize: size must be positive, got %r" % size)
+                raise MXNetValueError("transforms.Resize: size must be positive, got %r" % size)
             if height > width:
                 return size, int(height * size / width)
             return int(width * size / height), size
@@ -405,7 +408,7 @@ class CropResize(_HybridTransform):
         img_h, img_w = image.shape[-3:-1]
         if x < 0 or y < 0 or width <= 0 or height <= 0 or x + width > img_w \
                 or y + height > img_h:
-            raise ValueError("transforms.CropResize: the box x=%d, y=%d, width=%d, height=%d "
+            raise MXNetValueError("transforms.CropResize: the box x=%d, y=%d, width=%d, height=%d "
                              "is not inside the %dx%d image" % (x, y, width, height,
                                                                 img_w, img_h))
         out = image[..., y:y + height, x:x + width, :]
@@ -489,6 +492,113 @@ class RandomFlipTopBottom(RandomFlipLeftRight):
     """Flips the image top to bottom (its height axis) with probability 1/2."""
 
     _axis = -3
+
+
+def _bilinear_sample(images, grid_x, grid_y):
+    """MXNet's ``BilinearSampler``: (N, C, H, W) float ``images`` read at the normalised
+    coordinates ``grid_x``, ``grid_y`` (N, H, W) in [-1, 1]; neighbours outside the image
+    count as 0."""
+    n, _, h, w = images.shape
+    x = (grid_x + 1) * (w - 1) / 2
+    y = (grid_y + 1) * (h - 1) / 2
+    x0 = _onp.floor(x).astype(_onp.int64)
+    y0 = _onp.floor(y).astype(_onp.int64)
+    wx0 = 1 - (x - x0)
+    wy0 = 1 - (y - y0)
+    batch = _onp.arange(n)[:, None, None]
+    out = _onp.zeros(images.shape, _onp.float64)
+    for dy, wy in ((0, wy0), (1, 1 - wy0)):
+        for dx, wx in ((0, wx0), (1, 1 - wx0)):
+            yy, xx = y0 + dy, x0 + dx
+            inside = (xx >= 0) & (xx <= w - 1) & (yy >= 0) & (yy <= h - 1)
+            values = images[batch, :, _onp.clip(yy, 0, h - 1), _onp.clip(xx, 0, w - 1)]
+            # values: (N, H, W, C) -> weight, mask, and move channels back
+            weight = (wy * wx * inside)[..., None]
+            out += _onp.moveaxis(values * weight, -1, 1)
+    return out.astype(images.dtype)
+
+
+def _rotate(image, degrees, zoom_in=False, zoom_out=False):
+    """MXNet's ``image.imrotate``: (C, H, W) or (N, C, H, W) float32 images rotated about
+    their centres by ``degrees`` (one angle, or one per image), sampled bilinearly with zero
+    outside; ``zoom_in`` scales so no padding shows, ``zoom_out`` so all of the image does."""
+    if zoom_in and zoom_out:
+        raise MXNetValueError("`zoom_in` and `zoom_out` cannot be both True")
+    single = image.ndim == 3
+    batch = image[None] if single else image
+    if batch.ndim != 4:
+        raise MXNetValueError("Only 3D and 4D are supported by this function")
+    angles = _onp.broadcast_to(_onp.asarray(degrees, _onp.float32), (batch.shape[0],))
+    radians = (_onp.pi * angles / 180).astype(_onp.float32)[:, None, None]
+    _, _, h, w = batch.shape
+    hscale, wscale = float(h - 1) / 2, float(w - 1) / 2
+    rows = (_onp.arange(h, dtype=_onp.float32)[:, None] - hscale) * _onp.ones((1, w), _onp.float32)
+    cols = (_onp.arange(w, dtype=_onp.float32)[None, :] - wscale) * _onp.ones((h, 1), _onp.float32)
+    cos, sin = _onp.cos(radians), _onp.sin(radians)
+    grid_x = (cols * cos - rows * sin) / wscale
+    grid_y = (cols * sin + rows * cos) / hscale
+    if zoom_in or zoom_out:
+        rho = _onp.sqrt(_onp.float32(h * h + w * w))
+        corner = _onp.arctan(_onp.float32(h) / _onp.float32(w))
+        turn = _onp.abs(radians)
+        max_x = _onp.maximum(_onp.abs(rho * _onp.cos(corner + turn)),
+                             _onp.abs(rho * _onp.cos(corner - turn)))
+        max_y = _onp.maximum(_onp.abs(rho * _onp.sin(corner + turn)),
+                             _onp.abs(rho * _onp.sin(corner - turn)))
+        if zoom_out:
+            scale = _onp.maximum(max_x / w, max_y / h)
+        else:
+            scale = _onp.minimum(w / max_x, h / max_y)
+        grid_x, grid_y = grid_x * scale, grid_y * scale
+    out = _bilinear_sample(batch, grid_x, grid_y)
+    return out[0] if single else out
+
+
+def _check_float32(image, where):
+    if image.dtype != _onp.float32:
+        raise MXNetTypeError("transforms.%s only supports float32 images (got %s); call it "
+                             "after ToTensor" % (where, image.dtype))
+
+
+class Rotate(_Transform):
+    """Rotates (C, H, W) or (N, C, H, W) float32 images by ``rotation_degrees`` about their
+    centres (MXNet's ``image.imrotate``: bilinear, zero outside; ``zoom_in`` hides the
+    padding, ``zoom_out`` keeps the whole image)."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def _apply(self, image):
+        _check_float32(image, "Rotate")
+        return _rotate(image, *self._args)
+
+
+class RandomRotation(_Transform):
+    """Rotates (C, H, W) or (N, C, H, W) float32 images by an angle drawn uniformly from
+    ``angle_limits`` (one per image), with probability ``rotate_with_proba`` (NumPy's global
+    generator, as MXNet)."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super().__init__()
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError("`angle_limits` must be an ordered tuple")
+        if rotate_with_proba < 0 or rotate_with_proba > 1:
+            raise ValueError("Probability of rotating the image should be between 0 and 1")
+        self._limits = (lower, upper)
+        self._zoom = (zoom_in, zoom_out)
+        self._rotate_with_proba = rotate_with_proba
+
+    def _apply(self, image):
+        if _onp.random.random() > self._rotate_with_proba:
+            return image.copy()
+        _check_float32(image, "RandomRotation")
+        if image.ndim == 3:
+            degrees = _onp.random.uniform(*self._limits)
+        else:
+            degrees = _onp.random.uniform(*self._limits, size=image.shape[0])
+        return _rotate(image, degrees, *self._zoom)
 
 
 # ---------------------------------------------------------------- colour
