@@ -28,8 +28,19 @@ replay is the tape's (Note [Backward replay]), and the plan runs the primitives 
 program runs: MXNet 1.x operators that the executor would replace by their primitives only
 from its second forward (Note [Composite expansion] in ``symbol/_expand.py``) are expanded
 before the first real call, by one warm-up forward in predict mode on the call's own values
-(skipped when the graph draws random numbers, which a warm-up would consume). So outputs
-and gradients equal the imperative path's bit for bit.
+(skipped when the graph draws random numbers in predict mode, which a warm-up would consume;
+dropout draws only in training). So outputs and gradients equal the imperative path's bit for
+bit, and with the same seed a hybridized dropout draws the same masks as an imperative one.
+
+Cost. Nothing is copied in; the outputs are copied out once. The engine does not take
+ownership of gradients a custom node returns (Note [Gradient buffer ownership] in
+``_engine.pyx``), so it copies each Parameter's gradient from the executor into its
+``.grad()`` buffer; a weight's gradient comes out of ``FullyConnected`` transposed
+(Fortran order), so that copy is strided (about 0.4 ms of the 3.4 ms MLP step of
+``benchmarks/gluon_hybridize.py``). Imperatively the buffer takes that array instead, and
+the Trainer then pays about as much updating through the transposed layout, so the two
+steps measure the same; an engine that let such a node hand its results over would make
+the hybridized step faster by that copy.
 
 An executor holds the values of its last forward until its backward; a block called twice
 in one recording (a shared layer) needs both forwards' values. So executors live in a pool
@@ -41,8 +52,9 @@ What cannot be traced. Python code in ``hybrid_forward`` that needs values (``if
 0``, ``x.asnumpy()``, ``float(x)``, ``x.shape``) fails on a Symbol; the error is raised again
 naming the block (``TraceError``), as MXNet fails. A 2.x block (``forward(self, x)`` on
 ``mx.np`` arrays, no ``hybrid_forward``) is not traced: recording it on the tape and turning
-the tape into a Symbol would bake a dropout mask, or the branch a value took, into the graph
-as constants, silently. Such a block (or a parent containing one) runs imperatively after a
+the tape into a Symbol (``from_history``) was tried and bakes a dropout mask (recorded as a
+multiplication by a constant array), or the branch a value took, into the graph as
+constants, silently; nothing on the tape tells such a constant from a legitimate one. Such a block (or a parent containing one) runs imperatively after a
 one-time warning naming it. A block whose Parameters are still waiting for their shapes
 (deferred initialisation) runs its first call imperatively, which finishes the
 initialisation, and is traced from the next call on.
@@ -68,6 +80,10 @@ from fastgrad.symbol._ops import VARIABLE
 
 class TraceError(MXNetError, TypeError):
     """A ``hybrid_forward`` that cannot run on Symbols (it needs values), naming the block."""
+
+
+class _Stale(Exception):
+    """A Parameter's array no longer has the shape or dtype its graph was traced with."""
 
 
 class _Untraceable(Exception):
@@ -279,15 +295,23 @@ class _Traced:
         self.n_inputs = n_inputs
         self.pools = {}
         self.expanded = None
-        self.random = any(_is_random(n.op) for n in topo_nodes(symbol._entries))
+        self.random = any(_draws_in_predict_mode(n) for n in topo_nodes(symbol._entries))
 
 
 _RANDOM_WORDS = ("random", "sample", "shuffle", "bernoulli", "multinomial", "Dropout",
                  "dropout")
 
 
-def _is_random(op):
-    return isinstance(op, str) and any(w in op for w in _RANDOM_WORDS)
+def _draws_in_predict_mode(node):
+    """Whether running ``node`` in predict mode may draw random numbers (a warm-up forward
+    would then move the generator). Dropout draws only in training mode, unless its mode is
+    ``'always'``."""
+    op = node.op
+    if not isinstance(op, str) or not any(w in op for w in _RANDOM_WORDS):
+        return False
+    if op in ("mx.Dropout", "npx.dropout"):
+        return "always" in repr(node.params)
+    return True
 
 
 def _layer_of(block, text):
@@ -478,7 +502,11 @@ class CachedGraph:
         traced = self.graphs.get(key)
         inputs = [a for a in flat if a is not None]
         if traced is not None:
-            return self.run(traced, inputs, training)
+            try:
+                return self.run(traced, inputs, training)
+            except _Stale:
+                self.graphs.clear()
+                return self(args, imperative)
         if not self.params_ready():
             return imperative()             # finishes deferred initialisation
         traced = self._graph(key, flat, fmt)
@@ -486,6 +514,9 @@ class CachedGraph:
             return imperative()
         try:
             return self.run(traced, inputs, training)
+        except _Stale:
+            raise RuntimeError("HybridBlock %s: a Parameter changed shape while the block was "
+                               "traced" % describe(self.block)) from None
         except (ValueError, TypeError, IndexError) as exc:
             self.graphs.pop(key, None)
             raise self._explain(traced, inputs, exc) from exc
@@ -589,14 +620,9 @@ class CachedGraph:
             bound[n + k] = a
 
     def _mismatch(self, traced, k, a, old):
-        names = traced.arg_names + traced.aux_names
-        # A Parameter changed shape or dtype since the trace (cast, re-initialised): trace
-        # again at the next call.
-        self.graphs.clear()
-        raise ValueError("HybridBlock %s: %r has shape %s and dtype %s but the graph was traced "
-                         "with shape %s and dtype %s (call the block again to trace it anew)"
-                         % (describe(self.block), names[k], a.shape, a.dtype, old.shape,
-                            old.dtype))
+        # A Parameter changed shape or dtype since the trace (re-initialised, loaded): the
+        # call traces again (``__call__``).
+        raise _Stale()
 
     def _prepare(self, traced, inputs):
         """Expand ``traced``'s composites (``_expand``) and put its arguments in the expanded
@@ -688,6 +714,4 @@ def export(block, path, epoch=0, remove_amp_cast=True):
             arrays["arg:%s" % name] = src._reduce()
     for name, param in zip(traced.aux_names, traced.aux_params):
         arrays["aux:%s" % name] = param._reduce()
-    params_file = "%s-%04d.params" % (path, epoch)
-    _nd_save(params_file, arrays)
-    return symbol, params_file
+    _nd_save("%s-%04d.params" % (path, epoch), arrays)

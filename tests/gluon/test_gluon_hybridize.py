@@ -497,3 +497,55 @@ def test_symbol_block_deferred_shapes():
     y = net(mx.nd.ones((3, 5)))
     assert net.params["fc_weight"].shape == (2, 5)
     assert np.array_equal(y.asnumpy(), np.full((3, 2), 6.0))
+
+
+def test_dropout_seeded_equals_imperative():
+    class DropNet(Net):
+        def hybrid_forward(self, F, x):
+            h = F.Dropout(F.relu(self.bn(self.conv(x))), p=0.5)
+            return self.d1(F.Dropout(self.d0(h), p=0.3))
+
+    a, b = _twins(DropNet)
+    x = mx.nd.array(np.random.RandomState(8).randn(2, 1, 4, 4))
+    for seed in (1, 2):
+        mx.random.seed(seed)
+        ya, ga, _ = _step(a, x)
+        mx.random.seed(seed)
+        yb, gb, _ = _step(b, x)
+        assert np.array_equal(ya, yb) and _same(ga, gb)
+
+
+def test_deferred_parameters_then_traced():
+    class Lazy(HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.weight = self.params.get("weight", shape=(2, 0),
+                                              allow_deferred_init=True)
+
+        def infer_shape(self, x):
+            self.weight.shape = (2, x.shape[1])
+
+        def hybrid_forward(self, F, x, weight):
+            return F.FullyConnected(x, weight, num_hidden=2, no_bias=True)
+
+    net = Lazy()
+    net.initialize(mx.init.One())
+    net.hybridize()
+    x = mx.nd.ones((3, 4))
+    first = net(x)              # imperatively: completes the weight's shape
+    assert net.weight.shape == (2, 4)
+    second = net(x)             # traced
+    assert np.array_equal(first.asnumpy(), second.asnumpy())
+    assert len(net._cached_op.graphs) == 1
+
+
+def test_parameter_changed_dtype_retraces():
+    _, b = _twins()
+    x = mx.nd.ones((1, 1, 4, 4))
+    b(x)
+    graph = b._cached_op
+    b.d1.bias.cast("float64")           # one Parameter, behind the block's back
+    y = b(x)
+    assert b._cached_op is graph and len(graph.graphs) == 1
+    assert y.dtype == np.float64
