@@ -37,9 +37,8 @@ from fastgrad._state import is_training
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 
-def _unpack(parameters, mode, input_size, hidden, layers, directions, projection=None):
-    """The per-layer, per-direction ``[W_x, W_h, b_x, b_h, W_r]`` views of the flat vector
-    (``W_r`` is None without a projection)."""
+def _matrix_shapes(mode, input_size, hidden, layers, directions, projection=None):
+    """Per layer and direction, the shapes of ``W_x``, ``W_h`` (and ``W_r``)."""
     gh = _GATES[mode] * hidden
     state = projection or hidden
     shapes = []
@@ -48,7 +47,21 @@ def _unpack(parameters, mode, input_size, hidden, layers, directions, projection
         for _ in range(directions):
             shapes.append([(gh, size), (gh, state)] + ([(projection, hidden)] if projection
                                                        else []))
-    total = sum(a * b for s in shapes for a, b in s) + 2 * gh * len(shapes)
+    return shapes
+
+
+def parameter_count(mode, input_size, hidden, layers, directions, projection=None):
+    """The length of the flat parameter vector (Note [RNN parameter layout])."""
+    shapes = _matrix_shapes(mode, input_size, hidden, layers, directions, projection)
+    return sum(a * b for s in shapes for a, b in s) + 2 * _GATES[mode] * hidden * len(shapes)
+
+
+def _unpack(parameters, mode, input_size, hidden, layers, directions, projection=None):
+    """The per-layer, per-direction ``[W_x, W_h, b_x, b_h, W_r]`` views of the flat vector
+    (``W_r`` is None without a projection)."""
+    gh = _GATES[mode] * hidden
+    shapes = _matrix_shapes(mode, input_size, hidden, layers, directions, projection)
+    total = parameter_count(mode, input_size, hidden, layers, directions, projection)
     n = _onp.shape(unwrap(parameters))
     if n != (total,):
         raise ValueError("npx.rnn: parameters has shape %s; mode=%r with %d layer(s), %d "
@@ -270,4 +283,4 @@ def _run(dropout, data, parameters, state, state_cell, sequence_length, state_si
     return result
 
 
-__all__ = ["make_rnn", "sequence_last", "sequence_reverse"]
+__all__ = ["make_rnn", "parameter_count", "sequence_last", "sequence_reverse"]

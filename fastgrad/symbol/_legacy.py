@@ -283,6 +283,23 @@ def _elemwise_shapes(s, p):
     return {0: s[1], 1: s[0]}
 
 
+def _rnn_shapes(s, p):
+    """The flat parameters', the states' and the lengths' shapes from the data's ``(T, N, I)``."""
+    steps, batch, size = s[0]
+    directions = 2 if p["bidirectional"] else 1
+    projection = int(p["projection_size"]) if p["projection_size"] else None
+    layers, hidden = p["num_layers"] * directions, p["state_size"]
+    wanted = {1: (_rnn.parameter_count(p["mode"], size, hidden, p["num_layers"], directions,
+                                       projection),),
+              2: (layers, batch, projection or hidden)}
+    names = rnn_input_names(p["mode"], p["use_sequence_length"])
+    if "state_cell" in names:
+        wanted[names.index("state_cell")] = (layers, batch, hidden)
+    if "sequence_length" in names:
+        wanted[names.index("sequence_length")] = (batch,)
+    return wanted
+
+
 def _register(op):
     for n in (op.name,) + op.aliases:
         CATALOGUE[n] = op
@@ -892,7 +909,8 @@ _register(LegacyOp("RNN", lambda p: rnn_input_names(p["mode"], p["use_sequence_l
                     "lstm_state_clip_nan": (_B, False), "use_sequence_length": (_B, False)},
                    lambda x, p: npx.rnn(*x[:3], **_rnn_optional_inputs(x, p), **p),
                    outputs=lambda p: (1 if not p["state_outputs"] else
-                                      3 if p["mode"] == "lstm" else 2)))
+                                      3 if p["mode"] == "lstm" else 2),
+                   shape_rule=_rnn_shapes))
 for _name, _fn in (("SequenceMask", lambda x, p: npx.sequence_mask(
                         x[0], x[1] if len(x) > 1 else None, p["use_sequence_length"],
                         p["value"], p["axis"])),

@@ -495,7 +495,8 @@ def test_errors_name_the_layer_and_argument():
     layer = rnn.LSTM(4, prefix="lstm9_")
     layer.initialize()
     layer(nd.ones((2, 3, 5)))
-    with pytest.raises(ValueError, match=r"LSTM lstm9.*7 features.*lstm9_l0_i2h_weight.*\(16, 5\)"):
+    with pytest.raises(ValueError,
+                       match=r"LSTM lstm9.*7 features.*lstm9_l0_i2h_weight.*\(16, 5\)"):
         layer(nd.ones((2, 3, 7)))
     with pytest.raises(ValueError, match=r"Invalid recurrent state shape. Expecting \(1, 3, 4\)"):
         layer(nd.ones((2, 3, 5)), [nd.zeros((1, 2, 4)), nd.zeros((1, 2, 4))])
@@ -630,3 +631,33 @@ def test_variational_dropout_shares_its_mask_over_time():
     with pytest.raises(AssertionError, match="variational state dropout"):
         gluon.contrib.rnn.VariationalDropoutCell(
             rnn.BidirectionalCell(rnn.GRUCell(2), rnn.GRUCell(2)), drop_states=0.5)
+
+
+def test_symbolic_rnn_operator_infers_its_shapes_and_binds():
+    """MXNet 1.x's sym.RNN with every input left to shape inference (as MXNet's
+    test_operator.py::test_rnn_with_new_param and the dropout tests use it)."""
+    for mode, gates in (("rnn_relu", 1), ("gru", 3), ("lstm", 4)):
+        sym = mx.sym.RNN(mode=mode, num_layers=2, bidirectional=True, state_outputs=False,
+                         state_size=4, name="rnn")
+        names = ["rnn_data", "rnn_parameters", "rnn_state"] + (
+            ["rnn_state_cell"] if mode == "lstm" else [])
+        assert sym.list_arguments() == names
+        args, outs, _ = sym.infer_shape(rnn_data=(5, 2, 7))
+        size = 2 * gates * (4 * 7 + 4 * 4 + 2 * 4) + 2 * gates * (4 * 8 + 4 * 4 + 2 * 4)
+        assert args[1] == (size,) and args[2] == (4, 2, 4) and outs == [(5, 2, 8)]
+        values = {"rnn_data": nd.random.uniform(-1, 1, shape=(5, 2, 7)),
+                  "rnn_parameters": nd.random.uniform(-0.5, 0.5, shape=(size,)),
+                  "rnn_state": nd.zeros((4, 2, 4))}
+        if mode == "lstm":
+            values["rnn_state_cell"] = nd.zeros((4, 2, 4))
+        ex = sym.bind(mx.cpu(), values)
+        ex.forward(is_train=False)
+        expected = nd.RNN(*[values[n] for n in names], mode=mode, num_layers=2,
+                          bidirectional=True, state_size=4)
+        assert (ex.output_dict["rnn_output"].asnumpy() == expected.asnumpy()).all()
+    x = mx.sym.var("x")
+    lstm = mx.sym.RNN(data=x, parameters=mx.sym.var("params"), state=mx.sym.var("state"),
+                      state_cell=mx.sym.var("state_cell"), state_size=5, num_layers=3,
+                      mode="lstm", p=0.5, state_outputs=True, name="LSTM")
+    exe = lstm.simple_bind(ctx=mx.cpu(), x=(6, 3, 4))
+    assert [o.shape for o in exe.forward(is_train=True)] == [(6, 3, 5), (3, 3, 5), (3, 3, 5)]
