@@ -633,6 +633,7 @@ class HybridBlock(Block):
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
+        self._np_style = self._is_np_style()    # fixed by the class; read at every call
         self._cached_graph = ()
         self._cached_op = None
         self._cached_op_args = []
@@ -768,7 +769,7 @@ class HybridBlock(Block):
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, (x,) + args)
         try:
-            if not self._is_np_style():
+            if not self._np_style:
                 out = self.forward(x, *args)
             elif self._active:
                 out = self._call_cached_op(x, *args)
@@ -784,8 +785,13 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run ``hybrid_forward`` with ``F=mx.nd`` and this block's parameters (traced with
         ``F=mx.sym`` when given Symbols; on the Executor once hybridized)."""
-        if _has_symbol((x,) + args):
-            if _first_array((x,) + args) is not None:
+        inputs = (x,) + args
+        if all(map(_is_array, inputs)):      # the common case: arrays only
+            if self._active:
+                return self._call_cached_op(x, *args)
+            return self._imperative_call(x, *args)
+        if _has_symbol(inputs):
+            if _first_array(inputs) is not None:
                 raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols "
                                  "types for the input. Please check the type of the args.\n")
             return _hybrid.symbolic_call(self, (x,) + args)
@@ -801,17 +807,28 @@ class HybridBlock(Block):
         2.x ``forward`` or the 1.x ``hybrid_forward(F=mx.nd, ...)`` with the parameters in the
         type of the first input array (Note [Parameter array type])."""
         inputs = (x,) + args
-        self._finish_deferred(inputs)
-        if self._is_np_style():
+        if self._np_style:
+            self._finish_deferred(inputs)
             return self.forward(x, *args)
-        want_np = not isinstance(_first_array(inputs), _nd.NDArray)
+        try:
+            params = self._param_arrays(inputs)
+        except DeferredInitializationError:
+            self._finish_deferred(inputs)
+            params = self._param_arrays(inputs)
+        return self.hybrid_forward(_nd, x, *args, **params)
+
+    def _param_arrays(self, inputs):
+        """The arrays of this block's parameters by attribute name, in the type of the first
+        input array (a view when the type differs)."""
+        first = inputs[0] if _is_array(inputs[0]) else _first_array(inputs)
+        want_np = not isinstance(first, _nd.NDArray)
         params = {}
         for key, param in self._reg_params.items():
             value = param.data()
             if want_np == isinstance(value, _nd.NDArray):
                 value = value.as_np_ndarray() if want_np else value.as_nd_ndarray()
             params[key] = value
-        return self.hybrid_forward(_nd, x, *args, **params)
+        return params
 
     def _call_cached_op(self, *args):
         """Run the hybridized graph (Note [Hybridized execution seam]; Note [Hybridize on the

@@ -281,6 +281,8 @@ class Parameter:
     def data(self, ctx=None):
         """The parameter's array (the same object every call; the optimizer updates it in
         place). ``ctx`` may be any ``mx.cpu(i)``."""
+        if ctx is None and self._data is not None:
+            return self._data
         self._check_initialized(ctx)
         return self._data
 
