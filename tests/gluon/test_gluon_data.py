@@ -464,3 +464,28 @@ def test_iterator_scope_keeps_pool_alive():
     iterator = iter(data.DataLoader(mx.nd.ones(5), batch_size=2, num_workers=1,
                                     batchify_fn=lambda a: a, timeout=30))
     assert next(iterator) is not None
+
+
+class _UnpicklableError(Exception):
+    """An exception that cannot be pickled (it holds a lock)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        import threading
+        self.lock = threading.Lock()
+
+
+def _raise_unpicklable(x):
+    if x == 3:
+        raise _UnpicklableError("sample three")
+    return x
+
+
+def test_unpicklable_worker_exception_keeps_message_and_traceback():
+    dataset = data.SimpleDataset(list(range(6))).transform(_raise_unpicklable)
+    loader = data.DataLoader(dataset, batch_size=2, num_workers=2, timeout=30)
+    with pytest.raises(RuntimeError) as info:
+        list(loader)
+    message = str(info.value)
+    assert "_UnpicklableError: sample three" in message
+    assert "_raise_unpicklable" in message          # the worker's traceback

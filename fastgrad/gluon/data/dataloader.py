@@ -34,9 +34,11 @@ import concurrent.futures as _futures
 from concurrent.futures.process import BrokenProcessPool
 import multiprocessing as _mp
 import os
+import pickle
 import signal
 import threading
 import time
+import traceback
 
 import numpy as _onp
 
@@ -174,7 +176,19 @@ def _process_worker_init(dataset, batchify_fn, np_arrays, parent_pid):
 
 def _process_worker_batch(indices):
     dataset = _worker_state["dataset"]
-    return _ship(_worker_state["batchify_fn"]([dataset[i] for i in indices]))
+    try:
+        return _ship(_worker_state["batchify_fn"]([dataset[i] for i in indices]))
+    except Exception as error:
+        try:
+            pickle.dumps(error)
+        except Exception:       # noqa: BLE001 -- any failure to pickle
+            # The exception cannot travel to the main process: send its type, message and
+            # traceback as text instead.
+            raise RuntimeError("%s: %s\n(the exception could not be pickled to the main "
+                               "process; the worker's traceback follows)\n%s"
+                               % (type(error).__name__, error,
+                                  traceback.format_exc())) from None
+        raise
 
 
 def _thread_worker_batch(dataset, batchify_fn, indices):
