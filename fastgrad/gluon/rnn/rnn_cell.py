@@ -824,7 +824,7 @@ class BidirectionalCell(HybridRecurrentCell):
         Runs forward in time.
     r_cell : RecurrentCell
         Runs backward in time.
-    output_prefix : str, default 'bi_'
+    output_prefix : str, default ``'bi_'``
     """
 
     def __init__(self, l_cell, r_cell, output_prefix="bi_"):

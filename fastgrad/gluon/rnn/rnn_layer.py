@@ -279,6 +279,11 @@ class RNN(_RNNLayer):
     r"""A multi-layer Elman RNN: ``h_t = activation(W_i x_t + b_i + W_h h_{t-1} + b_h)`` per
     layer, ``activation`` ReLU or tanh.
 
+    Called on ``data`` of shape ``(T, N, C)`` (layout TNC) and optionally ``states``, a list
+    with one array of shape ``(num_layers * directions, N, hidden_size)``, it returns the
+    output ``(T, N, directions * hidden_size)``, and the final states if states were given
+    (the same for LSTM, with states ``[h, c]``, and GRU).
+
     Parameters
     ----------
     hidden_size : int
@@ -294,10 +299,6 @@ class RNN(_RNNLayer):
     dtype : str, default 'float32'
     prefix : str, optional
     params : ParameterDict, optional
-
-    Inputs: ``data`` of shape ``(T, N, C)`` (layout TNC) and optionally ``states``, a list
-    with one array of shape ``(num_layers * directions, N, hidden_size)``. Returns the
-    output ``(T, N, directions * hidden_size)``, and the final states if states were given.
 
     Examples
     --------
