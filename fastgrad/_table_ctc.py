@@ -54,7 +54,9 @@ def _lengths(data, label, data_lengths, label_lengths, blank_label):
         raise ValueError("ctc_loss: a data length exceeds the sequence length %d: %s"
                          % (t_max, dl.tolist()))
     given = ll >= 0
-    found = np.where((lab == pad).any(axis=1), (lab == pad).argmax(axis=1), lab.shape[1])
+    padded = lab == pad
+    found = np.where(padded.any(axis=1), padded.argmax(axis=1), lab.shape[1]) \
+        if lab.shape[1] else np.zeros(n, dtype=np.int64)
     ll = np.where(given, ll, found).astype(np.int64)
     if np.any(ll > lab.shape[1]):
         raise ValueError("ctc_loss: a label length exceeds the label width %d: %s"
@@ -159,7 +161,8 @@ def ctc_loss(data, label, data_lengths, label_lengths, blank_label):
     """``-log p(label | data)`` per sample (Note [CTC loss]), in the dtype of ``data``."""
     x, dl, ll, _, _, _, _, alpha, _ = _prepare(data, label, data_lengths, label_lengths,
                                                blank_label)
-    return (-_log_likelihood(alpha, ll, dl)).astype(_float_dtype(data), copy=False)
+    # 0.0 - x: a certain alignment costs 0, not -0
+    return (0.0 - _log_likelihood(alpha, ll, dl)).astype(_float_dtype(data), copy=False)
 
 
 def ctc_loss_grad(data, label, data_lengths, label_lengths, blank_label):

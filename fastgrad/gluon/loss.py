@@ -44,9 +44,15 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
     return loss
 
 
-def _reshape_like(F, x, y):
-    """``x`` reshaped to the shape of ``y`` (Note [Losses on nd and sym])."""
+def _reshape_like(F, x, y, loss, names=("label", "pred")):
+    """``x`` reshaped to the shape of ``y`` (Note [Losses on nd and sym]); on arrays, a size
+    mismatch raises naming the ``loss`` block and the two inputs."""
     if F is _nd:
+        if x.size != y.size:
+            raise ValueError("%s: %s has shape %s (%d elements) but %s has shape %s (%d); "
+                             "they need the same number of elements"
+                             % (type(loss).__name__, names[0], x.shape, x.size, names[1],
+                                y.shape, y.size))
         return x.reshape(y.shape)
     return F.reshape_like(x, y)
 
@@ -122,7 +128,7 @@ class L2Loss(Loss):
         super().__init__(weight, batch_axis, **kwargs)
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         loss = F.square(label - pred)
         loss = _apply_weighting(F, loss, self._weight / 2, sample_weight)
         return self._per_sample(F, loss)
@@ -136,7 +142,7 @@ class L1Loss(Loss):
         super().__init__(weight, batch_axis, **kwargs)
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         loss = F.abs(label - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return self._per_sample(F, loss)
@@ -167,7 +173,7 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
         self._from_sigmoid = from_sigmoid
 
     def hybrid_forward(self, F, pred, label, sample_weight=None, pos_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         if not self._from_sigmoid:
             tail = _softplus(F, -F.abs(pred))
             if pos_weight is None:
@@ -225,7 +231,7 @@ class SoftmaxCrossEntropyLoss(Loss):
         if self._sparse_label:
             loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
         else:
-            label = _reshape_like(F, label, pred)
+            label = _reshape_like(F, label, pred, self)
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return self._per_sample(F, loss)
@@ -329,7 +335,7 @@ class HuberLoss(Loss):
         self._rho = rho
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         error = F.abs(label - pred)
         loss = F.where(error > self._rho, error - 0.5 * self._rho,
                        (0.5 / self._rho) * F.square(error))
@@ -353,7 +359,7 @@ class HingeLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         loss = F.relu(self._margin - pred * label)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return self._per_sample(F, loss)
@@ -368,7 +374,7 @@ class SquaredHingeLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         loss = F.square(F.relu(self._margin - pred * label))
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return self._per_sample(F, loss)
@@ -395,7 +401,7 @@ class LogisticLoss(Loss):
         self._label_format = label_format
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        label = _reshape_like(F, label, pred)
+        label = _reshape_like(F, label, pred, self)
         if self._label_format == "signed":
             label = (label + 1.0) / 2.0
         loss = F.relu(pred) - pred * label + _softplus(F, -F.abs(pred))
@@ -423,8 +429,8 @@ class TripletLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F, pred, positive, negative):
-        positive = _reshape_like(F, positive, pred)
-        negative = _reshape_like(F, negative, pred)
+        positive = _reshape_like(F, positive, pred, self, ("positive", "pred"))
+        negative = _reshape_like(F, negative, pred, self, ("negative", "pred"))
         gap = F.sum(self._checked(F, F.square(positive - pred) - F.square(negative - pred)),
                     axis=self._batch_axis, exclude=True)
         loss = F.relu(gap + self._margin)
@@ -456,7 +462,7 @@ class PoissonNLLLoss(Loss):
         self._compute_full = compute_full
 
     def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
-        target = _reshape_like(F, target, pred)
+        target = _reshape_like(F, target, pred, self, ("target", "pred"))
         if self._from_logits:
             loss = F.exp(pred) - target * pred
         else:
@@ -494,7 +500,7 @@ class CosineEmbeddingLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
-        input1 = _reshape_like(F, input1, input2)
+        input1 = _reshape_like(F, input1, input2, self, ("input1", "input2"))
         label = label.reshape((-1, 1))
         cosine = self._cosine_similarity(F, input1, input2)
         similar = (label == 1) * (1 - cosine)

@@ -295,6 +295,26 @@ def test_batch_axis_out_of_range_names_the_loss(cls):
             getattr(gluon.loss, cls)(batch_axis=2)(x, x)
 
 
+@pytest.mark.parametrize("cls, args, message", [
+    ("L2Loss", [(2, 3), (5,)], "L2Loss: label has shape (5,) (5 elements) but pred"),
+    ("TripletLoss", [(2, 3), (6,), (2, 2)], "TripletLoss: negative has shape (2, 2)"),
+    ("CosineEmbeddingLoss", [(2, 2), (2, 3), (2,)], "CosineEmbeddingLoss: input1 has shape"),
+])
+def test_size_mismatch_names_the_loss_and_inputs(cls, args, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        getattr(gluon.loss, cls)()(*[mx.nd.zeros(shape) for shape in args])
+
+
+def test_ctc_without_frames_or_labels():
+    """No frames: only the empty label is possible (loss 0), any other is impossible (inf);
+    a label of width 0 is empty for every sample."""
+    out = gluon.loss.CTCLoss()(mx.nd.zeros((2, 0, 4)), mx.nd.array([[-1, -1], [0, -1]]))
+    onp.testing.assert_array_equal(out.asnumpy(), [0.0, onp.inf])
+    assert not onp.signbit(out.asnumpy()[0])
+    out = gluon.loss.CTCLoss()(mx.nd.zeros((2, 3, 4)), mx.nd.zeros((2, 0)))
+    onp.testing.assert_allclose(out.asnumpy(), [3 * onp.log(4)] * 2, rtol=1e-6)
+
+
 def test_sdml_shape_mismatch_names_the_loss():
     with pytest.raises(ValueError, match="SDMLLoss: x1 and x2"):
         gluon.loss.SDMLLoss()(mx.nd.ones((3, 2)), mx.nd.ones((2, 2)))
