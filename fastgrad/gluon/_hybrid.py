@@ -222,11 +222,22 @@ def is_1x(block):
     return callable(getattr(block, "hybrid_forward", None))
 
 
+_VALUE_READS = ("asnumpy", "asscalar", "item", "shape", "tolist", "__array__", "ndim",
+                "size", "dtype", "context", "ctx")
+
+
 def _value_dependent(exc):
+    """Whether ``exc`` came from Python reading a Symbol's value or shape (``bool(x)``,
+    ``x.asnumpy()``, ``float(x)``, ``x.shape``), which a trace cannot give."""
     if isinstance(exc, NotImplementedForSymbol):
         return True
     text = str(exc)
-    return isinstance(exc, (AttributeError, TypeError)) and "Symbol" in text
+    if isinstance(exc, AttributeError):
+        return "'Symbol' object has no attribute" in text and any(
+            "'%s'" % name in text for name in _VALUE_READS)
+    if isinstance(exc, TypeError):
+        return "not 'Symbol'" in text
+    return False
 
 
 def current_scope():
