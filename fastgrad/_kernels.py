@@ -272,6 +272,14 @@ def sinc(x):
     return np.sinc(x)
 
 
+def sinc_maclaurin(x, k):
+    """The ``k``-th derivative of ``sinc`` at 0, in the shape and dtype of ``x``: 0 for odd
+    ``k``, ``(-1)**(k/2) * pi**k / (k + 1)`` for even ``k`` (Note [sinc at 0] in _rules.py)."""
+    value = 0.0 if k % 2 else (-1) ** (k // 2) * np.pi ** k / (k + 1)
+    x = np.asarray(x)
+    return np.full(x.shape, value, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+
+
 def _same_dtype(out, x):
     return out.astype(x.dtype, copy=False) if isinstance(x, np.ndarray) \
         and x.dtype.kind == "f" and out.dtype != x.dtype else out
