@@ -397,7 +397,24 @@ def average(a, w, axis, keepdims):
 
 
 def norm(x, ord, axis, keepdims):
+    if x.size == 0 and ord in (1, -1, np.inf, -np.inf) and (
+            (axis is None and x.ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)):
+        return _empty_matrix_norm(x, ord, axis, keepdims)
     return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def _empty_matrix_norm(x, ord, axis, keepdims):
+    """The 1 and inf norms of an empty matrix are 0, the largest column or row sum of none
+    (NumPy's max of an empty reduction raises); the -1 and -inf norms, minima over none,
+    have no value."""
+    if ord < 0:
+        raise ValueError("fastgrad.linalg.norm: ord=%r of an empty matrix (shape %s) has no "
+                         "value: it is the smallest of no column or row sums"
+                         % (ord, x.shape))
+    axes = normalize_axis((0, 1) if axis is None else axis, x.ndim)
+    shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape) if keepdims or
+                  i not in axes)
+    return np.zeros(shape, dtype=np.linalg.norm(np.zeros(1, dtype=x.dtype)).dtype)
 
 
 # ---------------------------------------------------------------- shape and indexing

@@ -263,11 +263,12 @@ def prod_backward(g, x, result, axis, keepdims):
 
 
 def var_backward(g, x, axis, keepdims, ddof):
-    """Gradient of ``var``: ``2 (x - mean) / (n - ddof)``."""
+    """Gradient of ``var``: ``2 (x - mean) / (n - ddof)``; NaN where ``n == ddof``, as the
+    variance itself (an empty axis has no elements to take a gradient for)."""
     shape = np.shape(x)
     centered = x - np.mean(x, axis=axis, keepdims=True)
-    return unreduce(g, shape, axis, keepdims) * centered * (2.0 / (reduced_count(shape, axis)
-                                                                  - ddof))
+    dof = reduced_count(shape, axis) - ddof
+    return unreduce(g, shape, axis, keepdims) * centered * (2.0 / dof if dof else np.nan)
 
 
 def std_backward(g, x, result, axis, keepdims, ddof):
@@ -340,6 +341,8 @@ def norm_backward(g, x, result, ord, axis, keepdims):
     ru = unreduce(result, shape, axes, keepdims)
     matrix = len(axes) == 2 and (axis is not None or ord is not None)
     if matrix and ord not in (None, "fro"):
+        if 0 in shape:
+            return gu * x          # an empty matrix's norm is 0 whatever x holds
         sum_axis, other = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
         sums = np.sum(np.abs(x), axis=sum_axis, keepdims=True)
         best = np.max(sums, axis=other, keepdims=True) if ord > 0 else \
