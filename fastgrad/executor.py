@@ -259,6 +259,25 @@ class Executor:
         """
         return optimize(self._symbol)
 
+    def debug_str(self):
+        """The bound graph as MXNet's ``Executor.debug_str`` prints it: the symbol's
+        :meth:`~fastgrad.sym.Symbol.debug_str`, then the backward steps in the order backward
+        replays them, and the memory the executor holds.
+
+        The backward steps are fastgrad's (one per symbol node a gradient flows through, named
+        ``<node>_backward``), not MXNet's backward operators.
+        """
+        lines = [self._symbol.debug_str().rstrip("\n")]
+        for step in self._plan.backward_steps:
+            op = step.op.rsplit(".", 1)[-1]          # mx.Activation -> Activation
+            lines += ["-" * 20, "Op:_backward_%s, Name=%s_backward" % (op, step.name),
+                      "Control deps:", "\tcdep[0]=%s" % step.name]
+        arrays = list(self._args) + [g for g in self._grads if g is not None] + \
+            list(self.outputs or [])
+        megabytes = sum(unwrap(a).nbytes for a in arrays) // (1 << 20)
+        lines.append("Total %d MB allocated" % megabytes)
+        return "\n".join(lines) + "\n"
+
     # ------------------------------------------------------------ parameters
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy values into the bound arguments (cast to each argument's dtype).
