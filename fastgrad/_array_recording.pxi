@@ -215,6 +215,10 @@ cdef class Primitive:
                 r = _asarray(a)
             else:
                 r = a
+                if type(a) is not float and type(a) is not int and _foreign(a):
+                    if is_recording_c() or (self.elementwise and not PyTuple_GET_SIZE(params)):
+                        return _call_with_foreign(self, args, params, i)
+                    r = _asarray(a)     # not recording: only its values matter
             Py_INCREF(r)
             if on_stack:
                 rawv[i] = <PyObject *>r
@@ -629,3 +633,24 @@ def wrap_output(data, Node node, Py_ssize_t index):
 
 def _ops_lookup(name):
     return _PRIMITIVES[name]
+
+
+# Note [Foreign arrays]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Another library's array type that overrides NumPy's ufuncs (an xarray DataArray, a pandas
+# Series) may hold fastgrad arrays. NumPy's protocols keep their history: fastgrad's operators
+# and ``__array_ufunc__`` return NotImplemented to it, and it calls the ufunc again on the
+# fastgrad arrays inside, which records. A fastgrad function called with such an object
+# directly (``fastgrad.np.exp(data_array)``) must do the same: an op whose kernel is a ufunc
+# of its arrays calls the ufunc on the arguments as given, so that the other library unwraps
+# them; any other op would convert the object to a NumPy array and drop the history of what
+# it holds, so while recording it raises instead, naming the op and the argument (outside
+# recording there is no history to drop, and the op runs on the object's NumPy values).
+cdef object _call_with_foreign(Primitive op, tuple args, tuple params, Py_ssize_t i):
+    if op.elementwise and not PyTuple_GET_SIZE(params):
+        return op.forward(*args)
+    raise TypeError(
+        "fastgrad.%s: argument %d is a %s.%s, another library's array; fastgrad cannot "
+        "record through it while recording (its history would be lost). Call "
+        "fastgrad.%s on the fastgrad array it holds (e.g. its .data or .values)"
+        % (op.name, i, type(args[i]).__module__, type(args[i]).__name__, op.name))

@@ -77,8 +77,12 @@ TABLE = [
     Op("multiply", np.multiply, "x, y", x="g * conj(y)", y="g * conj(x)"),
     Op("divide", np.divide, "x, y", x="g / conj(y)", y="-g * conj(x / (y * y))",
        aliases=["true_divide"]),
+    # Note [The slope of a power]: y * x ** (y - 1), whose derivative in y is the mixed
+    # second derivative; only at x == 0 the exponent is y - (y != 0), so that 0 ** 0 gives a
+    # slope of 0 instead of 0 * inf.
     Op("power", np.power, "x, y",
-       x="g * conj(y * x ** (y - (y != 0)))", y="g * conj(result * safe_log(x))"),
+       x="g * conj(y * x ** where(x == 0, y - (y != 0), y - 1))",
+       y="g * conj(result * safe_log(x))"),
     Op("negative", np.negative, "x", x="-g"),
     Op("positive", np.positive, "x", x="g"),
     Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)", aliases=["remainder"]),
@@ -147,6 +151,8 @@ TABLE = [
     Op("nan_to_num", K.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
        x="g * isfinite(x)"),
     Op("sinc", K.sinc, "x", x="sinc_backward(g, x)"),
+    # The k-th derivative of sinc at 0, which sinc's rule selects there (Note [sinc at 0]).
+    Op("sinc_maclaurin", K.sinc_maclaurin, "x; k=0", x="g * sinc_maclaurin(x, k + 1)"),
     Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * exp(-x * x)", npx=True),
     Op("erfinv", K.erfinv, "x", x="g * SQRT_PI_OVER_2 * exp(result * result)", npx=True),
 

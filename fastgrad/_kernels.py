@@ -272,6 +272,14 @@ def sinc(x):
     return np.sinc(x)
 
 
+def sinc_maclaurin(x, k):
+    """The ``k``-th derivative of ``sinc`` at 0, in the shape and dtype of ``x``: 0 for odd
+    ``k``, ``(-1)**(k/2) * pi**k / (k + 1)`` for even ``k`` (Note [sinc at 0] in _rules.py)."""
+    value = 0.0 if k % 2 else (-1) ** (k // 2) * np.pi ** k / (k + 1)
+    x = np.asarray(x)
+    return np.full(x.shape, value, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+
+
 def _same_dtype(out, x):
     return out.astype(x.dtype, copy=False) if isinstance(x, np.ndarray) \
         and x.dtype.kind == "f" and out.dtype != x.dtype else out
@@ -389,7 +397,24 @@ def average(a, w, axis, keepdims):
 
 
 def norm(x, ord, axis, keepdims):
+    if x.size == 0 and ord in (1, -1, np.inf, -np.inf) and (
+            (axis is None and x.ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)):
+        return _empty_matrix_norm(x, ord, axis, keepdims)
     return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def _empty_matrix_norm(x, ord, axis, keepdims):
+    """The 1 and inf norms of an empty matrix are 0, the largest column or row sum of none
+    (NumPy's max of an empty reduction raises); the -1 and -inf norms, minima over none,
+    have no value."""
+    if ord < 0:
+        raise ValueError("fastgrad.linalg.norm: ord=%r of an empty matrix (shape %s) has no "
+                         "value: it is the smallest of no column or row sums"
+                         % (ord, x.shape))
+    axes = normalize_axis((0, 1) if axis is None else axis, x.ndim)
+    shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape) if keepdims or
+                  i not in axes)
+    return np.zeros(shape, dtype=np.linalg.norm(np.zeros(1, dtype=x.dtype)).dtype)
 
 
 # ---------------------------------------------------------------- shape and indexing

@@ -201,8 +201,10 @@ def _as_items(data, what):
         return names, arrays
     if isinstance(data, (list, tuple)):
         return None, [numpy_of(v, "item %d" % i) for i, v in enumerate(data)]
-    raise TypeError("%s: data must be an array, a list of arrays or a dict of str to arrays, "
-                    "not %s" % (what, type(data).__name__))
+    # MXNet's exception types: ValueError for a payload that is no array, list or dict,
+    # TypeError for a list or dict holding something else (the checks above).
+    raise ValueError("%s: data must be an array, a list of arrays or a dict of str to arrays, "
+                     "not %s" % (what, type(data).__name__))
 
 
 def dumps(data, numpy_shape, what="save"):

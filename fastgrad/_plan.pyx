@@ -493,6 +493,16 @@ cdef class Plan:
         self.outputs = other.outputs
         self.ones = other.ones
 
+    def set_outputs(self, list outputs):
+        """Write the outputs into these arrays of the executor's (allocated at bind, or views
+        of another executor's outputs after ``reshape``) while their shapes do not change."""
+        cdef dict by_slot = {}
+        for slot, out in zip(self.out_slots, outputs):
+            by_slot.setdefault(slot, out)
+        self.outputs = outputs
+        # The default head gradients, as _store_outputs makes them for fresh outputs.
+        self.ones = [_np.ones_like((<ndarray>by_slot[slot])._data) for slot in self.head_slots]
+
     def set_grad(self, Py_ssize_t k, grad):
         """Argument ``k`` has a new gradient buffer of the executor's (a forward with a new
         shape)."""

@@ -183,10 +183,23 @@ SQRT_PI_OVER_2 = 0.886226925452758
 
 
 def sinc_backward(g, x):
-    """Gradient of ``sinc(x) = sin(pi x)/(pi x)``: ``(cos(pi x) - sinc(x))/x``, zero at 0."""
+    """Gradient of ``sinc(x) = sin(pi x)/(pi x)``: ``(cos(pi x) - sinc(x))/x``, and at 0 the
+    op ``sinc_maclaurin`` (Note [sinc at 0]).
+
+    Note [sinc at 0]
+    ~~~~~~~~~~~~~~~~
+    The formula divides by ``x``; at 0 its value is the limit 0. A constant 0 there would be
+    right to first order only: sinc's second derivative at 0 is ``-pi**2/3``, not 0. So at 0
+    the rule takes ``sinc_maclaurin(x, 1)``, an op whose value is the k-th derivative of
+    sinc at 0 and whose own rule is ``sinc_maclaurin(x, k + 1)``: every order of derivative
+    at 0 comes out of its Maclaurin series (as JAX's ``_sinc_maclaurin``). Elsewhere the
+    formula branch is taken and differentiated as usual; the branch not taken has a zero
+    derivative, since ``safe`` does not depend on ``x`` at 0.
+    """
     zero = x == 0
     safe = np.where(zero, 1, x)
-    return np.where(zero, 0, g * (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
+    return np.where(zero, g * ops.sinc_maclaurin(x, 1),
+                    g * (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
 
 
 def gelu_backward(g, x):
@@ -250,11 +263,12 @@ def prod_backward(g, x, result, axis, keepdims):
 
 
 def var_backward(g, x, axis, keepdims, ddof):
-    """Gradient of ``var``: ``2 (x - mean) / (n - ddof)``."""
+    """Gradient of ``var``: ``2 (x - mean) / (n - ddof)``; NaN where ``n == ddof``, as the
+    variance itself (an empty axis has no elements to take a gradient for)."""
     shape = np.shape(x)
     centered = x - np.mean(x, axis=axis, keepdims=True)
-    return unreduce(g, shape, axis, keepdims) * centered * (2.0 / (reduced_count(shape, axis)
-                                                                  - ddof))
+    dof = reduced_count(shape, axis) - ddof
+    return unreduce(g, shape, axis, keepdims) * centered * (2.0 / dof if dof else np.nan)
 
 
 def std_backward(g, x, result, axis, keepdims, ddof):
@@ -327,6 +341,8 @@ def norm_backward(g, x, result, ord, axis, keepdims):
     ru = unreduce(result, shape, axes, keepdims)
     matrix = len(axes) == 2 and (axis is not None or ord is not None)
     if matrix and ord not in (None, "fro"):
+        if 0 in shape:
+            return gu * x          # an empty matrix's norm is 0 whatever x holds
         sum_axis, other = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
         sums = np.sum(np.abs(x), axis=sum_axis, keepdims=True)
         best = np.max(sums, axis=other, keepdims=True) if ord > 0 else \
@@ -342,7 +358,16 @@ def norm_backward(g, x, result, ord, axis, keepdims):
         return gu * sign_of(x)
     if ord == 0:
         return gu * 0
-    return gu * sign_of(x) * (np.abs(x) / ru) ** (ord - 1)
+    # Note [Norms at zero]
+    # ~~~~~~~~~~~~~~~~~~~~
+    # The slope is sign(x) * (|x| / r) ** (ord - 1). At the zero vector (r == 0) it is 0 / 0,
+    # and for ord < 1 a zero component makes it 0 * inf. fastgrad returns 0 in both places,
+    # as for ord=2 and abs at 0: for 0 < ord < 1 the norm has no derivative in a zero
+    # component (0 is the symmetric choice), and for ord < 0 a zero component makes the
+    # norm 0 in a neighbourhood of that point along every other component.
+    flat = (x == 0) | (ru == 0)
+    ratio = np.where(flat, 1, np.abs(x)) / nonzero_or_one(ru)
+    return np.where(flat, 0, gu * sign_of(x) * ratio ** (ord - 1))
 
 
 # ---------------------------------------------------------------- shape and indexing

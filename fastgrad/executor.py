@@ -129,7 +129,36 @@ class Executor:
         self._replan = False            # an argument's shape changed: plan the symbol again
         self._requires_grad = self._plan.any_grad
         self.outputs = None
+        self._ran_forward = False
         self._is_train = False
+        self._allocate_outputs()
+
+    def _allocate_outputs(self, like=None):
+        """Output arrays of the inferred shapes and dtypes, as MXNet allocates them at bind;
+        with ``like`` (another executor's outputs, for ``reshape``) an output no larger than
+        its counterpart is a view of the start of its memory, as in MXNet. An output whose
+        shape cannot be inferred before the first forward is allocated by that forward."""
+        shapes = {n: a.shape for n, a in zip(self._arg_names, self._args)}
+        dtypes = {n: a.dtype for n, a in zip(self._arg_names, self._args)}
+        try:
+            _, out_shapes, _ = self._symbol.infer_shape(**shapes)
+            _, out_types, _ = self._symbol.infer_type(**dtypes)
+        except (ValueError, TypeError, NotImplementedError):
+            return
+        if out_shapes is None or any(t is None for t in out_types):
+            return
+        outputs = []
+        for i, (shape, dtype) in enumerate(zip(out_shapes, out_types)):
+            shape, size = tuple(shape), int(np.prod(shape))
+            old = None if like is None else unwrap(like[i])
+            if old is not None and old.dtype == dtype and size <= old.size \
+                    and old.flags.c_contiguous:
+                data = old.reshape(-1)[:size].reshape(shape)
+            else:
+                data = np.zeros(shape, dtype)
+            outputs.append(_wrap(data, self._out_cls))
+        self.outputs = outputs
+        self._plan.set_outputs(outputs)
 
     def _make_plan(self, symbol, trace):
         return Plan(symbol, self._arg_names + self._aux_names,
@@ -229,6 +258,25 @@ class Executor:
         See Note [Graph optimization] in ``fastgrad/symbol/_optimize.py``.
         """
         return optimize(self._symbol)
+
+    def debug_str(self):
+        """The bound graph as MXNet's ``Executor.debug_str`` prints it: the symbol's
+        :meth:`~fastgrad.sym.Symbol.debug_str`, then the backward steps in the order backward
+        replays them, and the memory the executor holds.
+
+        The backward steps are fastgrad's (one per symbol node a gradient flows through, named
+        ``<node>_backward``), not MXNet's backward operators.
+        """
+        lines = [self._symbol.debug_str().rstrip("\n")]
+        for step in self._plan.backward_steps:
+            op = step.op.rsplit(".", 1)[-1]          # mx.Activation -> Activation
+            lines += ["-" * 20, "Op:_backward_%s, Name=%s_backward" % (op, step.name),
+                      "Control deps:", "\tcdep[0]=%s" % step.name]
+        arrays = list(self._args) + [g for g in self._grads if g is not None] + \
+            list(self.outputs or [])
+        megabytes = sum(unwrap(a).nbytes for a in arrays) // (1 << 20)
+        lines.append("Total %d MB allocated" % megabytes)
+        return "\n".join(lines) + "\n"
 
     # ------------------------------------------------------------ parameters
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
@@ -334,6 +382,8 @@ class Executor:
                        aux_states={n: values[n] for n in self._aux_names})
         for i in shared:
             out._args[i] = values[names[i]]
+        if self.outputs is not None:
+            out._allocate_outputs(like=self.outputs)
         return out
 
     # ------------------------------------------------------------ running
@@ -363,6 +413,7 @@ class Executor:
             self._set_arg(index[name], value, "forward", reshape=True)
         self._next_plan()
         self.outputs = self._plan.forward(bool(is_train))
+        self._ran_forward = True
         self._is_train = bool(is_train)
         return self.outputs
 
@@ -381,7 +432,7 @@ class Executor:
         is_train : bool
             Accepted for MXNet compatibility.
         """
-        if self.outputs is None:
+        if not self._ran_forward:
             self.forward(is_train=True)
         if not self._requires_grad:
             return

@@ -47,13 +47,16 @@ class Spec:
                   freedom of eigenvectors), written with operators that work on both kinds;
     ``f32``       whether float32 inputs must give float32 outputs;
     ``order2``    whether to check second (and third) derivatives;
+    ``called``    the op that ``call`` runs, when it reaches this one only through another
+                  (errors name the op the user called);
     ``rtol``/``atol`` the tolerance of the forward against the reference (derivatives have
                   their own, Note [Finite-difference tolerances] in ``test_ops.py``): fastgrad
                   and NumPy/SciPy agree to about 1e-14 (measured; convolutions, lstsq).
     """
 
     def __init__(self, cases, domain=(-2.0, 2.0), make=None, nondiff=(), ref=None, call=None,
-                 post=None, f32=True, order2=True, rtol=1e-11, atol=1e-12, variadic=False):
+                 post=None, f32=True, order2=True, rtol=1e-11, atol=1e-12, variadic=False,
+                 called=None):
         self.cases = cases
         self.domain = domain
         self.make = make or {}
@@ -66,6 +69,7 @@ class Spec:
         self.rtol = rtol
         self.atol = atol
         self.variadic = variadic
+        self.called = called    # the op ``call`` runs, when it reaches this one through it
 
 
 # ---------------------------------------------------------------- input makers
@@ -118,6 +122,13 @@ def zero_to_five_in_pairs(rng, shape):
 
 def with_zeros(rng, shape):
     a = rng.uniform(0.5, 2.0, shape)
+    a.flat[::2] = 0.0
+    return a
+
+
+def with_zeros_signed(rng, shape):
+    """Every other element 0, the rest in +-(0.5, 1.5); a 0-d input is 0."""
+    a = rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)
     a.flat[::2] = 0.0
     return a
 
@@ -375,6 +386,10 @@ _binary("copysign", nondiff={1})
 SPECS["ldexp"] = Spec(BINARY, make={1: small_ints}, nondiff={1})
 _unary("negative positive exp expm1 exp2 square sin cos arctan sinh cosh tanh arcsinh "
        "deg2rad rad2deg radians degrees abs fabs conjugate real imag nan_to_num sinc")
+# sinc_maclaurin is only ever taken at 0, by sinc's rule (Note [sinc at 0]): it is checked
+# through sinc at inputs that hold zeros, to third order.
+SPECS["sinc_maclaurin"] = Spec([C((3, 4)), C(())], make={0: with_zeros_signed},
+                               ref=onp.sinc, call=lambda x: mx.np.sinc(x), called="sinc")
 _unary("log log2 log10 sqrt cbrt reciprocal", domain=POS)
 _unary("log1p", domain=(-0.5, 2))
 _unary("tan", domain=(-1.2, 1.2))

@@ -148,6 +148,43 @@ def test_wrapped_arrays_keep_history_through_array_ufunc():
     assert_close(g, expected, rtol=1e-6)
 
 
+class UfuncOnly:
+    """A duck array holding a fastgrad array with ``__array_ufunc__`` but no
+    ``__array_function__`` and an ``__array__`` that converts (as xarray's DataArray)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __array__(self, dtype=None, copy=None):
+        return onp.asarray(self.data, dtype=dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [i.data if isinstance(i, UfuncOnly) else i for i in inputs]
+        return UfuncOnly(getattr(ufunc, method)(*inputs, **kwargs))
+
+
+def test_fastgrad_ufunc_ops_called_on_a_wrapper_keep_the_history_inside_it():
+    """fastgrad.np.exp(wrapper) defers to the wrapper's __array_ufunc__ (Note [Foreign
+    arrays]): the history of the fastgrad array inside survives (issue 25's xarray case)."""
+    x = var(XV)
+    with autograd.record():
+        w = np.exp(UfuncOnly(2.0 * x))
+        inner = np.add(w, x)
+        total = np.sum(inner.data)
+    assert isinstance(w, UfuncOnly) and isinstance(inner, UfuncOnly)
+    (g,) = autograd.grad(total, [x])
+    assert_close(g, 2.0 * onp.exp(2.0 * XV) + 1.0, rtol=1e-12)
+
+
+def test_other_fastgrad_ops_refuse_a_wrapper_while_recording_and_convert_it_otherwise():
+    x = var(XV)
+    with autograd.record():
+        with pytest.raises(TypeError, match=r"fastgrad\.sum: argument 0 is a .*UfuncOnly.*"
+                                            r"history would be lost"):
+            np.sum(UfuncOnly(x * x))
+    assert float(np.sum(UfuncOnly(np.array(XV)))) == pytest.approx(onp.sum(XV), rel=1e-15)
+
+
 def test_ndarray_returns_notimplemented_for_foreign_operands():
     class Other:
         __array_ufunc__ = None          # NumPy's way to opt out of ufuncs

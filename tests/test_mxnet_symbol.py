@@ -583,6 +583,87 @@ def test_reshape_to_a_smaller_input_reuses_its_memory_as_mxnet():
     assert not ex.arg_dict["x"].asnumpy()[:2].any() and ex.arg_dict["x"].asnumpy()[2:].all()
 
 
+def test_outputs_exist_at_bind_and_a_smaller_reshape_writes_into_them_as_mxnet():
+    """MXNet 1.9.1's test_executor.py::test_reshape: outputs are allocated at bind, and a
+    reshaped executor whose output is no larger writes into the start of the original's."""
+    ex = sym.FullyConnected(sym.var("x"), num_hidden=4, name="fc").simple_bind(
+        mx.cpu(), x=(5, 4), grad_req="null")
+    assert [o.shape for o in ex.outputs] == [(5, 4)] and type(ex.outputs[0]) is mx.nd.NDArray
+    ex.arg_arrays[0][:] = 1
+    ex.arg_arrays[1][:] = mx.nd.ones((4, 4))
+    ex.arg_arrays[2][:] = 0
+    small = ex.reshape(x=(3, 4))
+    small.forward(is_train=False)
+    assert onp.all(small.outputs[0].asnumpy() == 4)
+    assert onp.all(ex.outputs[0].asnumpy()[:3] == 4) and not ex.outputs[0].asnumpy()[3:].any()
+    first = ex.outputs[0]
+    ex.forward(is_train=False)
+    assert ex.outputs[0] is first and onp.all(first.asnumpy() == 4)
+    big = ex.reshape(allow_up_sizing=True, x=(6, 4))
+    big.arg_arrays[0][:] = 0
+    assert onp.all(ex.arg_arrays[0].asnumpy() == 1)
+    assert onp.all(big.arg_arrays[1].asnumpy() == 1)
+    assert not big.forward()[0].asnumpy().any() and onp.all(first.asnumpy() == 4)
+
+
+# What MXNet 1.9.1 prints for debug_str() of this graph (run there, copied here).
+MXNET_DEBUG_STR = """Symbol Outputs:
+\toutput[0]=act(0)
+Variable:x
+Variable:w
+--------------------
+Op:FullyConnected, Name=fc
+Inputs:
+\targ[0]=x(0) version=0
+\targ[1]=w(0) version=0
+Attrs:
+\tno_bias=True
+\tnum_hidden=3
+--------------------
+Op:Activation, Name=act
+Inputs:
+\targ[0]=fc(0)
+Attrs:
+\tact_type=relu
+"""
+
+
+def test_debug_str_prints_the_graph_as_mxnet():
+    x, w = sym.var("x"), sym.var("w")
+    net = sym.Activation(sym.FullyConnected(x, w, no_bias=True, num_hidden=3, name="fc"),
+                         act_type="relu", name="act")
+    assert net.debug_str() == MXNET_DEBUG_STR
+    text = net.simple_bind(mx.cpu(), x=(2, 4)).debug_str()
+    assert text.startswith(MXNET_DEBUG_STR)
+    backward = text[len(MXNET_DEBUG_STR):].splitlines()
+    assert [line for line in backward if line.startswith("Op:")] == [
+        "Op:_backward_Activation, Name=act_backward",
+        "Op:_backward_FullyConnected, Name=fc_backward"]
+    assert backward[-1] == "Total 0 MB allocated"
+    two = sym.Group([net, sym.exp(x, name="e")]).debug_str()
+    assert two.splitlines()[1:3] == ["\toutput[0]=act(0)", "\toutput[1]=e(0)"]
+
+
+def test_inconsistent_shapes_raise_mxnets_error_listing_the_arguments():
+    fc = sym.FullyConnected(sym.var("x"), num_hidden=3, name="fc")
+    for infer in (fc.infer_shape, fc.infer_shape_partial):
+        with pytest.raises(mx.base.MXNetError) as info:
+            infer(x=(2, 4), fc_weight=(3, 5))
+        assert isinstance(info.value, ValueError)
+        assert str(info.value).startswith("%s error. Arguments:\n  x: (2, 4)\n"
+                                          "  fc_weight: (3, 5)\n" % infer.__name__)
+        assert "fc" in str(info.value).splitlines()[3]
+
+
+def test_backward_before_any_forward_runs_the_forward_first():
+    x = sym.var("x")
+    ex = (2 * x * x).bind(mx.cpu(), {"x": mx.nd.array([1.0, 3.0])})
+    assert ex.outputs is not None           # allocated at bind, not yet computed
+    ex.backward()
+    assert ex.grad_dict["x"].asnumpy().tolist() == [4.0, 12.0]
+    assert ex.outputs[0].asnumpy().tolist() == [2.0, 18.0]
+
+
 def test_mxnet_2_numpy_operator_names_read_as_their_1x_twins():
     doc = {"nodes": [{"op": "null", "name": "a", "inputs": []},
                      {"op": "null", "name": "b", "inputs": []},

@@ -114,8 +114,15 @@ def test_save_rejects_what_the_format_cannot_hold(tmp_path):
         mx.nd.save(path, {1: mx.nd.ones((1,))})
     with pytest.raises(TypeError, match="item 1"):
         mx.nd.save(path, [mx.nd.ones((1,)), 3.0])
-    with pytest.raises(TypeError, match="not int"):
-        mx.nd.save(path, 3)
+    # MXNet 1.9.1's exception types: ValueError for a payload that is no array, list or
+    # dict; TypeError for a list or dict holding something that is not an array.
+    for payload in (3, "abc", None):
+        with pytest.raises(ValueError, match="not %s" % type(payload).__name__):
+            mx.nd.save(path, payload)
+        with pytest.raises(ValueError, match="npx.save: data must be"):
+            mx.npx.save(path, payload)
+    with pytest.raises(TypeError, match="entry 'a' is a int"):
+        mx.nd.save(path, {"a": 1})
 
 
 def test_non_contiguous_and_big_endian_arrays_are_written_in_c_order(tmp_path):

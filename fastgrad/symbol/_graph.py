@@ -26,13 +26,14 @@ variable.
 """
 
 import itertools
+import json
 import warnings
 
 import numpy as np
 
 from fastgrad._array import Primitive, REQUIRED, ndarray, unwrap, _wrap
 from fastgrad import _derivatives, _registry, autograd
-from fastgrad.base import NotImplementedForSymbol
+from fastgrad.base import MXNetValueError, NotImplementedForSymbol
 from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
 from fastgrad.symbol import _attribute, _legacy, _values
 from fastgrad.symbol import name as naming
@@ -817,23 +818,35 @@ class Symbol:
         -------
         arg_shapes, out_shapes, aux_shapes : list of tuple
             ``(None, None, None)`` if some argument's shape is unknown (as in MXNet; see
-            :meth:`infer_shape_partial`). Inconsistent shapes raise ``ValueError`` naming the
-            op (Note [Shape inference]).
+            :meth:`infer_shape_partial`). Inconsistent shapes raise MXNet's error, an
+            ``MXNetError`` that is also a ``ValueError``, listing the given shapes and naming
+            the op (Note [Shape inference]).
         """
         shapes = {k: tuple(int(s) for s in v)
                   for k, v in self._shape_dict(args, kwargs, "infer_shape").items()}
         try:
-            arg_info, out_info, aux_info = self._infer(shapes, {}, partial=False)
+            arg_info, out_info, aux_info = self._infer_named(shapes, "infer_shape", False)
         except _Unknown:
             return None, None, None
         return ([s for s, _ in arg_info], [s for s, _ in out_info],
                 [s for s, _ in aux_info])
 
+    def _infer_named(self, shapes, what, partial):
+        """``_infer`` whose inconsistent shapes raise as MXNet's: an ``MXNetError`` (also a
+        ``ValueError``) listing the given arguments before the failing op's message."""
+        try:
+            return self._infer(shapes, {}, partial=partial)
+        except _Unknown:
+            raise
+        except ValueError as exc:
+            given = "".join("  %s: %s\n" % (k, v) for k, v in shapes.items())
+            raise MXNetValueError("%s error. Arguments:\n%s%s" % (what, given, exc)) from None
+
     def infer_shape_partial(self, *args, **kwargs):
         """Like :meth:`infer_shape`, with ``None`` for shapes that cannot be inferred."""
         shapes = {k: tuple(int(s) for s in v)
                   for k, v in self._shape_dict(args, kwargs, "infer_shape_partial").items()}
-        arg_info, out_info, aux_info = self._infer(shapes, {}, partial=True)
+        arg_info, out_info, aux_info = self._infer_named(shapes, "infer_shape_partial", True)
         return ([s for s, _ in arg_info], [s for s, _ in out_info],
                 [s for s, _ in aux_info])
 
@@ -891,6 +904,48 @@ class Symbol:
                 [(None, info[(n.id, 0)]) for n in aux])
 
     # ------------------------------------------------------------ serialization and binding
+    def debug_str(self):
+        r"""The graph as MXNet's ``Symbol.debug_str`` prints it: the outputs, then every
+        variable and every operator in the order they run, with its inputs and attributes.
+
+        Examples
+        --------
+        >>> import fastgrad as mx
+        >>> x = mx.sym.var('x')
+        >>> text = mx.sym.Activation(x, act_type='relu', name='act').debug_str()
+        >>> print(text.expandtabs(4))
+        Symbol Outputs:
+            output[0]=act(0)
+        Variable:x
+        --------------------
+        Op:Activation, Name=act
+        Inputs:
+            arg[0]=x(0) version=0
+        Attrs:
+            act_type=relu
+        <BLANKLINE>
+        """
+        doc = json.loads(self.tojson())
+        nodes = doc["nodes"]
+        lines = ["Symbol Outputs:"]
+        lines += ["\toutput[%d]=%s(%d)" % (i, nodes[n]["name"], k)
+                  for i, (n, k, *_) in enumerate(doc["heads"])]
+        for node in nodes:
+            if node["op"] == "null":
+                lines.append("Variable:%s" % node["name"])
+                continue
+            lines += ["-" * 20, "Op:%s, Name=%s" % (node["op"], node["name"]), "Inputs:"]
+            for i, (n, k, *_) in enumerate(node["inputs"]):
+                source = nodes[n]
+                lines.append("\targ[%d]=%s(%d)%s" % (i, source["name"], k,
+                                                     " version=0" if source["op"] == "null"
+                                                     else ""))
+            attrs = node.get("attrs") or node.get("param") or {}
+            if attrs:
+                lines.append("Attrs:")
+                lines += ["\t%s=%s" % (key, attrs[key]) for key in sorted(attrs)]
+        return "\n".join(lines) + "\n"
+
     def tojson(self, remove_amp_cast=True, layout="auto"):
         """The graph as JSON text (see :func:`fastgrad.sym.load_json`).
 
