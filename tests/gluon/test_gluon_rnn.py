@@ -661,3 +661,41 @@ def test_symbolic_rnn_operator_infers_its_shapes_and_binds():
                       mode="lstm", p=0.5, state_outputs=True, name="LSTM")
     exe = lstm.simple_bind(ctx=mx.cpu(), x=(6, 3, 4))
     assert [o.shape for o in exe.forward(is_train=True)] == [(6, 3, 5), (3, 3, 5), (3, 3, 5)]
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_lstm_language_model_trains_as_mxnet(hybrid):
+    """Embedding -> 2-layer LSTM -> Dense trained 20 steps by gluon.Trainer (SGD with
+    momentum) on MXNet's data and initial weights: the losses MXNet 1.9.1 printed."""
+    rng = onp.random.default_rng(0)
+    vocab, embed, hidden, steps, batch = 30, 8, 16, 7, 4
+    data = rng.integers(0, vocab, size=(20, steps + 1, batch))
+
+    class LM(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.emb = gluon.nn.Embedding(vocab, embed)
+                self.rnn = rnn.LSTM(hidden, num_layers=2, input_size=embed)
+                self.out = gluon.nn.Dense(vocab, flatten=False, in_units=hidden)
+
+        def hybrid_forward(self, F, x):
+            return self.out(self.rnn(self.emb(x)))
+
+    net = LM(prefix="lm_")
+    net.initialize()
+    for name, p in sorted(net.collect_params().items()):
+        p.set_data(nd.array(rng.uniform(-0.3, 0.3, p.shape)))
+    if hybrid:
+        net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5, "momentum": 0.9})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    losses = []
+    for step in range(20):
+        with autograd.record():
+            loss = loss_fn(net(nd.array(data[step, :steps])), nd.array(data[step, 1:]))
+        loss.backward()
+        trainer.step(batch * steps)
+        losses.append(float(loss.mean().asscalar()))
+    expected = FIXTURE["lm.losses.%s" % ("hybrid" if hybrid else "imperative")]
+    onp.testing.assert_allclose(losses, expected, rtol=1e-5)
