@@ -25,6 +25,7 @@ non-integer factor; there, and for 2 and 4, a few pixels differ by 1 grey level 
 rounds float32 or fixed-point sums, fastgrad float64 ones). float32 images agree to 5e-4.
 """
 
+import functools
 import math
 
 import numpy as _onp
@@ -37,9 +38,17 @@ _COEF_BITS = 11
 _COEF_SCALE = 1 << _COEF_BITS
 
 
+@functools.lru_cache(maxsize=256)
 def _taps_matrix(n_out, n_in, method):
     """The (n_out, n_in) float64 matrix whose row ``d`` holds the weights of output pixel
-    ``d`` on the source pixels."""
+    ``d`` on the source pixels (cached and read-only: a pipeline resizes many images of one
+    size)."""
+    weights = _taps_weights(n_out, n_in, method)
+    weights.flags.writeable = False
+    return weights
+
+
+def _taps_weights(n_out, n_in, method):
     scale = n_in / n_out
     weights = _onp.zeros((n_out, n_in))
     rows = _onp.arange(n_out)
@@ -113,18 +122,25 @@ def _two_tap_axis(n_out, n_in, area_mode, clamp_weights):
             _onp.float32(1) - frac, frac)
 
 
+@functools.lru_cache(maxsize=256)
+def _fixed_two_tap_axis(n_out, n_in, area_mode, clamp_weights):
+    """:func:`_two_tap_axis` with the weights rounded to 1/2048 as int32 (cached: a data
+    pipeline resizes many images of one size)."""
+    first, second, w0, w1 = _two_tap_axis(n_out, n_in, area_mode, clamp_weights)
+    w0, w1 = (_onp.rint(w * _onp.float32(_COEF_SCALE)).astype(_onp.int32) for w in (w0, w1))
+    for array in (first, second, w0, w1):
+        array.flags.writeable = False
+    return first, second, w0, w1
+
+
 def _two_tap_uint8(image, out_h, out_w, area_mode):
     """OpenCV's fixed-point two-tap resize of a uint8 image (bilinear, or INTER_AREA when
     upscaling): weights rounded to 1/2048 each, the vertical pass rounded as in OpenCV's
     vectorised path (Note [OpenCV-compatible resize])."""
-    def fixed(weight):
-        return _onp.rint(weight * _onp.float32(_COEF_SCALE)).astype(_onp.int64)
-
-    x0, x1, a0, a1 = _two_tap_axis(out_w, image.shape[1], area_mode, True)
-    y0, y1, b0, b1 = _two_tap_axis(out_h, image.shape[0], area_mode, False)
+    x0, x1, a0, a1 = _fixed_two_tap_axis(out_w, image.shape[1], area_mode, True)
+    y0, y1, b0, b1 = _fixed_two_tap_axis(out_h, image.shape[0], area_mode, False)
     # int32 is wide enough: a row value is at most 255 * 2 * 2048 and a weighted one
     # 2048 * 2**16
-    a0, a1, b0, b1 = (fixed(w).astype(_onp.int32) for w in (a0, a1, b0, b1))
     src = image.astype(_onp.int32)
     rows = src[:, x0] * a0[None, :, None]
     rows += src[:, x1] * a1[None, :, None]
@@ -133,7 +149,8 @@ def _two_tap_uint8(image, out_h, out_w, area_mode):
     out += (b1[:, None, None] * rows[y1]) >> 16
     out += 2
     out >>= 2
-    return _onp.clip(out, 0, 255).astype(_onp.uint8)
+    _onp.clip(out, 0, 255, out=out)
+    return out.astype(_onp.uint8)
 
 
 def _two_tap_float(image, out_h, out_w, area_mode):
