@@ -38,6 +38,7 @@ without ``set_np()``. Both types share data and gradient (``as_np_ndarray`` is a
 """
 
 from collections import OrderedDict
+import copy
 import re
 import warnings
 
@@ -182,6 +183,20 @@ class Parameter:
 
     def __repr__(self):
         return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, self.dtype)
+
+    def __deepcopy__(self, memo):
+        """A copy with its own value and gradient buffer, a variable of autograd like the
+        original (``copy.deepcopy(net)`` gives a network that trains on its own), with no
+        Trainer."""
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            fresh = key in ("_data", "_var", "_trainer")
+            new.__dict__[key] = None if fresh else copy.deepcopy(value, memo)
+        if self._data is not None:
+            with autograd.pause():
+                new._init_impl(self._data.asnumpy(), self._ctx_list)
+        return new
 
     # ------------------------------------------------------------------ attributes
     @property
