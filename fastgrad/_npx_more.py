@@ -232,9 +232,14 @@ def deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None
     >>> y.shape
     (1, 2, 6, 6)
     """
+    if layout in ("NWC", "NHWC", "NDHWC"):      # Note [Channels-last layouts]
+        return F.moveaxis(deconvolution(
+            F.moveaxis(data, -1, 1), F.moveaxis(weight, -1, 1), bias, kernel=kernel,
+            stride=stride, dilate=dilate, pad=pad, adj=adj, target_shape=target_shape,
+            num_filter=num_filter, num_group=num_group, no_bias=no_bias), 1, -1)
     if layout not in (None, "NCW", "NCHW", "NCDHW"):
-        raise NotImplementedError("npx.deconvolution: only layouts NCW, NCHW and NCDHW are "
-                                  "supported")
+        raise NotImplementedError("npx.deconvolution: unknown layout %r (NCW, NCHW, NCDHW, "
+                                  "NWC, NHWC, NDHWC)" % (layout,))
     if target_shape:
         raise NotImplementedError("npx.deconvolution: target_shape is not supported; give pad "
                                   "and adj")

@@ -44,6 +44,35 @@ def _pair(name, value, default):
     return value
 
 
+_CHANNELS_FIRST = (None, "NCW", "NCHW", "NCDHW")
+_CHANNELS_LAST = ("NWC", "NHWC", "NDHWC")
+
+
+def _channels_last(name, layout):
+    """Whether ``layout`` puts the channels last (``NWC``, ``NHWC``, ``NDHWC``).
+
+    Note [Channels-last layouts]: MXNet's CPU operators take channels-last data, with
+    channels-last weights (``(F, KH, KW, C)`` for a convolution, ``(C, KH, KW, F)`` for a
+    transposed one). fastgrad moves the channel axis of the data and the weight to position
+    1, computes channels-first and moves the output's channel axis back: the same values,
+    differentiable like the rest, at the cost of the copies.
+    """
+    if layout in _CHANNELS_FIRST:
+        return False
+    if layout in _CHANNELS_LAST:
+        return True
+    raise NotImplementedError("npx.%s: unknown layout %r (NCW, NCHW, NCDHW, NWC, NHWC, NDHWC)"
+                              % (name, layout))
+
+
+def _to_channels_first(a):
+    return F.moveaxis(a, -1, 1)
+
+
+def _to_channels_last(a):
+    return F.moveaxis(a, 1, -1)
+
+
 def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
     """Softmax along ``axis``, computed stably (``npx.softmax``).
 
@@ -187,7 +216,9 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
                 num_filter=None, num_group=1, workspace=None, no_bias=False, cudnn_tune=None,
                 cudnn_off=False, layout=None):
     """Convolution of NCHW ``data`` with (F, C / num_group, KH, KW) ``weight``
-    (``npx.convolution``); NCW and NCDHW data make it 1-D and 3-D.
+    (``npx.convolution``); NCW and NCDHW data make it 1-D and 3-D, and the channels-last
+    layouts (``layout='NHWC'``...) take channels-last data and weights (Note
+    [Channels-last layouts]).
 
     Parameters
     ----------
@@ -210,9 +241,11 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     >>> mx.npx.convolution(x, w, kernel=(2, 2), num_filter=1, no_bias=True).shape
     (1, 1, 2, 2)
     """
-    if layout not in (None, "NCW", "NCHW", "NCDHW"):
-        raise NotImplementedError("npx.convolution: only layouts NCW, NCHW and NCDHW are "
-                                  "supported, got %r" % (layout,))
+    if _channels_last("convolution", layout):
+        return _to_channels_last(convolution(
+            _to_channels_first(data), _to_channels_first(weight), bias, kernel=kernel,
+            stride=stride, dilate=dilate, pad=pad, num_filter=num_filter, num_group=num_group,
+            no_bias=no_bias))
     wshape = _onp.shape(unwrap(weight))
     dshape = _onp.shape(unwrap(data))
     if int(num_group) != 1:
@@ -281,16 +314,19 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
 def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
             pooling_convention="valid", global_pool=False, cudnn_off=False, p_value=None,
             count_include_pad=True, layout=None):
-    """Max, average or sum pooling of NCW, NCHW or NCDHW ``data`` (``npx.pooling``).
+    """Max, average or sum pooling of NCW, NCHW or NCDHW ``data`` (``npx.pooling``;
+    channels-last layouts too, Note [Channels-last layouts]).
 
     ``stride`` defaults to 1 and ``pad`` to 0, as in MXNet; ``global_pool=True`` pools over
     the whole image. Max pooling pads with ``-inf``; average pooling counts padding when
     ``count_include_pad``. ``pooling_convention='full'`` rounds the output length up
     (Note [Pooling windows] in ``_npx_more.py``).
     """
-    if layout not in (None, "NCW", "NCHW", "NCDHW"):
-        raise NotImplementedError("npx.pooling: only layouts NCW, NCHW and NCDHW are "
-                                  "supported, got %r" % (layout,))
+    if _channels_last("pooling", layout):
+        return _to_channels_last(pooling(
+            _to_channels_first(data), kernel=kernel, stride=stride, pad=pad,
+            pool_type=pool_type, pooling_convention=pooling_convention,
+            global_pool=global_pool, count_include_pad=count_include_pad))
     if pooling_convention not in ("valid", "full"):
         raise NotImplementedError("npx.pooling: pooling_convention must be 'valid' or 'full', "
                                   "got %r" % (pooling_convention,))

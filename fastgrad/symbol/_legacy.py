@@ -252,7 +252,14 @@ def _fc_shapes(s, p):
     return {1: (p["num_hidden"], n_in), 2: (p["num_hidden"],)}
 
 
+def _channels_last(p):
+    return p.get("layout") in ("NWC", "NHWC", "NDHWC")
+
+
 def _conv_shapes(s, p):
+    if _channels_last(p):       # Note [Channels-last layouts] in numpy_extension.py
+        return {1: (p["num_filter"],) + tuple(p["kernel"]) + (s[0][-1] // p["num_group"],),
+                2: (p["num_filter"],)}
     c = s[0][1]
     return {1: (p["num_filter"], c // p["num_group"]) + tuple(p["kernel"]),
             2: (p["num_filter"],)}
@@ -351,6 +358,9 @@ def _deconvolution(x, p):
 
 
 def _deconv_shapes(s, p):
+    if _channels_last(p):
+        return {1: (s[0][-1],) + tuple(p["kernel"]) + (p["num_filter"] // p["num_group"],),
+                2: (p["num_filter"],)}
     c = s[0][1]
     return {1: (c, p["num_filter"] // p["num_group"]) + tuple(p["kernel"]),
             2: (p["num_filter"],)}

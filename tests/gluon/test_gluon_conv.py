@@ -305,3 +305,41 @@ def test_sym_operators_take_the_layers_arguments():
     onp.testing.assert_array_equal(padded.eval(data=x4)[0].asnumpy(),
                                    mx.nd.pad(x4, mode="reflect",
                                              pad_width=(0, 0, 0, 0, 1, 1, 1, 1)).asnumpy())
+
+
+@pytest.mark.parametrize("ctor,shape,weight", [
+    # MXNet 1.9.1's weight shapes for these layers (it infers them, but its CPU convolutions
+    # then fail on channels-last data; fastgrad computes them).
+    ("nn.Conv2D(4, (3, 2), layout='NHWC')", (1, 5, 6, 7), (4, 3, 2, 7)),
+    ("nn.Conv2D(4, (3, 2), layout='NHWC', groups=2)", (1, 5, 6, 6), (4, 3, 2, 3)),
+    ("nn.Conv3D(2, (3, 2, 1), layout='NDHWC')", (1, 3, 3, 3, 5), (2, 3, 2, 1, 5)),
+    ("nn.Conv2DTranspose(2, (3, 2), layout='NHWC')", (1, 3, 3, 5), (5, 3, 2, 2)),
+])
+def test_channels_last_convolutions_equal_channels_first(ctor, shape, weight):
+    last = cases.build(ctor, nn)
+    first = cases.build(ctor.replace("layout='NHWC'", "layout='NCHW'")
+                        .replace("layout='NDHWC'", "layout='NCDHW'"), nn)
+    x = _normal(*shape)
+    last.initialize(mx.init.Normal(0.5))
+    first.initialize()
+    last(mx.nd.array(x))
+    assert last.weight.shape == weight
+    first(mx.nd.array(onp.moveaxis(x, -1, 1)))
+    first.weight.set_data(mx.nd.array(onp.moveaxis(last.weight.data().asnumpy(), -1, 1)))
+    first.bias.set_data(last.bias.data())
+    xl, xf = mx.nd.array(x), mx.nd.array(onp.moveaxis(x, -1, 1))
+    xl.attach_grad()
+    xf.attach_grad()
+    with autograd.record():
+        yl, yf = last(xl), first(xf)
+        total = yl.sum() + yf.sum()
+    total.backward()
+    onp.testing.assert_allclose(yl.asnumpy(), onp.moveaxis(yf.asnumpy(), 1, -1), rtol=1e-5,
+                                atol=1e-6)
+    onp.testing.assert_allclose(xl.grad.asnumpy(), onp.moveaxis(xf.grad.asnumpy(), 1, -1),
+                                rtol=1e-5, atol=1e-6)
+    onp.testing.assert_allclose(last.weight.grad().asnumpy(),
+                                onp.moveaxis(first.weight.grad().asnumpy(), 1, -1), rtol=1e-5,
+                                atol=1e-5)
+    with pytest.raises(ValueError, match=r"channels \(axis %d\): 1" % (len(shape) - 1)):
+        last(mx.nd.ones(shape[:-1] + (1,)))

@@ -22,6 +22,7 @@ import numpy as _onp
 
 from fastgrad import ndarray as _nd
 from fastgrad import symbol as _sym
+from fastgrad.base import MXNetValueError
 from fastgrad.gluon.block import Block, HybridBlock
 from fastgrad.gluon.parameter import _indent
 from fastgrad.gluon.nn.activations import Activation
@@ -36,10 +37,11 @@ def _is_symbol(x):
 
 
 def check_input_size(block, argument, got, expected, what):
-    """Raise a ``ValueError`` naming ``block`` if the input's ``what`` (``got``) differs from
-    the size its parameters were made for (Note [Deferred input dimensions])."""
+    """Raise a ``ValueError`` (also an ``MXNetError``, what MXNet raises) naming ``block`` if
+    the input's ``what`` (``got``) differs from the size its parameters were made for (Note
+    [Deferred input dimensions])."""
     if expected and got != expected:
-        raise ValueError("%s '%s': the input has %s %d, but the layer's parameters were made "
+        raise MXNetValueError("%s '%s': the input has %s %d, but the layer's parameters were made "
                          "for %s=%d" % (type(block).__name__, block.name, what, got, argument,
                                         expected))
 
@@ -297,7 +299,7 @@ class _BatchNorm(HybridBlock):
         if not _is_symbol(x):
             axis = self._kwargs["axis"]
             if not -len(x.shape) <= axis < len(x.shape):
-                raise ValueError("%s '%s': axis=%d is out of range for an input of shape %s"
+                raise MXNetValueError("%s '%s': axis=%d is out of range for an input of shape %s"
                                  % (type(self).__name__, self.name, axis, x.shape))
             check_input_size(self, "in_channels", x.shape[axis], gamma.shape[0],
                              "channels (axis %d):" % axis)
@@ -437,7 +439,7 @@ class _ChannelNorm(HybridBlock):
     def _check(self, x, gamma):
         if not _is_symbol(x):
             if not -len(x.shape) <= self._axis < len(x.shape):
-                raise ValueError("%s '%s': axis=%d is out of range for an input of shape %s"
+                raise MXNetValueError("%s '%s': axis=%d is out of range for an input of shape %s"
                                  % (type(self).__name__, self.name, self._axis, x.shape))
             check_input_size(self, "in_channels", x.shape[self._axis], gamma.shape[0],
                              "channels (axis %d):" % self._axis)
@@ -507,7 +509,7 @@ class GroupNorm(HybridBlock):
     def hybrid_forward(self, F, data, gamma, beta):
         if not _is_symbol(data) and (len(data.shape) < 2
                                      or data.shape[1] % self._num_groups):
-            raise ValueError("GroupNorm '%s': an input of shape %s does not split its channels "
+            raise MXNetValueError("GroupNorm '%s': an input of shape %s does not split its channels "
                              "(axis 1) into num_groups=%d groups"
                              % (self.name, data.shape, self._num_groups))
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,

@@ -3,12 +3,14 @@
 ``Conv1D/2D/3D`` compute with ``F.Convolution``, the transposed ones with
 ``F.Deconvolution``, the pooling layers with ``F.Pooling`` and ``ReflectionPad2D`` with
 ``F.pad``; 1-D and 3-D work like 2-D (Note [Convolution in other dimensions] in
-``fastgrad/_npx_more.py``), in groups too. Data is channels-first (``NCW``, ``NCHW``,
-``NCDHW``); the channels-last layouts MXNet accepts on GPUs raise when the layer runs.
+``fastgrad/_npx_more.py``), in groups too. The channels-last layouts MXNet accepts
+(``NHWC``, ...) take channels-last data and weights (Note [Channels-last layouts] in
+``fastgrad/numpy_extension.py``).
 """
 
 from numbers import Number
 
+from fastgrad.base import MXNetValueError
 from fastgrad.gluon.block import HybridBlock
 from fastgrad.gluon.nn.activations import Activation
 from fastgrad.gluon.nn.basic_layers import check_input_size, _is_symbol
@@ -68,19 +70,30 @@ class _Conv(HybridBlock):
     def _transposed(self):
         return self._op_name == "Deconvolution"
 
+    def _channels_last(self):
+        return self._kwargs["layout"][-1] == "C"
+
     def _weight_shape(self, in_channels):
+        # Channels-last layouts have channels-last weights, as in MXNet (Note [Channels-last
+        # layouts] in numpy_extension.py).
         groups, kernel = self._kwargs["num_group"], tuple(self._kwargs["kernel"])
         if self._transposed():
-            return (in_channels, self._channels // groups) + kernel
-        return (self._channels, in_channels // groups) + kernel
+            outer, inner = in_channels, self._channels // groups
+        else:
+            outer, inner = self._channels, in_channels // groups
+        if self._channels_last():
+            return (outer,) + kernel + (inner,)
+        return (outer, inner) + kernel
 
     def _weight_in_channels(self, shape):
-        return shape[0] if self._transposed() else shape[1] * self._kwargs["num_group"]
+        if self._transposed():
+            return shape[0]
+        return (shape[-1] if self._channels_last() else shape[1]) * self._kwargs["num_group"]
 
     def infer_shape(self, x, *args):
-        channels = x.shape[1]
+        channels = x.shape[self._kwargs["layout"].find("C")]
         if channels % self._kwargs["num_group"]:
-            raise ValueError("%s '%s': %d input channels do not split into groups=%d"
+            raise MXNetValueError("%s '%s': %d input channels do not split into groups=%d"
                              % (type(self).__name__, self.name, channels,
                                 self._kwargs["num_group"]))
         self.weight.shape = self._weight_shape(channels)
@@ -89,11 +102,13 @@ class _Conv(HybridBlock):
         if not _is_symbol(x):
             dims = len(self._kwargs["kernel"]) + 2
             if len(x.shape) != dims:
-                raise ValueError("%s '%s': expects %d-D input (%s), got shape %s"
+                raise MXNetValueError("%s '%s': expects %d-D input (%s), got shape %s"
                                  % (type(self).__name__, self.name, dims,
                                     self._kwargs["layout"], x.shape))
-            check_input_size(self, "in_channels", x.shape[1], self._weight_in_channels(weight.shape),
-                             "channels (axis 1):")
+            axis = self._kwargs["layout"].find("C")
+            check_input_size(self, "in_channels", x.shape[axis],
+                             self._weight_in_channels(weight.shape),
+                             "channels (axis %d):" % axis)
         op = getattr(F, self._op_name)
         if bias is None:
             out = op(x, weight, name="fwd", **self._kwargs)
@@ -278,7 +293,7 @@ class _Pooling(HybridBlock):
 
     def hybrid_forward(self, F, x):
         if not _is_symbol(x) and len(x.shape) != len(self._kwargs["kernel"]) + 2:
-            raise ValueError("%s '%s': expects %d-D input (%s), got shape %s"
+            raise MXNetValueError("%s '%s': expects %d-D input (%s), got shape %s"
                              % (type(self).__name__, self.name, len(self._kwargs["kernel"]) + 2,
                                 self._kwargs["layout"], x.shape))
         return F.Pooling(x, name="fwd", **self._kwargs)
