@@ -566,3 +566,53 @@ def test_deepcopy_gives_an_independent_trainable_network(names):
                                     atol=1e-5)
     twin.hidden.weight.set_data(mx.nd.zeros((4, 5)))
     assert net.hidden.weight.data().asnumpy().any()
+
+
+class Traced(HybridBlock):
+    """A deferred weight and no infer_shape: the default traces hybrid_forward on Symbols."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.weight = self.params.get('weight', shape=(units, 0), allow_deferred_init=True)
+            self.bias = self.params.get('bias', shape=(units,), init='zeros')
+
+    def hybrid_forward(self, F, x, weight, bias):
+        return F.FullyConnected(x, weight, bias, num_hidden=self.weight.shape[0])
+
+
+def test_default_infer_shape_traces_the_block(names):
+    class Two(HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.a = Traced(3)
+                self.b = Traced(2)
+
+        def hybrid_forward(self, F, x):
+            return self.b(self.a(x))
+
+    net = Two()
+    net.initialize()
+    net.infer_shape(mx.nd.ones((4, 7)))
+    assert net.a.weight.shape == (3, 7) and net.b.weight.shape == (2, 3)
+    fresh = Two()
+    fresh.initialize()
+    assert fresh(mx.nd.ones((4, 7))).shape == (4, 2)
+    assert fresh.a.weight.shape == (3, 7)
+
+
+def test_truncated_or_foreign_files_raise_naming_the_file(names, tmp_path):
+    net = gluon_blocks.Affine(gluon, 2, in_units=3)
+    net.initialize()
+    path = str(tmp_path / "t.params")
+    net.save_parameters(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 2])
+    with pytest.raises(ValueError, match="t.params: not a valid MXNet NDArray file: truncated"):
+        net.load_parameters(path)
+    mx.nd.save(path, [mx.nd.ones((2,))])
+    with pytest.raises(ValueError, match="holds 1 unnamed arrays"):
+        net.load_parameters(path)
