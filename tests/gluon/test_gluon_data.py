@@ -489,3 +489,24 @@ def test_unpicklable_worker_exception_keeps_message_and_traceback():
     message = str(info.value)
     assert "_UnpicklableError: sample three" in message
     assert "_raise_unpicklable" in message          # the worker's traceback
+
+
+def _stuck_on_one(x):
+    if x == 1:
+        time.sleep(600)
+    return x
+
+
+def test_deleting_a_loader_stops_stuck_workers_at_once():
+    import multiprocessing
+    before = set(p.pid for p in multiprocessing.active_children())
+    loader = data.DataLoader(data.SimpleDataset(list(range(4))).transform(_stuck_on_one),
+                             batch_size=1, num_workers=2, timeout=30)
+    iterator = iter(loader)
+    assert next(iterator).asnumpy().tolist() == [0]
+    workers = set(p.pid for p in multiprocessing.active_children()) - before
+    assert len(workers) == 2
+    start = time.time()
+    del iterator, loader
+    assert time.time() - start < 5
+    assert _wait_dead(sorted(workers)) == []

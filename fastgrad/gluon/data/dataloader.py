@@ -398,8 +398,17 @@ class DataLoader:
         return self._pool
 
     def _discard_pool(self):
+        """Stop the workers. Worker processes are terminated first, so that waiting for the
+        pool cannot hang on a stuck worker; waiting (rather than ``wait=False``) keeps
+        CPython 3.11 from reporting a closed pipe when the interpreter exits."""
         pool, self._pool = self._pool, None
-        if pool is not None:
+        if pool is None:
+            return
+        if isinstance(pool, _futures.ProcessPoolExecutor):
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def __del__(self):
