@@ -97,6 +97,12 @@ def _ctx_list(ctx):
     ctx = list(ctx)
     for c in ctx:
         check_device(c)
+    if len(set(ctx)) > 1:
+        warnings.warn(
+            "fastgrad keeps one copy of each Parameter, on the CPU, so the contexts %s share "
+            "it: separate backward passes, one per context's shard, overwrite each other's "
+            "gradient (grad_req='write'). Differentiate all the shards' losses in one pass "
+            "(autograd.backward(losses)) or use a single context." % (ctx,), stacklevel=3)
     return ctx
 
 

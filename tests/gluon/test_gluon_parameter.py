@@ -427,3 +427,15 @@ def test_row_sparse_access_raises_as_for_a_dense_parameter():
         p.row_sparse_data(mx.nd.arange(0, 2))
     with pytest.raises(RuntimeError, match="list_row_sparse_data"):
         p.list_row_sparse_data(mx.nd.arange(0, 2))
+
+
+def test_several_contexts_share_one_copy_and_warn():
+    p = Parameter('w', shape=(2,), init=mx.init.One())
+    with pytest.warns(UserWarning, match=r"one copy of each Parameter.*autograd.backward"):
+        p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
+    assert p.list_data() == [p.data()] and p.data(mx.cpu(1)) is p.data(mx.cpu(0))
+    x0, x1 = mx.nd.array([1.0, 2.0]), mx.nd.array([3.0, 5.0])
+    with autograd.record():
+        losses = [(p.data() * x0).sum(), (p.data() * x1).sum()]
+    autograd.backward(losses)        # one pass over both shards sums their gradients
+    assert p.grad().asnumpy().tolist() == [4, 7]
