@@ -32,6 +32,7 @@ the block changes (a child added, a cast, ``hybridize`` again).
 """
 
 from collections import OrderedDict
+import json
 import re
 import threading
 import warnings
@@ -479,6 +480,64 @@ class Block:
                         % (key, filename, _brief_print_list(params.keys())))
                 continue
             params[key]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
+
+    def save(self, prefix):
+        """Save the block's structure to ``prefix-model.json`` and its parameters to
+        ``prefix-model.params`` (MXNet 1.9.1's ``Block.save``): each block is recorded by class
+        and creation order with its name and its children's attribute names, so
+        :meth:`load` on a network built the same way restores the names. Traced graphs are not
+        saved: a hybridized block traces again at its next call."""
+        model = {}
+        counter = [0]
+
+        def record(block, structure):
+            entry = {"orig_name": block.name,
+                     "hybridized": bool(getattr(block, "_active", False)),
+                     "children": {}}
+            structure["%s%d" % (type(block).__name__.lower(), counter[0])] = entry
+            for child_name, child in block._children.items():
+                counter[0] += 1
+                entry["children"][child.name] = child_name
+                record(child, entry)
+
+        record(self, model)
+        with open(prefix + "-model.json", "w") as f:
+            json.dump(model, f)
+        self.save_parameters(prefix + "-model.params")
+
+    def load(self, prefix):
+        """Load what :meth:`save` wrote into this block, built as the saved one was: the
+        blocks take their saved names (and their parameters' keys in ``params`` follow), a
+        block saved hybridized is hybridized, and the parameters are loaded."""
+        with open(prefix + "-model.json") as f:
+            model = json.load(f)
+        counter = [0]
+
+        def restore(block, structure):
+            key = "%s%d" % (type(block).__name__.lower(), counter[0])
+            if key not in structure:
+                raise ValueError("%s-model.json does not describe this network: it has no "
+                                 "block '%s' where this network has %s '%s'"
+                                 % (prefix, key, type(block).__name__, block.name))
+            entry = structure[key]
+            block._name = entry["orig_name"]
+            if isinstance(block, HybridBlock) and entry.get("hybridized"):
+                block._active = True
+            own = block._params
+            for old in list(own._params.keys()):
+                param = own._params.pop(old)
+                own._params[block.name + "_" + old[len(own.prefix):]] = param
+            for child in list(block._children.values()):
+                counter[0] += 1
+                restore(child, entry)
+            renamed = OrderedDict()
+            for child_name, child in block._children.items():
+                renamed[entry["children"].get(child.name, child_name)] = child
+            block._children.clear()
+            block._children.update(renamed)
+
+        restore(self, model)
+        self.load_parameters(prefix + "-model.params")
 
     def save_params(self, filename):
         """Deprecated (MXNet): ``collect_params().save(filename, strip_prefix=prefix)``."""

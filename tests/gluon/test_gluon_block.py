@@ -616,3 +616,31 @@ def test_truncated_or_foreign_files_raise_naming_the_file(names, tmp_path):
     mx.nd.save(path, [mx.nd.ones((2,))])
     with pytest.raises(ValueError, match="holds 1 unnamed arrays"):
         net.load_parameters(path)
+
+
+def test_block_save_writes_mxnets_structure_and_load_restores_names(names, tmp_path):
+    from fastgrad.gluon import nn
+
+    def build():
+        seq = nn.HybridSequential()
+        with seq.name_scope():
+            seq.add(nn.Dense(3, in_units=2), nn.Dense(2, in_units=3))
+        return seq
+
+    seq = build()
+    seq.initialize(mx.init.One())
+    prefix = str(tmp_path / "seq")
+    seq.save(prefix)
+    with open(prefix + "-model.json") as f:
+        assert json.load(f) == MX["block_save_json"]      # what MXNet 1.9.1 writes
+    assert sorted(mx.nd.load(prefix + "-model.params")) == ['0.bias', '0.weight', '1.bias',
+                                                            '1.weight']
+    other = build()                 # created later: hybridsequential1, dense2, dense3
+    assert other[0].name == 'hybridsequential1_dense0'
+    other.load(prefix)
+    assert other.name == 'hybridsequential0' and other[0].name == 'hybridsequential0_dense0'
+    assert list(other[0].params.keys()) == ['hybridsequential0_dense0_weight',
+                                            'hybridsequential0_dense0_bias']
+    assert other[1].weight.data().asnumpy().tolist() == [[1, 1, 1], [1, 1, 1]]
+    with pytest.raises(ValueError, match="does not describe this network"):
+        gluon_blocks.Affine(gluon, 2, in_units=2).load(prefix)
