@@ -400,6 +400,16 @@ def test_symbolic_unroll_names_and_shapes():
     outputs, states = bi.unroll(3, mx.sym.var("data"), layout="NTC", merge_outputs=True)
     _, outs, _ = outputs.infer_shape(data=(2, 3, 5))
     assert outs == [(2, 3, 16)]
+    # begin states made from a whole time-major Symbol (Note [Symbolic begin states])
+    stack = rnn.SequentialRNNCell()
+    stack.add(rnn.LSTMCell(4))
+    stack.add(rnn.GRUCell(3))
+    outputs, states = stack.unroll(5, mx.sym.var("data"), layout="TNC", merge_outputs=True)
+    assert outputs.infer_shape(data=(5, 2, 6))[1] == [(5, 2, 3)]
+    assert [s.infer_shape(data=(5, 2, 6))[1] for s in states] == [[(2, 4)], [(2, 4)], [(2, 3)]]
+    vardrop = gluon.contrib.rnn.VariationalDropoutCell(rnn.GRUCell(3), drop_inputs=0.3)
+    outputs, _ = vardrop.unroll(5, mx.sym.var("data"), merge_outputs=True)
+    assert outputs.infer_shape(data=(2, 5, 6))[1] == [(2, 5, 3)]
 
 
 # ---------------------------------------------------------------- training mode, sequence lengths

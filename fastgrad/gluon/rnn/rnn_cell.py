@@ -129,22 +129,21 @@ def _cells_begin_state(cells, **kwargs):
     return sum([c.begin_state(**kwargs) for c in cells], [])
 
 
-def _get_begin_state(cell, F, begin_state, inputs, batch_size):
-    """``begin_state`` or the cell's zero states for ``inputs`` (a list of steps or one
-    array/Symbol of time-major or batch-major steps)."""
+def _get_begin_state(cell, F, begin_state, inputs, batch_size, layout="NTC"):
+    """``begin_state`` or the cell's zero states for ``inputs``: a list of steps, or one
+    array/Symbol in ``layout`` (Note [Symbolic begin states])."""
     if begin_state is not None:
         return begin_state
-    first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    steps = isinstance(inputs, (list, tuple))
+    first = inputs[0] if steps else inputs
     if F is _nd:
         states = cell.begin_state(func=_nd.zeros, batch_size=batch_size, dtype=first.dtype)
         if not isinstance(first, _nd.NDArray):      # mx.np inputs get mx.np states
             states = [s.as_np_ndarray() for s in states]
         return states
-    step = first if isinstance(inputs, (list, tuple)) else None
-    if step is None:
-        raise ValueError("%s.unroll on a Symbol: split the inputs into steps first"
-                         % type(cell).__name__)
-    return [symbolic_zeros(F, step, 0, info["shape"]) for info in cell.state_info(0)]
+    batch_axis = 0 if steps else layout.find("N")
+    return [symbolic_zeros(F, first, batch_axis, info["shape"])
+            for info in cell.state_info(0)]
 
 
 def _format_sequence(length, inputs, layout, merge, in_layout=None):
@@ -607,10 +606,7 @@ class _StackMixin:
         self.reset()
         inputs, _, F, batch_size = _format_sequence(length, inputs, layout, None)
         num_cells = len(self._children)
-        if begin_state is None and F is _sym:
-            first, _, _, _ = _format_sequence(length, inputs, layout, False)
-            begin_state = _get_begin_state(self, F, None, first, 0)
-        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size)
+        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size, layout)
         p = 0
         next_states = []
         for i, cell in enumerate(self._children.values()):

@@ -6,7 +6,6 @@ from fastgrad.gluon.parameter import tensor_types
 from fastgrad.gluon.rnn.rnn_cell import (BidirectionalCell, ModifierCell, HybridRecurrentCell,
                                          _format_sequence, _get_begin_state, _named, _as_list,
                                          _mask_sequence_variable_length, mx_like)
-from fastgrad import ndarray as _nd
 
 __all__ = ["VariationalDropoutCell", "LSTMPCell"]
 
@@ -76,9 +75,7 @@ class VariationalDropoutCell(ModifierCell):
                                   valid_length=valid_length)
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, True)
-        states = _get_begin_state(self, F, begin_state,
-                                  _format_sequence(length, inputs, layout, False)[0]
-                                  if F is not _nd else inputs, batch_size)
+        states = _get_begin_state(self, F, begin_state, inputs, batch_size, layout)
         if self.drop_inputs:
             inputs = F.Dropout(inputs, p=self.drop_inputs, axes=(axis,))
         self.base_cell._modified = False
