@@ -310,24 +310,36 @@ class Block:
         self._check_container_with_block()
         ret = ParameterDict(self._params.prefix)
         pattern = re.compile(select) if select else None
-        seen = set()
-        self._collect_into(ret, pattern, "", seen)
+        blocks = list(self._walk(""))
+
+        def add(key, param):
+            if pattern is not None and not pattern.match(key):
+                return
+            if key in ret._params and ret._params[key] is not param:
+                raise AssertionError("Cannot update self with other because they have "
+                                     "different Parameters with the same name '%s'" % key)
+            ret._params[key] = param
+
+        # 1.x parameters (made by params.get) under their names, then 2.x attribute
+        # parameters under their structural names (Note [Block names])
+        in_dicts = set()
+        for block, _ in blocks:
+            for key, param in block._params.items():
+                in_dicts.add(id(param))
+                add(key, param)
+        seen = set(in_dicts)
+        for block, path in blocks:
+            for attr, param in block._reg_params.items():
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    add(path + attr, param)
         return ret
 
-    def _collect_into(self, ret, pattern, path, seen):
-        own = [(k, p) for k, p in self._params.items()]
-        owned = set(id(p) for _, p in own)
-        structural = [((path + "." if path else "") + attr, p)
-                      for attr, p in self._reg_params.items() if id(p) not in owned]
-        for key, param in own + structural:
-            if id(param) in seen:
-                continue
-            if pattern is not None and not pattern.match(key):
-                continue
-            seen.add(id(param))
-            ret._params[key] = param
+    def _walk(self, path):
+        """This block and its descendants with their structural paths (``'features.3.'``)."""
+        yield self, path
         for child_name, child in self._children.items():
-            child._collect_into(ret, pattern, (path + "." if path else "") + child_name, seen)
+            yield from child._walk(path + child_name + ".")
 
     def _collect_params_with_prefix(self, prefix=""):
         """Every registered parameter keyed by its structural name (``0.weight``)."""

@@ -644,3 +644,36 @@ def test_block_save_writes_mxnets_structure_and_load_restores_names(names, tmp_p
     assert other[1].weight.data().asnumpy().tolist() == [[1, 1, 1], [1, 1, 1]]
     with pytest.raises(ValueError, match="does not describe this network"):
         gluon_blocks.Affine(gluon, 2, in_units=2).load(prefix)
+
+
+def test_collect_params_refuses_two_parameters_of_one_name(names):
+    class Twice(HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.a = Leaf(2, prefix='same_')
+                self.b = Leaf(2, prefix='same_')
+
+        def hybrid_forward(self, F, x):
+            return self.b(self.a(x))
+
+    # MXNet 1.9.1 raises the same AssertionError from ParameterDict.update
+    with pytest.raises(AssertionError, match="different Parameters with the same name "
+                                             "'twice0_same_weight'"):
+        Twice().collect_params()
+
+
+def test_a_1x_parameter_shared_by_attribute_keeps_its_name(names):
+    class Holder(HybridBlock):
+        def __init__(self, other):
+            super().__init__()
+            self.w = other.weight             # not made by self.params.get
+            with self.name_scope():
+                self.inner = other
+
+        def hybrid_forward(self, F, x, w):
+            return self.inner(x) * w
+
+    holder = Holder(Leaf(2))
+    assert list(holder.collect_params().keys()) == ['leaf0_weight']
+    assert list(holder._collect_params_with_prefix().keys()) == ['w', 'inner.weight']
