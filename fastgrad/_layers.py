@@ -47,7 +47,7 @@ LAYERS = (
     ("functions", "NumPy-signature functions over the primitives, NumPy dispatch, files",
      ["_construction", "_creation", "_functions", "_linalg", "_fft", "_numpy_more",
       "_npx_more", "_rnn", "_ctc", "_mxnet_slicing", "_update_ops", "_io", "_params_format",
-      "_dispatch"]),
+      "_dispatch", "_image", "_image_files"]),
     ("namespaces", "the public namespaces np, npx, nd, random, scipy",
      ["numpy", "numpy.*", "numpy_extension", "ndarray", "ndarray.*", "random", "scipy",
       "scipy.*"]),

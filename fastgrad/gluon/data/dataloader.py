@@ -22,9 +22,10 @@ raised again in the main process, of the same type, chained to a ``_RemoteTraceb
 carries the worker's traceback text. A worker that dies (killed, ``os._exit``, a crash)
 breaks the pool: the iterator raises ``RuntimeError`` at once instead of waiting, and the
 next iteration starts a new pool. A batch that takes longer than ``timeout`` seconds raises
-``TimeoutError``. A worker checks twice a second that its main process is alive and exits when it is not,
-so no worker outlives a killed main process, and ``DataLoader.__del__`` (or leaving
-the interpreter) shuts the pool down.
+``TimeoutError``. A worker checks twice a second that its main process is alive and exits
+when it is not, so no worker outlives a killed main process; ``DataLoader.__del__`` (or
+leaving the interpreter) terminates the workers. An exception that cannot be pickled
+reaches the main process as a ``RuntimeError`` carrying its type, message and traceback.
 
 MXNet sends batches through shared memory; fastgrad pickles the NumPy arrays through a pipe,
 which costs one copy per batch.

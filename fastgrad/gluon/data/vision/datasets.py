@@ -26,7 +26,7 @@ from fastgrad._array import ndarray as _array_type, _wrap
 from fastgrad.ndarray import NDArray
 from fastgrad.gluon.data import dataset as _dataset
 from fastgrad.gluon.data.dataloader import _np_arrays_requested
-from fastgrad.gluon.data.vision import _image_files
+from fastgrad import _image_files
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",
            "ImageFolderDataset", "ImageListDataset"]

@@ -40,7 +40,7 @@ from fastgrad.ndarray import NDArray
 from fastgrad.gluon.block import Block, HybridBlock
 from fastgrad.gluon.nn import Sequential, HybridSequential
 from fastgrad.gluon.data.dataloader import _np_arrays_requested
-from fastgrad.gluon.data.vision import _resize
+from fastgrad import _image
 
 __all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize",
            "CenterCrop", "RandomResizedCrop", "RandomCrop", "CropResize",
@@ -48,12 +48,6 @@ __all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize"
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
            "RandomLighting", "RandomApply", "Rotate", "RandomRotation"]
 
-# MXNet's RGB -> grey weights in its colour operators (src/operator/image/image_random-inl.h)
-_GREY = _onp.array([0.299, 0.587, 0.114], _onp.float32)
-# AlexNet's PCA of ImageNet's RGB: eigenvalue * eigenvector, per row the R, G, B component
-_LIGHTING_EIGEN = _onp.array([[55.46 * -0.5675, 4.794 * 0.7192, 1.148 * 0.4009],
-                              [55.46 * -0.5808, 4.794 * -0.0045, 1.148 * -0.8140],
-                              [55.46 * -0.5836, 4.794 * -0.6948, 1.148 * 0.4203]], _onp.float32)
 
 
 # ---------------------------------------------------------------- array plumbing
@@ -71,17 +65,6 @@ def _unpack(x, where):
                     "numpy.ndarray), got %s. fastgrad's transforms run on arrays only and "
                     "cannot be traced by a hybridized block (Note [Transforms run on arrays])"
                     % (where, type(x).__name__))
-
-
-def _saturate(values, dtype):
-    """``values`` as ``dtype`` the way MXNet's colour operators store them: clipped to the
-    range of an integer type and truncated toward zero (their ``saturate_cast``, unlike
-    OpenCV's, does not round), cast for float types."""
-    dtype = _onp.dtype(dtype)
-    if dtype.kind in "iu":
-        info = _onp.iinfo(dtype)
-        return _onp.trunc(_onp.clip(values, info.min, info.max)).astype(dtype)
-    return _onp.asarray(values).astype(dtype)
 
 
 def _check_image(image, where, ndims=(3, 4)):
@@ -111,41 +94,13 @@ def _resize_images(image, width, height, interpolation, where):
     """(H, W, C) or (N, H, W, C) ``image`` resized to ``height`` x ``width``."""
     if interpolation is None:
         interpolation = 1
-    if interpolation not in _resize.INTERPOLATIONS:
+    if interpolation not in _image.INTERPOLATIONS:
         raise MXNetValueError("transforms.%s: unknown interpolation %r; use OpenCV's codes 0 "
                          "(nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)"
                          % (where, interpolation))
     if image.ndim == 3:
-        return _resize.resize(image, height, width, interpolation)
-    return _onp.stack([_resize.resize(one, height, width, interpolation) for one in image])
-
-
-def _scale_down(src_size, size):
-    """MXNet's ``image.scale_down``: shrink the crop size ``(w, h)`` to fit ``src_size``,
-    keeping its aspect ratio."""
-    w, h = size
-    sw, sh = src_size
-    if sh < h:
-        w, h = float(w * sh) / h, sh
-    if sw < w:
-        w, h = sw, float(h * sw) / w
-    return int(w), int(h)
-
-
-def _fixed_crop(image, x0, y0, w, h, size, interpolation):
-    """The ``w`` x ``h`` box at ``(x0, y0)``, resized to ``size`` when it differs (MXNet's
-    ``image.fixed_crop``)."""
-    out = image[y0:y0 + h, x0:x0 + w]
-    if size is not None and (w, h) != tuple(size):
-        out = _resize.resize(out, size[1], size[0], interpolation)
-    return out
-
-
-def _center_crop(image, size, interpolation):
-    h, w = image.shape[:2]
-    new_w, new_h = _scale_down((w, h), size)
-    x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
-    return _fixed_crop(image, x0, y0, new_w, new_h, size, interpolation)
+        return _image.resize(image, height, width, interpolation)
+    return _onp.stack([_image.resize(one, height, width, interpolation) for one in image])
 
 
 # ---------------------------------------------------------------- base classes
@@ -386,7 +341,7 @@ class CenterCrop(_Transform):
 
     def _apply(self, image):
         _check_image(image, "CenterCrop", (3,))
-        return _center_crop(image, self._size, self._interpolation)
+        return _image.center_crop(image, self._size, self._interpolation)
 
     def _describe(self):
         return "size=%s" % (self._size,)
@@ -445,9 +400,9 @@ class RandomResizedCrop(_Transform):
             if new_w <= w and new_h <= h:
                 x0 = random.randint(0, w - new_w)
                 y0 = random.randint(0, h - new_h)
-                return _fixed_crop(image, x0, y0, new_w, new_h, self._size,
+                return _image.fixed_crop(image, x0, y0, new_w, new_h, self._size,
                                    self._interpolation)
-        return _center_crop(image, self._size, self._interpolation)
+        return _image.center_crop(image, self._size, self._interpolation)
 
 
 class RandomCrop(_Transform):
@@ -470,10 +425,10 @@ class RandomCrop(_Transform):
             image = _onp.pad(image, self._pad, mode="constant",
                              constant_values=self._pad_value)
         h, w = image.shape[:2]
-        new_w, new_h = _scale_down((w, h), self._size)
+        new_w, new_h = _image.scale_down((w, h), self._size)
         x0 = random.randint(0, w - new_w)
         y0 = random.randint(0, h - new_h)
-        return _fixed_crop(image, x0, y0, new_w, new_h, self._size, self._interpolation)
+        return _image.fixed_crop(image, x0, y0, new_w, new_h, self._size, self._interpolation)
 
 
 class RandomFlipLeftRight(_HybridTransform):
@@ -494,66 +449,6 @@ class RandomFlipTopBottom(RandomFlipLeftRight):
     _axis = -3
 
 
-def _bilinear_sample(images, grid_x, grid_y):
-    """MXNet's ``BilinearSampler``: (N, C, H, W) float ``images`` read at the normalised
-    coordinates ``grid_x``, ``grid_y`` (N, H, W) in [-1, 1]; neighbours outside the image
-    count as 0."""
-    n, _, h, w = images.shape
-    x = (grid_x + 1) * (w - 1) / 2
-    y = (grid_y + 1) * (h - 1) / 2
-    x0 = _onp.floor(x).astype(_onp.int64)
-    y0 = _onp.floor(y).astype(_onp.int64)
-    wx0 = 1 - (x - x0)
-    wy0 = 1 - (y - y0)
-    batch = _onp.arange(n)[:, None, None]
-    out = _onp.zeros(images.shape, _onp.float64)
-    for dy, wy in ((0, wy0), (1, 1 - wy0)):
-        for dx, wx in ((0, wx0), (1, 1 - wx0)):
-            yy, xx = y0 + dy, x0 + dx
-            inside = (xx >= 0) & (xx <= w - 1) & (yy >= 0) & (yy <= h - 1)
-            values = images[batch, :, _onp.clip(yy, 0, h - 1), _onp.clip(xx, 0, w - 1)]
-            # values: (N, H, W, C) -> weight, mask, and move channels back
-            weight = (wy * wx * inside)[..., None]
-            out += _onp.moveaxis(values * weight, -1, 1)
-    return out.astype(images.dtype)
-
-
-def _rotate(image, degrees, zoom_in=False, zoom_out=False):
-    """MXNet's ``image.imrotate``: (C, H, W) or (N, C, H, W) float32 images rotated about
-    their centres by ``degrees`` (one angle, or one per image), sampled bilinearly with zero
-    outside; ``zoom_in`` scales so no padding shows, ``zoom_out`` so all of the image does."""
-    if zoom_in and zoom_out:
-        raise MXNetValueError("`zoom_in` and `zoom_out` cannot be both True")
-    single = image.ndim == 3
-    batch = image[None] if single else image
-    if batch.ndim != 4:
-        raise MXNetValueError("Only 3D and 4D are supported by this function")
-    angles = _onp.broadcast_to(_onp.asarray(degrees, _onp.float32), (batch.shape[0],))
-    radians = (_onp.pi * angles / 180).astype(_onp.float32)[:, None, None]
-    _, _, h, w = batch.shape
-    hscale, wscale = float(h - 1) / 2, float(w - 1) / 2
-    rows = (_onp.arange(h, dtype=_onp.float32)[:, None] - hscale) * _onp.ones((1, w), _onp.float32)
-    cols = (_onp.arange(w, dtype=_onp.float32)[None, :] - wscale) * _onp.ones((h, 1), _onp.float32)
-    cos, sin = _onp.cos(radians), _onp.sin(radians)
-    grid_x = (cols * cos - rows * sin) / wscale
-    grid_y = (cols * sin + rows * cos) / hscale
-    if zoom_in or zoom_out:
-        rho = _onp.sqrt(_onp.float32(h * h + w * w))
-        corner = _onp.arctan(_onp.float32(h) / _onp.float32(w))
-        turn = _onp.abs(radians)
-        max_x = _onp.maximum(_onp.abs(rho * _onp.cos(corner + turn)),
-                             _onp.abs(rho * _onp.cos(corner - turn)))
-        max_y = _onp.maximum(_onp.abs(rho * _onp.sin(corner + turn)),
-                             _onp.abs(rho * _onp.sin(corner - turn)))
-        if zoom_out:
-            scale = _onp.maximum(max_x / w, max_y / h)
-        else:
-            scale = _onp.minimum(w / max_x, h / max_y)
-        grid_x, grid_y = grid_x * scale, grid_y * scale
-    out = _bilinear_sample(batch, grid_x, grid_y)
-    return out[0] if single else out
-
-
 def _check_float32(image, where):
     if image.dtype != _onp.float32:
         raise MXNetTypeError("transforms.%s only supports float32 images (got %s); call it "
@@ -571,7 +466,7 @@ class Rotate(_Transform):
 
     def _apply(self, image):
         _check_float32(image, "Rotate")
-        return _rotate(image, *self._args)
+        return _image.rotate(image, *self._args)
 
 
 class RandomRotation(_Transform):
@@ -598,94 +493,10 @@ class RandomRotation(_Transform):
             degrees = _onp.random.uniform(*self._limits)
         else:
             degrees = _onp.random.uniform(*self._limits, size=image.shape[0])
-        return _rotate(image, degrees, *self._zoom)
+        return _image.rotate(image, degrees, *self._zoom)
 
 
 # ---------------------------------------------------------------- colour
-
-def _adjust_brightness(image, alpha):
-    return _saturate(image.astype(_onp.float32) * _onp.float32(alpha), image.dtype)
-
-
-def _grey(image):
-    """Per-pixel grey value (MXNet's weights), float32, shape (..., H, W)."""
-    if image.shape[-1] == 1:
-        return image[..., 0].astype(_onp.float32)
-    return image[..., :3].astype(_onp.float32) @ _GREY
-
-
-def _adjust_contrast(image, alpha):
-    mean = _grey(image).mean(axis=(-2, -1), keepdims=True)[..., None]
-    beta = (1 - _onp.float32(alpha)) * mean
-    return _saturate(image.astype(_onp.float32) * _onp.float32(alpha) + beta, image.dtype)
-
-
-def _adjust_saturation(image, alpha):
-    if image.shape[-1] == 1:
-        return image.copy()
-    grey = _grey(image)[..., None] * (1 - _onp.float32(alpha))
-    return _saturate(grey + image.astype(_onp.float32) * _onp.float32(alpha), image.dtype)
-
-
-def _rgb_to_hls(rgb):
-    r, g, b = (rgb[..., i] / _onp.float32(255) for i in range(3))
-    vmax = _onp.maximum(_onp.maximum(r, g), b)
-    vmin = _onp.minimum(_onp.minimum(r, g), b)
-    diff = vmax - vmin
-    light = (vmax + vmin) * _onp.float32(0.5)
-    chromatic = diff > _onp.finfo(_onp.float32).eps
-    safe = _onp.where(chromatic, diff, 1)
-    sat = _onp.where(light < 0.5, diff / _onp.where(chromatic, vmax + vmin, 1),
-                     diff / _onp.where(chromatic, 2 - vmax - vmin, 1))
-    scale = 60 / safe
-    hue = _onp.where(vmax == r, (g - b) * scale,
-                     _onp.where(vmax == g, (b - r) * scale + 120, (r - g) * scale + 240))
-    hue = _onp.where(hue < 0, hue + 360, hue)
-    return (_onp.where(chromatic, hue, 0).astype(_onp.float32), light,
-            _onp.where(chromatic, sat, 0).astype(_onp.float32))
-
-
-def _hls_to_rgb(hue, light, sat):
-    p2 = _onp.where(light <= 0.5, light * (1 + sat), light + sat - light * sat)
-    p1 = 2 * light - p2
-    # float32 steps in MXNet's order (multiply by 1/60, then wrap into [0, 6) by steps of 6)
-    h = (hue * _onp.float32(1.0 / 60.0)).astype(_onp.float32)
-    while (h < 0).any():
-        h = _onp.where(h < 0, h + _onp.float32(6), h)
-    while (h >= 6).any():
-        h = _onp.where(h >= 6, h - _onp.float32(6), h)
-    sector = h.astype(_onp.int64)
-    h = h - sector.astype(_onp.float32)
-    table = _onp.stack([p2, p1, p1 + (p2 - p1) * (1 - h), p1 + (p2 - p1) * h], axis=-1)
-    # for each sector, which table entry is b, g, r (MXNet's c_HlsSectorData)
-    sectors = _onp.array([[1, 3, 0], [1, 0, 2], [3, 0, 1], [0, 2, 1], [0, 1, 3], [2, 1, 0]])
-    picks = sectors[sector]
-    b, g, r = (_onp.take_along_axis(table, picks[..., i:i + 1], axis=-1)[..., 0]
-               for i in range(3))
-    grey = sat == 0
-    out = _onp.stack([_onp.where(grey, light, r), _onp.where(grey, light, g),
-                      _onp.where(grey, light, b)], axis=-1)
-    return out * _onp.float32(255)
-
-
-def _adjust_hue(image, alpha):
-    if image.shape[-1] == 1:
-        return image.copy()
-    hue, light, sat = _rgb_to_hls(image[..., :3].astype(_onp.float32))
-    rgb = _hls_to_rgb(hue + _onp.float32(alpha) * 360, light, sat)
-    out = image.copy()
-    out[..., :3] = _saturate(rgb, image.dtype)
-    return out
-
-
-def _adjust_lighting(image, alphas):
-    if image.shape[-1] == 1:
-        return image.copy()
-    shift = _LIGHTING_EIGEN @ _onp.asarray(alphas, _onp.float32)
-    out = image.copy()
-    out[..., :3] = _saturate(image[..., :3].astype(_onp.float32) + shift, image.dtype)
-    return out
-
 
 class _RandomFactor(_HybridTransform):
     """A colour adjustment by a factor drawn uniformly from ``[max(0, 1 - amount),
@@ -707,21 +518,21 @@ class RandomBrightness(_RandomFactor):
     """Multiplies every pixel by a random factor in ``[max(0, 1 - brightness),
     1 + brightness]``."""
 
-    _adjust = staticmethod(_adjust_brightness)
+    _adjust = staticmethod(_image.adjust_brightness)
 
 
 class RandomContrast(_RandomFactor):
     """Moves every pixel away from (factor > 1) or towards the image's mean grey value by a
     random factor in ``[max(0, 1 - contrast), 1 + contrast]``."""
 
-    _adjust = staticmethod(_adjust_contrast)
+    _adjust = staticmethod(_image.adjust_contrast)
 
 
 class RandomSaturation(_RandomFactor):
     """Blends every pixel with its grey value by a random factor in
     ``[max(0, 1 - saturation), 1 + saturation]`` (1 keeps the image)."""
 
-    _adjust = staticmethod(_adjust_saturation)
+    _adjust = staticmethod(_image.adjust_saturation)
 
 
 class RandomHue(_HybridTransform):
@@ -734,7 +545,7 @@ class RandomHue(_HybridTransform):
 
     def _apply(self, image):
         _check_image(image, "RandomHue")
-        return _adjust_hue(image, _onp.random.uniform(*self._bounds))
+        return _image.adjust_hue(image, _onp.random.uniform(*self._bounds))
 
 
 class RandomColorJitter(_HybridTransform):
@@ -749,8 +560,10 @@ class RandomColorJitter(_HybridTransform):
     def _apply(self, image):
         _check_image(image, "RandomColorJitter")
         brightness, contrast, saturation, hue = self._amounts
-        steps = [(brightness, _adjust_brightness, 1.0), (contrast, _adjust_contrast, 1.0),
-                 (saturation, _adjust_saturation, 1.0), (hue, _adjust_hue, 0.0)]
+        steps = [(brightness, _image.adjust_brightness, 1.0),
+                 (contrast, _image.adjust_contrast, 1.0),
+                 (saturation, _image.adjust_saturation, 1.0),
+                 (hue, _image.adjust_hue, 0.0)]
         out = image
         for index in _onp.random.permutation(4):
             amount, adjust, base = steps[index]
@@ -771,4 +584,4 @@ class RandomLighting(_HybridTransform):
         _check_image(image, "RandomLighting")
         if self._alpha == 0:
             return image.copy()
-        return _adjust_lighting(image, _onp.random.normal(0, self._alpha, size=3))
+        return _image.adjust_lighting(image, _onp.random.normal(0, self._alpha, size=3))
