@@ -328,8 +328,11 @@ class Block:
                 in_dicts.add(id(param))
                 add(key, param)
         seen = set(in_dicts)
+        collected = set(id(p) for p in ret._params.values())
         for block, path in blocks:
             for attr, param in block._reg_params.items():
+                if id(param) in collected:
+                    ret._aliases[path + attr] = param     # ret['0.weight'] works too
                 if id(param) not in seen:
                     seen.add(id(param))
                     add(path + attr, param)

@@ -621,6 +621,7 @@ class ParameterDict:
         self._prefix = prefix
         self._params = OrderedDict()
         self._shared = shared
+        self._aliases = {}      # structural names -> parameters (Block.collect_params)
 
     def __repr__(self):
         name = self._prefix + " " if self._prefix else ""
@@ -628,7 +629,14 @@ class ParameterDict:
         return "%s(\n%s\n)" % (name, content)
 
     def __getitem__(self, key):
-        return self._params[key]
+        """The parameter named ``key``; a dict from ``Block.collect_params()`` also finds a
+        parameter by its structural name (``'0.weight'``, MXNet 2's key)."""
+        try:
+            return self._params[key]
+        except KeyError:
+            if key in self._aliases:
+                return self._aliases[key]
+            raise
 
     def __iter__(self):
         return iter(self._params)
@@ -637,7 +645,7 @@ class ParameterDict:
         return len(self._params)
 
     def __contains__(self, key):
-        return key in self._params
+        return key in self._params or key in self._aliases
 
     def items(self):
         return self._params.items()

@@ -677,3 +677,14 @@ def test_a_1x_parameter_shared_by_attribute_keeps_its_name(names):
     holder = Holder(Leaf(2))
     assert list(holder.collect_params().keys()) == ['leaf0_weight']
     assert list(holder._collect_params_with_prefix().keys()) == ['w', 'inner.weight']
+
+
+def test_collect_params_also_finds_structural_names(names):
+    net = mlp()
+    params = net.collect_params()
+    assert params['hidden.weight'] is params['mlp0_affine0_weight'] is net.hidden.weight
+    assert 'output.bias' in params and 'mlp0_affine1_bias' in params
+    assert list(params.keys()) == MX["mlp_collect_keys"]    # keys stay MXNet 1.x's
+    assert 'output.bias' not in net.collect_params('.*weight')
+    with pytest.raises(KeyError):
+        params['hidden.nothing']
