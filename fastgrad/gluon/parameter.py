@@ -449,9 +449,9 @@ class Parameter:
         """Attach (or, for ``grad_req='null'``, drop) the gradient buffer of the array."""
         if self._grad_req == "null":
             self._data.drop_grad()
-        elif self._data.dtype.kind in "fc":
+        elif self._data.dtype.kind in "fciu":    # integer parameters get integer gradients
             self._data.attach_grad(self._grad_req)
-        else:   # an integer parameter (e.g. a counter) has no gradient
+        else:   # a bool parameter has no gradient
             self._data.drop_grad()
         self._var = None
 

@@ -439,3 +439,10 @@ def test_several_contexts_share_one_copy_and_warn():
         losses = [(p.data() * x0).sum(), (p.data() * x1).sum()]
     autograd.backward(losses)        # one pass over both shards sums their gradients
     assert p.grad().asnumpy().tolist() == [4, 7]
+
+
+def test_integer_parameter_has_an_integer_gradient_buffer():
+    # MXNet 1.9.1 gives an int32 parameter an int32 gradient of zeros
+    p = Parameter('c', shape=(2,), dtype='int32', init=mx.init.One())
+    p.initialize()
+    assert p.grad().dtype == onp.int32 and p.grad().asnumpy().tolist() == [0, 0]
