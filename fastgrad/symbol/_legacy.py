@@ -602,6 +602,7 @@ class _Head(Function):
         out, label = self.saved_tensors
         o = _onp.asarray(unwrap(out))
         lab = _onp.asarray(unwrap(label))
+        label_shape = lab.shape     # (N,) for data (N, 1) is allowed: its gradient keeps it
         if self.kind == "softmax":
             g = _softmax_output_backward(o, lab, self.p)
             if self.p["out_grad"]:
@@ -616,7 +617,7 @@ class _Head(Function):
             num_output = lab.size // lab.shape[0] if lab.ndim and lab.shape[0] else 1
             g = diff * (self.p["grad_scale"] / num_output)
         return (_wrap(_onp.asarray(g, dtype=o.dtype)),
-                _wrap(_onp.zeros(lab.shape, dtype=_onp.asarray(unwrap(label)).dtype)))
+                _wrap(_onp.zeros(label_shape, dtype=lab.dtype)))
 
 
 def _softmax_axis(d, p):
