@@ -467,6 +467,11 @@ def test_fused_sequence_lengths_equal_per_sequence_runs():
         assert (out[n:, i].asnumpy() == 0).all()
         onp.testing.assert_allclose(h[:, i:i + 1].asnumpy(), h1.asnumpy(), rtol=1e-12, atol=1e-15)
         onp.testing.assert_allclose(c[:, i:i + 1].asnumpy(), c1.asnumpy(), rtol=1e-12, atol=1e-15)
+    layer.hybridize()                       # the lengths are an input of the traced graph
+    out2, (h2, c2) = layer(x, layer.begin_state(3, dtype="float64"), f64(lengths))
+    assert (out2.asnumpy() == out.asnumpy()).all() and (c2.asnumpy() == c.asnumpy()).all()
+    out3, _ = layer(x, layer.begin_state(3, dtype="float64"), f64([1, 1, 1]))
+    assert (out3[1:].asnumpy() == 0).all()
 
 
 def test_lstm_state_clipping():
