@@ -43,6 +43,8 @@ from fastgrad import registry, initializer  # noqa: E402
 init = initializer
 from fastgrad import metric  # noqa: E402
 from fastgrad import gluon  # noqa: E402
+from fastgrad import io, model, callback, monitor, module  # noqa: E402
+mod = module
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import functional  # noqa: E402
 from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
@@ -57,9 +59,11 @@ _sys.modules[__name__ + ".viz"] = viz
 _sys.modules[__name__ + ".kv"] = kvstore
 _sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler
 _sys.modules[__name__ + ".init"] = initializer
+_sys.modules[__name__ + ".mod"] = module
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
 __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
 __all__ += ["registry", "initializer", "init", "metric"]
+__all__ += ["io", "model", "callback", "monitor", "module", "mod"]

@@ -58,7 +58,8 @@ LAYERS = (
     ("tools", "optimizers, key-value stores, the launcher, stubs",
      ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "_layers", "_stubgen"]),
     ("gluon", "initializers, metrics, Gluon's parameters, blocks, layers, losses, Trainer, data",
-     ["registry", "initializer", "metric", "gluon", "gluon.*"]),
+     ["registry", "initializer", "metric", "gluon", "gluon.*", "io", "io.*", "model",
+      "callback", "monitor", "module", "module.*"]),
     ("package", "the package itself and its demo", ["demo", ""]),
 )
 

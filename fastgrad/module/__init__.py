@@ -1,0 +1,33 @@
+"""MXNet 1.x's modules (``mx.mod``, ``mx.module``): :class:`Module` trains a symbol on the
+batches of a ``mx.io`` iterator; :class:`BaseModule` holds the loops (``fit``, ``score``,
+``predict``). ``BucketingModule`` and ``SequentialModule`` are not available: constructing
+one raises ``NotImplementedError``.
+"""
+
+from fastgrad.module.base_module import BaseModule
+from fastgrad.module.module import Module
+
+__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
+           "PythonLossModule"]
+
+
+def _unavailable(name, advice):
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("mx.mod.%s is not available in fastgrad; %s" % (name, advice))
+    return type(name, (BaseModule,), {
+        "__init__": __init__, "__module__": __name__,
+        "__doc__": "Not available in fastgrad: constructing one raises "
+                   "``NotImplementedError`` (%s)." % advice})
+
+
+BucketingModule = _unavailable(
+    "BucketingModule", "bind one mx.mod.Module per bucket length with "
+    "bind(..., shared_module=first_module) so they share parameters, or pad the sequences to "
+    "one length")
+SequentialModule = _unavailable(
+    "SequentialModule", "compose the symbols into one (mx.sym.Group or feeding one's output "
+    "into the next) and train it with one mx.mod.Module")
+PythonModule = _unavailable("PythonModule", "write the computation as a symbol and use "
+                            "mx.mod.Module")
+PythonLossModule = _unavailable("PythonLossModule", "write the loss as a symbol (MakeLoss) and "
+                                "use mx.mod.Module")
