@@ -393,6 +393,35 @@ def _bind_sources(block, symbol, input_names, params_by_name, out_fmt):
 
 # ---------------------------------------------------------------- running
 
+def _transposed_arguments(symbol):
+    """Names of the variables of ``symbol`` read only by a 2-D ``transpose`` (a
+    ``FullyConnected`` weight, once expanded): their gradients come out in Fortran order.
+
+    Note [Gradient layout]
+    ~~~~~~~~~~~~~~~~~~~~~~
+    Such a gradient is the transpose of a product, a Fortran-order view, which the replay
+    copies into the executor's buffer and the engine copies into the Parameter's ``.grad()``
+    (neither may take it, Note [Hybridize on the executor]). Copied into a C-order buffer it
+    is a strided transposing copy (about 1 ms for a 784x256 float32 weight here); so these
+    arguments get Fortran-order executor buffers, the copies run over contiguous memory, and
+    a Parameter's ``.grad()`` made by its first backward pass takes the same layout, as it
+    does imperatively (where the buffer takes the array itself). Values are unchanged.
+    """
+    consumers = {}
+    for node in topo_nodes(symbol._entries):
+        for parent, _ in node.inputs:
+            consumers.setdefault(parent.id, []).append(node)
+    out = set()
+    for node in topo_nodes(symbol._entries):
+        if node.op != VARIABLE:
+            continue
+        users = consumers.get(node.id, [])
+        if users and all(u.op == "transpose" and tuple(u.params) in ((), (None,))
+                         for u in users):
+            out.add(node.name)
+    return out
+
+
 def _param_array(block, param):
     return param.data()
 
@@ -670,6 +699,14 @@ class CachedGraph:
                           aux_states=dict(zip(traced.aux_names, aux_arrays)))
         except (ValueError, TypeError) as exc:
             raise type(exc)("HybridBlock %s: %s" % (describe(self.block), exc)) from exc
+        transposed = _transposed_arguments(symbol)
+        for k, (name, want) in enumerate(zip(names, wants)):
+            buf = ex._grads[k]
+            if want and name in transposed and buf is not None and buf.ndim == 2:
+                # Note [Gradient layout]
+                buf = _wrap(np.zeros(buf.shape, buf.dtype, order="F"), type(buf))
+                ex._grads[k] = buf
+                ex._plan.set_grad(k, buf)
         return ex
 
     def _expand(self, traced, arg_arrays, aux_arrays):
