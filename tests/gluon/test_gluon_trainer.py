@@ -3,6 +3,7 @@ KVStore and update_on_kvstore rules of MXNet 1.9.1, stale gradients, checkpoints
 
 import math
 import pickle
+import warnings
 
 import numpy as onp
 import pytest
@@ -194,8 +195,12 @@ def test_save_states_is_mxnets_pickle_of_states_and_optimizer(tmp_path):
 
 
 def _two_ctx_param(value=(0.0, 0.0, 0.0)):
+    """A parameter initialised on two contexts (one copy in fastgrad: the store then sums one
+    gradient); the warning about the shared copy is the Parameter's business."""
     p = gluon.Parameter("x", shape=(3,), dtype="float64")
-    p.initialize(init=mx.init.Constant(0), ctx=[mx.cpu(0), mx.cpu(1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        p.initialize(init=mx.init.Constant(0), ctx=[mx.cpu(0), mx.cpu(1)])
     p.set_data(mx.nd.array(value, dtype="float64"))
     return p
 
