@@ -21,3 +21,4 @@ from fastgrad.gluon import utils  # noqa: E402,F401
 from fastgrad.gluon.trainer import Trainer  # noqa: E402,F401
 from fastgrad.gluon import rnn  # noqa: E402,F401
 from fastgrad.gluon import contrib  # noqa: E402,F401
+from fastgrad.gluon import model_zoo  # noqa: E402,F401

@@ -1,0 +1,106 @@
+"""gluon.model_zoo.vision against MXNet 1.9.1's model zoo.
+
+``tests/fixtures/make_model_zoo.py`` ran the models of ``tests/fixtures/model_zoo_cases.py``
+in MXNet 1.9.1: their parameters' names and shapes, their predict-mode outputs with fixed
+parameter values, and one model saved in both parameter-file layouts.
+"""
+import json
+import os
+import shutil
+import sys
+
+import numpy as onp
+import pytest
+
+import fastgrad as mx
+from fastgrad import autograd
+from fastgrad.gluon.model_zoo import vision, model_store
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "fixtures")
+sys.path.insert(0, FIXTURES)
+import model_zoo_cases as cases  # noqa: E402
+
+with open(os.path.join(FIXTURES, "model_zoo.json")) as _f:
+    MX = json.load(_f)
+
+
+def _without_prefix(params, prefix):
+    return {key: [name[len(prefix):] if name.startswith(prefix) else "!" + name, shape]
+            for key, (name, shape) in params.items()}
+
+
+@pytest.mark.parametrize("name", sorted(cases.MODELS))
+def test_model_equals_mxnet(name):
+    names, y, net = cases.run(mx, vision, name)
+    want = MX[name]
+    assert _without_prefix(names, net.prefix) == _without_prefix(want["params"],
+                                                                  want["prefix"])
+    if want["output"] is not None:
+        expected = onp.array(want["output"])
+        onp.testing.assert_allclose(y, expected, rtol=1e-4,
+                                    atol=1e-5 * max(1.0, onp.abs(expected).max()))
+
+
+@pytest.mark.parametrize("file_name", ["model_zoo_mobilenet.params",
+                                       "model_zoo_mobilenet_prefixed.params"])
+def test_mxnet_parameter_files_load(file_name):
+    kwargs, shape = cases.MODELS[cases.SAVED]
+    net = vision.get_model(cases.SAVED, **kwargs)
+    net.load_parameters(os.path.join(FIXTURES, file_name))
+    y = net(mx.nd.array(cases.input_array(cases.SAVED, shape))).asnumpy()
+    onp.testing.assert_allclose(y, onp.array(MX[cases.SAVED]["output"]), rtol=1e-4,
+                                atol=1e-6)
+
+
+def test_pretrained_reads_the_file_from_root(tmp_path):
+    kwargs, shape = cases.MODELS[cases.SAVED]
+    with pytest.raises(FileNotFoundError, match=r"mobilenet0\.25 are not in .*: fastgrad does "
+                                                r"not download; put mobilenet0\.25-9f83e440"
+                                                r"\.params there"):
+        vision.get_model(cases.SAVED, pretrained=True, root=str(tmp_path), **kwargs)
+    shutil.copy(os.path.join(FIXTURES, "model_zoo_mobilenet.params"),
+                tmp_path / "mobilenet0.25-mine.params")
+    net = vision.get_model(cases.SAVED, pretrained=True, root=str(tmp_path), **kwargs)
+    y = net(mx.nd.array(cases.input_array(cases.SAVED, shape))).asnumpy()
+    onp.testing.assert_allclose(y, onp.array(MX[cases.SAVED]["output"]), rtol=1e-4,
+                                atol=1e-6)
+    # A file under MXNet's own name must be MXNet's published one.
+    shutil.copy(os.path.join(FIXTURES, "model_zoo_mobilenet.params"),
+                tmp_path / "mobilenet0.25-9f83e440.params")
+    with pytest.raises(ValueError, match="does not hold MXNet's published parameters"):
+        vision.mobilenet0_25(pretrained=True, root=str(tmp_path), **kwargs)
+    model_store.purge(str(tmp_path))
+    assert not list(tmp_path.iterdir())
+
+
+def test_get_model_names_and_errors():
+    with pytest.raises(ValueError, match="Model resnet19_v1 is not supported. Available "
+                                         "options are\n\talexnet"):
+        vision.get_model("ResNet19_v1")
+    with pytest.raises(AssertionError, match="Invalid number of layers: 19"):
+        vision.get_resnet(1, 19)
+    with pytest.raises(ValueError, match="Pretrained model for resnet19_v1 is not available"):
+        model_store.short_hash("resnet19_v1")
+    assert vision.get_model("MobileNet0.5").features[0]._channels == 16
+    assert mx.gluon.model_zoo.vision is vision
+
+
+def test_hybridized_resnet_equals_imperative_with_gradients():
+    x = mx.nd.array(cases.input_array("resnet18_v1", (2, 3, 16, 16)))
+    results = []
+    for hybridize in (False, True):
+        net = vision.resnet18_v1(classes=4)
+        net.initialize()
+        net(x)
+        for key, p in net._collect_params_with_prefix().items():
+            p.set_data(mx.nd.array(cases.param_value(key, p.shape)))
+        if hybridize:
+            net.hybridize()
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        results.append((loss.asnumpy(), net.features[0].weight.grad().asnumpy(),
+                        net.features[1].running_mean.data().asnumpy()))
+    for imperative, hybrid in zip(*results):
+        onp.testing.assert_array_equal(hybrid, imperative)
