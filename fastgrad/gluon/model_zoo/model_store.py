@@ -1,5 +1,7 @@
 """Where Gluon's pretrained model files are found (MXNet 1.9.1's ``model_zoo.model_store``).
 
+Note [Model zoo files]
+~~~~~~~~~~~~~~~~~~~~~~
 fastgrad never downloads: ``get_model_file(name, root)`` returns the path of
 ``<root>/<name>-<short hash>.params`` (the name MXNet gives the file it downloads from its
 model store), and raises ``FileNotFoundError`` naming the file and where it comes from when it
