@@ -17,6 +17,15 @@ hidden-to-projection matrix ``(P, H)`` after its hidden-to-hidden matrix, which 
 ``(G*H, P)``; the state ``h`` has size ``P``, the next layer's input ``directions * P``, and
 there is no projection bias.
 
+Note [RNN steps]
+~~~~~~~~~~~~~~~~
+Per layer and direction, the input-to-hidden products of all steps are one matrix product
+over the whole sequence, split once into steps: indexing ``proj[t]`` at every step instead
+would give each step's backward a zero-filled gradient of the whole sequence, quadratic in
+the sequence length (an LSTM of 35 steps, 2 layers, 128 units: 230 -> 100-165 ms per forward
+and backward on one core, MXNet's kernel 84 ms). The hidden-to-hidden matrices are transposed
+once, not at every step.
+
 Note [RNN sequence lengths]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 With ``use_sequence_length=True`` sequence ``n`` of the batch has ``sequence_length[n]``
@@ -88,9 +97,10 @@ def _gates(z, k):
     return F.split(z, k, axis=-1)
 
 
-def _step(mode, x_proj, h, c, wh, bh, wr=None, clip=None):
-    """One time step from the projected input ``x_proj = W_x x + b_x``."""
-    hp = F.matmul(h, F.transpose(wh)) + bh
+def _step(mode, x_proj, h, c, wh_t, bh, wr_t=None, clip=None):
+    """One time step from the projected input ``x_proj = W_x x + b_x``; ``wh_t`` and
+    ``wr_t`` are the transposed hidden-to-hidden and projection matrices."""
+    hp = F.matmul(h, wh_t) + bh
     if mode == "rnn_tanh":
         return F.tanh(x_proj + hp), None
     if mode == "rnn_relu":
@@ -101,8 +111,8 @@ def _step(mode, x_proj, h, c, wh, bh, wr=None, clip=None):
         if clip is not None:
             c = F.clip(c, clip[0], clip[1])
         h = _P["sigmoid"](o) * F.tanh(c)
-        if wr is not None:
-            h = F.matmul(h, F.transpose(wr))
+        if wr_t is not None:
+            h = F.matmul(h, wr_t)
         return h, c
     xr, xz, xn = _gates(x_proj, 3)
     hr, hz, hn = _gates(hp, 3)
@@ -259,10 +269,16 @@ def _run(dropout, data, parameters, state, state_cell, sequence_length, state_si
             c = state_cell[k] if mode == "lstm" else None
             # the input projections of all steps at once
             proj = F.matmul(layer_in, F.transpose(wx)) + bx
+            # one split, not an index per step: each index's backward would fill a gradient
+            # of the whole sequence (Note [RNN steps])
+            proj = [F.reshape(p, p.shape[1:]) for p in F.split(proj, steps, axis=0)]
+            # transposed once, so that every step's product reads the same matrix
+            wh_t = F.transpose(wh)
+            wr_t = None if wr is None else F.transpose(wr)
             order = range(steps) if d == 0 else range(steps - 1, -1, -1)
             hs = [None] * steps
             for t in order:
-                h_new, c_new = _step(mode, proj[t], h, c, wh, bh, wr, clip)
+                h_new, c_new = _step(mode, proj[t], h, c, wh_t, bh, wr_t, clip)
                 if valid is None:
                     h, c = h_new, c_new
                     hs[t] = h
