@@ -46,6 +46,7 @@ from fastgrad import gluon  # noqa: E402
 from fastgrad import io, model, callback, monitor, module  # noqa: E402
 mod = module
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
+from fastgrad import image  # noqa: E402,F401 -- mx.image
 from fastgrad import functional  # noqa: E402
 from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
 from fastgrad.symbol import name  # noqa: E402,F401 -- MXNet's mx.name.Prefix
@@ -67,3 +68,4 @@ __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
 __all__ += ["registry", "initializer", "init", "metric"]
 __all__ += ["io", "model", "callback", "monitor", "module", "mod"]
+__all__ += ["image"]

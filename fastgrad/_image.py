@@ -28,6 +28,8 @@ rounds float32 or fixed-point sums, fastgrad float64 ones). float32 images agree
 
 import functools
 import math
+import numbers
+import random
 
 import numpy as _onp
 
@@ -203,6 +205,97 @@ def resize(image, out_h, out_w, method=1):
     return _saturate_round(out, image.dtype)
 
 
+# ---------------------------------------------------------------- checks and tensor ops
+# ``where`` names the function or transform the user called, for the error messages.
+
+def check_image(image, where, ndims=(3, 4)):
+    """Raise unless ``image`` has one of the ranks ``ndims`` (3: HWC or CHW, 4: batches)."""
+    if image.ndim not in ndims:
+        raise MXNetValueError("%s expects an image of shape %s, got shape %s"
+                              % (where, " or ".join({3: "(H, W, C)", 4: "(N, H, W, C)"}[n]
+                                                    for n in ndims), image.shape))
+
+
+def size_pair(size, where):
+    """``size`` (an int or ``(width, height)``) as a ``(width, height)`` tuple of ints."""
+    if isinstance(size, numbers.Integral):
+        size = (int(size), int(size))
+    elif isinstance(size, (tuple, list)) and len(size) == 1:
+        size = (int(size[0]), int(size[0]))
+    elif isinstance(size, (tuple, list)) and len(size) == 2:
+        size = (int(size[0]), int(size[1]))
+    else:
+        raise MXNetValueError("%s: size must be an int or a (width, height) pair, got %r"
+                              % (where, size))
+    if size[0] <= 0 or size[1] <= 0:
+        raise MXNetValueError("%s: size must be positive, got %r" % (where, size))
+    return size
+
+
+def resize_images(image, width, height, interpolation, where):
+    """(H, W, C) or (N, H, W, C) ``image`` resized to ``height`` x ``width`` (OpenCV's
+    ``interpolation`` code; None is bilinear)."""
+    if interpolation is None:
+        interpolation = BILINEAR
+    if interpolation not in INTERPOLATIONS:
+        raise MXNetValueError("%s: %s" % (where, _UNKNOWN % (interpolation,)))
+    check_image(image, where)
+    if image.ndim == 3:
+        return resize(image, height, width, interpolation)
+    return _onp.stack([resize(one, height, width, interpolation) for one in image])
+
+
+def resized_size(height, width, size, keep_ratio, where):
+    """The ``(width, height)`` MXNet's image resize gives an ``height`` x ``width`` image:
+    ``size`` is ``(width, height)``, or an int that becomes both sides, or with
+    ``keep_ratio`` the shorter side (the other scaled and rounded down)."""
+    if isinstance(size, (tuple, list)) and len(size) == 1:
+        size = size[0]
+    if isinstance(size, numbers.Integral) and keep_ratio:
+        if size <= 0:
+            raise MXNetValueError("%s: size must be positive, got %r" % (where, size))
+        if height > width:
+            return int(size), int(height * size / width)
+        return int(width * size / height), int(size)
+    return size_pair(size, where)
+
+
+def to_tensor(image, where):
+    """(H, W, C) or (N, H, W, C) values in [0, 255] -> float32 (C, H, W) or (N, C, H, W)
+    divided by 255."""
+    check_image(image, where)
+    return _onp.moveaxis(image, -1, -3).astype(_onp.float32) / _onp.float32(255)
+
+
+def normalize(image, mean, std, where):
+    """``(x[c] - mean[c]) / std[c]`` over the channels of a (C, H, W) or (N, C, H, W)
+    tensor; ``mean``/``std`` are one number or one per channel."""
+    check_image(image, where)
+    channels = image.shape[-3]
+    mean = _onp.atleast_1d(_onp.asarray(mean, _onp.float32))
+    std = _onp.atleast_1d(_onp.asarray(std, _onp.float32))
+    for name, value in (("mean", mean), ("std", std)):
+        if value.ndim != 1 or value.size not in (1, channels):
+            raise MXNetValueError("%s: %s has %d values but the input has %d channels "
+                                  "(shape %s); give 1 or %d"
+                                  % (where, name, value.size, channels, image.shape, channels))
+    if _onp.any(std == 0):
+        raise MXNetValueError("%s: std must not be 0, got %s" % (where, std.tolist()))
+    out = (image.astype(_onp.float32) - mean[:, None, None]) / std[:, None, None]
+    return out.astype(image.dtype if image.dtype.kind == "f" else _onp.float32)
+
+
+def crop(image, x, y, width, height, where):
+    """The ``width`` x ``height`` box at ``(x, y)`` of (H, W, C) or (N, H, W, C) images."""
+    check_image(image, where)
+    img_h, img_w = image.shape[-3:-1]
+    if x < 0 or y < 0 or width <= 0 or height <= 0 or x + width > img_w \
+            or y + height > img_h:
+        raise MXNetValueError("%s: the box x=%d, y=%d, width=%d, height=%d is not inside the "
+                              "%dx%d image" % (where, x, y, width, height, img_w, img_h))
+    return image[..., y:y + height, x:x + width, :]
+
+
 # ---------------------------------------------------------------- crops, rotation, colour
 
 # MXNet's RGB -> grey weights in its colour operators (src/operator/image/image_random-inl.h)
@@ -236,20 +329,77 @@ def scale_down(src_size, size):
     return int(w), int(h)
 
 
-def fixed_crop(image, x0, y0, w, h, size, interpolation):
-    """The ``w`` x ``h`` box at ``(x0, y0)``, resized to ``size`` when it differs (MXNet's
-    ``image.fixed_crop``)."""
+def interp_method(interp, sizes=()):
+    """MXNet's ``_get_interp_method``: 0-4 as given; 9 chooses by the sizes ``(old_h, old_w,
+    new_h, new_w)``: bicubic to grow, area to shrink, else bilinear (bicubic without sizes);
+    10 picks one of 0-4 at random (Python's ``random``)."""
+    if interp == 9:
+        if sizes:
+            old_h, old_w, new_h, new_w = sizes
+            if new_h > old_h and new_w > old_w:
+                return BICUBIC
+            if new_h < old_h and new_w < old_w:
+                return AREA
+            return BILINEAR
+        return BICUBIC
+    if interp == 10:
+        return random.randint(0, 4)
+    if interp not in INTERPOLATIONS:
+        raise MXNetValueError("Unknown interp method %r" % (interp,))
+    return interp
+
+
+def fixed_crop(image, x0, y0, w, h, size=None, interpolation=2):
+    """The ``w`` x ``h`` box at ``(x0, y0)`` of an (H, W, C) image, resized to ``size``
+    ``(width, height)`` when given and different (MXNet's ``image.fixed_crop``)."""
     out = image[y0:y0 + h, x0:x0 + w]
     if size is not None and (w, h) != tuple(size):
-        out = resize(out, size[1], size[0], interpolation)
+        method = interp_method(interpolation, (h, w, size[1], size[0]))
+        out = resize(out, size[1], size[0], method)
     return out
 
 
-def center_crop(image, size, interpolation):
+def center_crop(image, size, interpolation=2):
+    """MXNet's ``image.center_crop``: the centred box of ``size`` (shrunk to fit, keeping
+    its aspect ratio) resized to ``size``; returns the image and the box
+    ``(x0, y0, w, h)``."""
     h, w = image.shape[:2]
     new_w, new_h = scale_down((w, h), size)
     x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
-    return fixed_crop(image, x0, y0, new_w, new_h, size, interpolation)
+    return (fixed_crop(image, x0, y0, new_w, new_h, size, interpolation),
+            (x0, y0, new_w, new_h))
+
+
+def random_crop(image, size, interpolation=2):
+    """MXNet's ``image.random_crop``: a box of ``size`` (shrunk to fit) at a random place
+    (Python's ``random``), resized to ``size``; returns the image and the box."""
+    h, w = image.shape[:2]
+    new_w, new_h = scale_down((w, h), size)
+    x0 = random.randint(0, w - new_w)
+    y0 = random.randint(0, h - new_h)
+    return (fixed_crop(image, x0, y0, new_w, new_h, size, interpolation),
+            (x0, y0, new_w, new_h))
+
+
+def random_size_crop(image, size, area, ratio, interpolation=2):
+    """MXNet's ``image.random_size_crop``: a box covering a random fraction ``area`` of the
+    image with a log-uniform aspect ratio in ``ratio`` (10 tries, then a centre crop),
+    resized to ``size``; Python's ``random``. Returns the image and the box."""
+    h, w = image.shape[:2]
+    if isinstance(area, numbers.Number):
+        area = (area, 1.0)
+    for _ in range(10):
+        target_area = random.uniform(area[0], area[1]) * h * w
+        log_ratio = (_onp.log(ratio[0]), _onp.log(ratio[1]))
+        new_ratio = _onp.exp(random.uniform(*log_ratio))
+        new_w = int(round(_onp.sqrt(target_area * new_ratio)))
+        new_h = int(round(_onp.sqrt(target_area / new_ratio)))
+        if new_w <= w and new_h <= h:
+            x0 = random.randint(0, w - new_w)
+            y0 = random.randint(0, h - new_h)
+            return (fixed_crop(image, x0, y0, new_w, new_h, size, interpolation),
+                    (x0, y0, new_w, new_h))
+    return center_crop(image, size, interpolation)
 
 
 def bilinear_sample(images, grid_x, grid_y):
@@ -394,3 +544,17 @@ def adjust_lighting(image, alphas):
     out = image.copy()
     out[..., :3] = saturate_truncate(image[..., :3].astype(_onp.float32) + shift, image.dtype)
     return out
+
+
+def color_jitter(image, brightness, contrast, saturation, hue):
+    """MXNet's ``random_color_jitter``: the four adjustments in a random order, each with a
+    factor ``1 + uniform(-amount, amount)`` (hue: ``uniform(-hue, hue)`` turns), skipped
+    when its amount is 0 (NumPy's global generator)."""
+    steps = [(brightness, adjust_brightness, 1.0), (contrast, adjust_contrast, 1.0),
+             (saturation, adjust_saturation, 1.0), (hue, adjust_hue, 0.0)]
+    out = image
+    for index in _onp.random.permutation(4):
+        amount, adjust, base = steps[index]
+        if amount > 0:
+            out = adjust(out, base + _onp.random.uniform(-amount, amount))
+    return out if out is not image else image.copy()

@@ -4,6 +4,7 @@ PNG files are decoded here (NumPy and zlib); other formats (JPEG, ...) use Pillo
 when one of them is installed, and raise an ImportError naming the file otherwise.
 """
 
+import io
 import struct
 import zlib
 
@@ -18,12 +19,17 @@ def read_image(path, flag=1):
     """The image in ``path`` as an ``(H, W, 3)`` RGB array (``flag=1``) or an ``(H, W, 1)``
     grey array (``flag=0``), uint8, as MXNet's ``image.imread``."""
     with open(path, "rb") as stream:
-        head = stream.read(8)
-    if head == PNG_SIGNATURE:
-        pixels = _read_png(path)
+        blob = stream.read()
+    return decode_image(blob, flag, path)
+
+
+def decode_image(blob, flag=1, name="the image"):
+    """:func:`read_image` for the bytes of an image file; ``name`` is used in messages."""
+    if blob[:8] == PNG_SIGNATURE:
+        pixels = _read_png(blob, name)
     else:
-        pixels = _read_with_library(path)
-    return _to_channels(pixels, flag, path)
+        pixels = _read_with_library(blob, name)
+    return _to_channels(pixels, flag, name)
 
 
 def _to_channels(pixels, flag, path):
@@ -51,13 +57,13 @@ def _to_channels(pixels, flag, path):
     return _onp.ascontiguousarray(pixels)
 
 
-def _read_with_library(path):
+def _read_with_library(blob, path):
     try:
         from PIL import Image                   # optional dependency
     except ImportError:
         Image = None
     if Image is not None:
-        with Image.open(path) as img:
+        with Image.open(io.BytesIO(blob)) as img:
             return _onp.asarray(img.convert("RGBA" if img.mode in ("RGBA", "LA", "P")
                                             else "RGB"))
     try:
@@ -65,15 +71,13 @@ def _read_with_library(path):
     except ImportError:
         raise ImportError("cannot read %r: fastgrad decodes PNG files itself; other image "
                           "formats need Pillow (pip install Pillow) or OpenCV" % (path,))
-    pixels = cv2.imread(path, cv2.IMREAD_COLOR)
+    pixels = cv2.imdecode(_onp.frombuffer(blob, _onp.uint8), cv2.IMREAD_COLOR)
     if pixels is None:
         raise ValueError("cannot read %r: OpenCV could not decode it" % (path,))
     return pixels[:, :, ::-1]
 
 
-def _read_png(path):
-    with open(path, "rb") as stream:
-        blob = stream.read()
+def _read_png(blob, path):
     pos = len(PNG_SIGNATURE)
     header = None
     palette = None

@@ -13,6 +13,7 @@ from fastgrad._linalg import linalg as _np_linalg
 from fastgrad import numpy_extension as _npx
 from fastgrad import _npx_more
 from fastgrad.ndarray import random  # noqa: F401
+from fastgrad.ndarray import image  # noqa: F401
 from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
                                   adam_update, adamw_update, rmsprop_update, rmspropalex_update,
                                   signsgd_update, signum_update, lamb_update_phase1,

@@ -339,6 +339,64 @@ def test_transform_matches_mxnet(name):
         assert diff.max() <= tolerance
 
 
+# bicubic (OpenCV code 2, the default of mx.image's crops) is fixed point in OpenCV
+_IMAGE_TOLERANCE = {"image.imresize_2": 1, "image.imresize_4": 1, "image.resize_short": 1,
+                    "image.resize_short_auto": 1, "image.center_crop": 1,
+                    "image.random_size_crop": 1}
+
+
+@pytest.mark.parametrize("name", sorted(_fixture.image_cases()))
+def test_image_functions_match_mxnet(name):
+    import random
+    source, function = _fixture.image_cases()[name]
+    random.seed(_fixture.RANDOM_SEED)
+    x = mx.nd.array(_expected[source], dtype=str(_expected[source].dtype))
+    out = function(mx, x)
+    expected = _expected[name]
+    assert isinstance(out, mx.nd.NDArray)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    if expected.dtype.kind == "f":
+        onp.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-5, atol=1e-5)
+    else:
+        diff = onp.abs(out.asnumpy().astype(onp.int64) - expected.astype(onp.int64))
+        assert diff.max() <= _IMAGE_TOLERANCE.get(name, 0)
+
+
+def test_image_read_and_decode_png(tmp_path):
+    pixels = onp.random.RandomState(4).randint(0, 256, size=(5, 6, 3))
+    path = str(tmp_path / "x.png")
+    _image_files.write_png(path, pixels)
+    rgb = mx.image.imread(path)
+    assert isinstance(rgb, mx.nd.NDArray) and rgb.dtype == onp.uint8
+    onp.testing.assert_array_equal(rgb.asnumpy(), pixels)
+    onp.testing.assert_array_equal(mx.image.imread(path, to_rgb=False).asnumpy(),
+                                   pixels[:, :, ::-1])
+    assert mx.image.imread(path, flag=0).shape == (5, 6, 1)
+    with open(path, "rb") as stream:
+        blob = stream.read()
+    onp.testing.assert_array_equal(mx.image.imdecode(blob).asnumpy(), pixels)
+
+
+def test_nd_image_flips_and_errors():
+    # odd widths and heights too (MXNet 1.9.1 leaves the middle column or row of an
+    # out-of-place flip unwritten)
+    image = onp.random.RandomState(5).randint(0, 256, size=(5, 7, 3)).astype(onp.uint8)
+    x = mx.nd.array(image, dtype="uint8")
+    onp.testing.assert_array_equal(mx.nd.image.flip_left_right(x).asnumpy(), image[:, ::-1])
+    onp.testing.assert_array_equal(mx.nd.image.flip_top_bottom(x).asnumpy(), image[::-1])
+    outcomes = {bool((mx.nd.image.random_flip_left_right(x).asnumpy() == image).all())
+                for _ in range(30)}
+    assert outcomes == {True, False}
+    with pytest.raises(mx.base.MXNetError, match="nd.image.to_tensor expects an image"):
+        mx.nd.image.to_tensor(mx.nd.ones((2, 3, 4, 5, 6)))
+    with pytest.raises(mx.base.MXNetError, match="nd.image.crop: the box"):
+        mx.nd.image.crop(x, 5, 0, 4, 4)
+    with pytest.raises(mx.base.MXNetError, match="interpolation 7"):
+        mx.image.imresize(x, 3, 3, interp=7)
+    with pytest.raises(TypeError, match="float32"):
+        mx.image.imrotate(x, 10.0)
+
+
 @pytest.mark.parametrize("name", sorted(_fixture.crops(transforms)))
 def test_random_crops_follow_python_random_as_mxnet(name):
     import random

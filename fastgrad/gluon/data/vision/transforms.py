@@ -61,46 +61,14 @@ def _unpack(x, where):
     if isinstance(x, _onp.ndarray):
         kind = _array_type if _np_arrays_requested() else NDArray
         return x, (lambda out: _wrap(_onp.ascontiguousarray(out), kind))
-    raise MXNetTypeError("transforms.%s takes an image array (mx.nd.NDArray, mx.np.ndarray or "
-                    "numpy.ndarray), got %s. fastgrad's transforms run on arrays only and "
-                    "cannot be traced by a hybridized block (Note [Transforms run on arrays])"
-                    % (where, type(x).__name__))
+    raise MXNetTypeError("transforms.%s takes an image array (mx.nd.NDArray, mx.np.ndarray "
+                         "or numpy.ndarray), got %s. fastgrad's transforms run on arrays "
+                         "only and cannot be traced by a hybridized block (Note [Transforms "
+                         "run on arrays])" % (where, type(x).__name__))
 
 
-def _check_image(image, where, ndims=(3, 4)):
-    if image.ndim not in ndims:
-        raise MXNetValueError("transforms.%s expects an image of shape %s, got shape %s"
-                         % (where, " or ".join({3: "(H, W, C)", 4: "(N, H, W, C)"}[n]
-                                               for n in ndims), image.shape))
-
-
-def _size_pair(size, where):
-    """``size`` (an int or ``(width, height)``) as a ``(width, height)`` tuple."""
-    if isinstance(size, numbers.Integral):
-        size = (int(size), int(size))
-    elif isinstance(size, (tuple, list)) and len(size) == 1:
-        size = (int(size[0]), int(size[0]))
-    elif isinstance(size, (tuple, list)) and len(size) == 2:
-        size = (int(size[0]), int(size[1]))
-    else:
-        raise MXNetValueError("transforms.%s: size must be an int or a (width, height) pair, got %r"
-                         % (where, size))
-    if size[0] <= 0 or size[1] <= 0:
-        raise MXNetValueError("transforms.%s: size must be positive, got %r" % (where, size))
-    return size
-
-
-def _resize_images(image, width, height, interpolation, where):
-    """(H, W, C) or (N, H, W, C) ``image`` resized to ``height`` x ``width``."""
-    if interpolation is None:
-        interpolation = 1
-    if interpolation not in _image.INTERPOLATIONS:
-        raise MXNetValueError("transforms.%s: unknown interpolation %r; use OpenCV's codes 0 "
-                         "(nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)"
-                         % (where, interpolation))
-    if image.ndim == 3:
-        return _image.resize(image, height, width, interpolation)
-    return _onp.stack([_image.resize(one, height, width, interpolation) for one in image])
+def _where(transform):
+    return "transforms.%s" % type(transform).__name__
 
 
 # ---------------------------------------------------------------- base classes
@@ -119,8 +87,8 @@ class _ArrayTransformMixin:
 
     def forward(self, x, *args):
         if args:
-            raise MXNetTypeError("transforms.%s takes one image, got %d inputs"
-                            % (type(self).__name__, 1 + len(args)))
+            raise MXNetTypeError("%s takes one image, got %d inputs"
+                                 % (_where(self), 1 + len(args)))
         image, wrap = _unpack(x, type(self).__name__)
         return wrap(self._apply(image))
 
@@ -257,9 +225,7 @@ class ToTensor(_HybridTransform):
     (N, C, H, W) with values in [0, 1] (divided by 255)."""
 
     def _apply(self, image):
-        _check_image(image, "ToTensor")
-        moved = _onp.moveaxis(image, -1, -3)
-        return moved.astype(_onp.float32) / _onp.float32(255)
+        return _image.to_tensor(image, _where(self))
 
 
 class Normalize(_HybridTransform):
@@ -272,19 +238,7 @@ class Normalize(_HybridTransform):
         self._std = std
 
     def _apply(self, image):
-        _check_image(image, "Normalize")
-        channels = image.shape[-3]
-        mean = _onp.atleast_1d(_onp.asarray(self._mean, _onp.float32))
-        std = _onp.atleast_1d(_onp.asarray(self._std, _onp.float32))
-        for name, value in (("mean", mean), ("std", std)):
-            if value.ndim != 1 or value.size not in (1, channels):
-                raise MXNetValueError("transforms.Normalize: %s has %d values but the input has %d "
-                                 "channels (shape %s); give 1 or %d"
-                                 % (name, value.size, channels, image.shape, channels))
-        if _onp.any(std == 0):
-            raise MXNetValueError("transforms.Normalize: std must not be 0, got %r" % (self._std,))
-        out = (image.astype(_onp.float32) - mean[:, None, None]) / std[:, None, None]
-        return out.astype(image.dtype if image.dtype.kind == "f" else _onp.float32)
+        return _image.normalize(image, self._mean, self._std, _where(self))
 
     def _describe(self):
         return "mean=%s, std=%s" % (self._mean, self._std)
@@ -307,23 +261,11 @@ class Resize(_HybridTransform):
         self._keep = keep_ratio
         self._interpolation = interpolation
 
-    def _target(self, height, width):
-        size = self._size
-        if isinstance(size, (tuple, list)) and len(size) == 1:
-            size = size[0]
-        if isinstance(size, numbers.Integral) and self._keep:
-            if size <= 0:
-                raise MXNetValueError("transforms.Resize: size must be positive, got %r" % size)
-            if height > width:
-                return size, int(height * size / width)
-            return int(width * size / height), size
-        return _size_pair(size, "Resize")
-
     def _apply(self, image):
-        _check_image(image, "Resize")
+        _image.check_image(image, _where(self))
         height, width = image.shape[-3:-1]
-        new_w, new_h = self._target(height, width)
-        return _resize_images(image, new_w, new_h, self._interpolation, "Resize")
+        new_w, new_h = _image.resized_size(height, width, self._size, self._keep, _where(self))
+        return _image.resize_images(image, new_w, new_h, self._interpolation, _where(self))
 
     def _describe(self):
         return "size=%s, keep_ratio=%s, interpolation=%s" % (self._size, self._keep,
@@ -336,12 +278,12 @@ class CenterCrop(_Transform):
 
     def __init__(self, size, interpolation=1):
         super().__init__()
-        self._size = _size_pair(size, "CenterCrop")
+        self._size = _image.size_pair(size, "transforms.CenterCrop")
         self._interpolation = interpolation
 
     def _apply(self, image):
-        _check_image(image, "CenterCrop", (3,))
-        return _image.center_crop(image, self._size, self._interpolation)
+        _image.check_image(image, _where(self), (3,))
+        return _image.center_crop(image, self._size, self._interpolation)[0]
 
     def _describe(self):
         return "size=%s" % (self._size,)
@@ -358,18 +300,10 @@ class CropResize(_HybridTransform):
         self._interpolation = interpolation
 
     def _apply(self, image):
-        _check_image(image, "CropResize")
-        x, y, width, height = self._box
-        img_h, img_w = image.shape[-3:-1]
-        if x < 0 or y < 0 or width <= 0 or height <= 0 or x + width > img_w \
-                or y + height > img_h:
-            raise MXNetValueError("transforms.CropResize: the box x=%d, y=%d, width=%d, height=%d "
-                             "is not inside the %dx%d image" % (x, y, width, height,
-                                                                img_w, img_h))
-        out = image[..., y:y + height, x:x + width, :]
+        out = _image.crop(image, *self._box, where=_where(self))
         if self._size:
-            new_w, new_h = _size_pair(self._size, "CropResize")
-            out = _resize_images(out, new_w, new_h, self._interpolation, "CropResize")
+            new_w, new_h = _image.size_pair(self._size, _where(self))
+            out = _image.resize_images(out, new_w, new_h, self._interpolation, _where(self))
         return out
 
 
@@ -382,27 +316,15 @@ class RandomResizedCrop(_Transform):
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=1):
         super().__init__()
-        self._size = _size_pair(size, "RandomResizedCrop")
+        self._size = _image.size_pair(size, "transforms.RandomResizedCrop")
         self._scale = (scale, 1.0) if isinstance(scale, numbers.Number) else tuple(scale)
         self._ratio = tuple(ratio)
         self._interpolation = interpolation
 
     def _apply(self, image):
-        _check_image(image, "RandomResizedCrop", (3,))
-        h, w = image.shape[:2]
-        area = h * w
-        log_ratio = (_onp.log(self._ratio[0]), _onp.log(self._ratio[1]))
-        for _ in range(10):
-            target_area = random.uniform(self._scale[0], self._scale[1]) * area
-            new_ratio = _onp.exp(random.uniform(*log_ratio))
-            new_w = int(round(_onp.sqrt(target_area * new_ratio)))
-            new_h = int(round(_onp.sqrt(target_area / new_ratio)))
-            if new_w <= w and new_h <= h:
-                x0 = random.randint(0, w - new_w)
-                y0 = random.randint(0, h - new_h)
-                return _image.fixed_crop(image, x0, y0, new_w, new_h, self._size,
-                                   self._interpolation)
-        return _image.center_crop(image, self._size, self._interpolation)
+        _image.check_image(image, _where(self), (3,))
+        return _image.random_size_crop(image, self._size, self._scale, self._ratio,
+                                       self._interpolation)[0]
 
 
 class RandomCrop(_Transform):
@@ -412,7 +334,7 @@ class RandomCrop(_Transform):
 
     def __init__(self, size, pad=None, pad_value=0, interpolation=1):
         super().__init__()
-        self._size = _size_pair(size, "RandomCrop")
+        self._size = _image.size_pair(size, "transforms.RandomCrop")
         if isinstance(pad, numbers.Integral):
             pad = ((pad, pad), (pad, pad), (0, 0))
         self._pad = pad
@@ -420,15 +342,11 @@ class RandomCrop(_Transform):
         self._interpolation = interpolation
 
     def _apply(self, image):
-        _check_image(image, "RandomCrop", (3,))
+        _image.check_image(image, _where(self), (3,))
         if self._pad:
             image = _onp.pad(image, self._pad, mode="constant",
                              constant_values=self._pad_value)
-        h, w = image.shape[:2]
-        new_w, new_h = _image.scale_down((w, h), self._size)
-        x0 = random.randint(0, w - new_w)
-        y0 = random.randint(0, h - new_h)
-        return _image.fixed_crop(image, x0, y0, new_w, new_h, self._size, self._interpolation)
+        return _image.random_crop(image, self._size, self._interpolation)[0]
 
 
 class RandomFlipLeftRight(_HybridTransform):
@@ -437,7 +355,7 @@ class RandomFlipLeftRight(_HybridTransform):
     _axis = -2
 
     def _apply(self, image):
-        _check_image(image, type(self).__name__)
+        _image.check_image(image, _where(self))
         if _onp.random.random() < 0.5:
             return _onp.flip(image, axis=self._axis)
         return image.copy()
@@ -510,7 +428,7 @@ class _RandomFactor(_HybridTransform):
         self._bounds = (max(0, 1 - amount), 1 + amount)
 
     def _apply(self, image):
-        _check_image(image, type(self).__name__)
+        _image.check_image(image, _where(self))
         return type(self)._adjust(image, _onp.random.uniform(*self._bounds))
 
 
@@ -544,7 +462,7 @@ class RandomHue(_HybridTransform):
         self._bounds = (max(0, 1 - hue), 1 + hue)
 
     def _apply(self, image):
-        _check_image(image, "RandomHue")
+        _image.check_image(image, _where(self))
         return _image.adjust_hue(image, _onp.random.uniform(*self._bounds))
 
 
@@ -558,18 +476,8 @@ class RandomColorJitter(_HybridTransform):
         self._amounts = (brightness, contrast, saturation, hue)
 
     def _apply(self, image):
-        _check_image(image, "RandomColorJitter")
-        brightness, contrast, saturation, hue = self._amounts
-        steps = [(brightness, _image.adjust_brightness, 1.0),
-                 (contrast, _image.adjust_contrast, 1.0),
-                 (saturation, _image.adjust_saturation, 1.0),
-                 (hue, _image.adjust_hue, 0.0)]
-        out = image
-        for index in _onp.random.permutation(4):
-            amount, adjust, base = steps[index]
-            if amount > 0:
-                out = adjust(out, base + _onp.random.uniform(-amount, amount))
-        return out if out is not image else image.copy()
+        _image.check_image(image, _where(self))
+        return _image.color_jitter(image, *self._amounts)
 
 
 class RandomLighting(_HybridTransform):
@@ -581,7 +489,7 @@ class RandomLighting(_HybridTransform):
         self._alpha = alpha
 
     def _apply(self, image):
-        _check_image(image, "RandomLighting")
+        _image.check_image(image, _where(self))
         if self._alpha == 0:
             return image.copy()
         return _image.adjust_lighting(image, _onp.random.normal(0, self._alpha, size=3))
