@@ -41,7 +41,6 @@ import numpy as _onp
 
 from fastgrad import ndarray as _nd
 from fastgrad import numpy as _mx_np
-from fastgrad import numpy_extension as _npx
 from fastgrad import symbol as _symbol
 from fastgrad import initializer
 from fastgrad.symbol import name as _name

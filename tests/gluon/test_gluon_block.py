@@ -5,6 +5,7 @@ MXNet 1.9.1 (``tests/fixtures/make_gluon_params.py`` made ``gluon_params.json`` 
 ``.params`` files from the blocks in ``tests/fixtures/gluon_blocks.py``); other values are
 closed forms or float64 central differences."""
 import contextlib
+import copy
 import io
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 
 import fastgrad as mx
 from fastgrad import autograd, gluon
-from fastgrad.gluon import Block, HybridBlock, Parameter, DeferredInitializationError
+from fastgrad.gluon import Block, HybridBlock, Parameter, DeferredInitializationError, nn
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "fixtures")
@@ -551,7 +552,6 @@ def test_an_error_in_a_forward_pass_names_the_innermost_block(names):
 
 
 def test_deepcopy_gives_an_independent_trainable_network(names):
-    import copy
     net = mlp()
     net.load_parameters(fixture("gluon_mlp.params"))
     twin = copy.deepcopy(net)
@@ -619,8 +619,6 @@ def test_truncated_or_foreign_files_raise_naming_the_file(names, tmp_path):
 
 
 def test_block_save_writes_mxnets_structure_and_load_restores_names(names, tmp_path):
-    from fastgrad.gluon import nn
-
     def build():
         seq = nn.HybridSequential()
         with seq.name_scope():

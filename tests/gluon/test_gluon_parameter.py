@@ -8,7 +8,7 @@ import numpy as onp
 import pytest
 
 import fastgrad as mx
-from fastgrad import autograd, gluon
+from fastgrad import autograd
 from fastgrad.gluon import Parameter, Constant, ParameterDict, DeferredInitializationError
 
 
