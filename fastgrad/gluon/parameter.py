@@ -244,6 +244,7 @@ class Parameter:
     @shape.setter
     def shape(self, new_shape):
         new_shape = _as_shape(new_shape)
+        self._var = None
         if self._shape is None or new_shape is None:
             self._shape = new_shape
             return
@@ -526,9 +527,11 @@ class Parameter:
         """A symbol variable standing for this parameter (``mx.sym.var`` with its name,
         shape, dtype, ``lr_mult``, ``wd_mult`` and ``init``)."""
         if self._var is None:
-            self._var = _symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+            shape = None if self._shape is None else tuple(d if d > 0 else 0
+                                                           for d in self._shape)
+            self._var = _symbol.var(self.name, shape=shape, dtype=self.dtype,
                                     lr_mult=self.lr_mult, wd_mult=self.wd_mult,
-                                    init=self.init)
+                                    init=self.init)     # a symbol's unknown dimension is 0
         return self._var
 
 

@@ -686,3 +686,13 @@ def test_collect_params_also_finds_structural_names(names):
     assert 'output.bias' not in net.collect_params('.*weight')
     with pytest.raises(KeyError):
         params['hidden.nothing']
+
+
+def test_default_infer_shape_under_set_np(names, np_mode):
+    layer = Traced(3)
+    assert layer.weight.shape == (3, -1)
+    assert layer.weight.var().list_attr()['__shape__'] == '(3, 0)'   # a Symbol's unknown
+    layer.initialize()
+    out = layer(mx.np.ones((2, 5)))
+    assert out.shape == (2, 3) and layer.weight.shape == (3, 5)
+    assert layer.weight.var().list_attr()['__shape__'] == '(3, 5)'
