@@ -159,7 +159,7 @@ def test_embedding_weight_gradient_adds_up_repeated_rows():
 
 @pytest.mark.parametrize("ctor", sorted(MX_REPRS))
 def test_repr_and_parameters_equal_mxnet(ctor):
-    layer = cases.build(ctor, nn)
+    layer = cases.build(ctor, nn, mx.gluon.contrib.nn)
     assert cases.describe(layer) == MX_REPRS[ctor]
 
 
@@ -429,3 +429,26 @@ def test_nn_exports_what_mxnet_gluon_nn_does():
                  "GlobalAvgPool2D", "ReflectionPad2D"):
         assert name in nn.__all__ and hasattr(nn, name), name
     assert mx.gluon.nn is nn
+
+
+def test_sync_batchnorm_warns_without_num_devices_and_normalizes_like_batchnorm():
+    with pytest.warns(UserWarning, match="Caution using SyncBatchNorm"):
+        sync = mx.gluon.contrib.nn.SyncBatchNorm()
+    plain = nn.BatchNorm()
+    x = mx.nd.array(onp.random.default_rng(0).standard_normal((4, 3, 2)))
+    for layer in (sync, plain):
+        layer.initialize()
+    with autograd.record():
+        ys = [sync(x), plain(x)]
+    onp.testing.assert_array_equal(ys[0].asnumpy(), ys[1].asnumpy())
+    onp.testing.assert_array_equal(sync.running_var.data().asnumpy(),
+                                   plain.running_var.data().asnumpy())
+
+
+def test_sparse_embedding_gives_dense_gradients():
+    emb = mx.gluon.contrib.nn.SparseEmbedding(4, 2)
+    emb.initialize()
+    with autograd.record():
+        y = emb(mx.nd.array([1, 1, 3]))
+    y.backward()
+    onp.testing.assert_array_equal(emb.weight.grad().asnumpy(), [[0, 0], [2, 2], [0, 0], [1, 1]])

@@ -266,6 +266,7 @@ class _BatchNorm(HybridBlock):
         super().__init__(**kwargs)
         self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
                         "fix_gamma": not scale, "use_global_stats": use_global_stats}
+        self._axis = axis
         self.fuse_relu = fuse_relu
         if in_channels != 0:
             self.in_channels = in_channels
@@ -291,13 +292,13 @@ class _BatchNorm(HybridBlock):
         super().cast(dtype)
 
     def infer_shape(self, x, *args):
-        channels = x.shape[self._kwargs["axis"]]
+        channels = x.shape[self._axis]
         for param in (self.gamma, self.beta, self.running_mean, self.running_var):
             param.shape = (channels,)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         if not _is_symbol(x):
-            axis = self._kwargs["axis"]
+            axis = self._axis
             if not -len(x.shape) <= axis < len(x.shape):
                 raise MXNetValueError("%s '%s': axis=%d is out of range for an input of shape %s"
                                  % (type(self).__name__, self.name, axis, x.shape))
