@@ -32,17 +32,19 @@ before the first real call, by one warm-up forward in predict mode on the call's
 dropout draws only in training). So outputs and gradients equal the imperative path's bit for
 bit, and with the same seed a hybridized dropout draws the same masks as an imperative one.
 
-Cost. Nothing is copied in; the outputs are copied out once. Measured on the MLP step of
-``benchmarks/gluon_hybridize.py`` (784-256-256-10, batch 128, one BLAS thread): the forward
-pass costs the same, the backward pass about 0.4 ms more, the Trainer step about 0.3 ms less.
-The backward's extra is copies of the weight gradients, which come out of ``FullyConnected``'s
-``transpose`` in Fortran order: the replay copies them into the executor's gradient buffers
-(it does not pass ownership through a rule that returns a view of its ``g``, Note [Backward
-replay]) and the engine copies them into each Parameter's ``.grad()`` (it never owns what a
-custom node returns, Note [Gradient buffer ownership] in ``_engine.pyx``). Imperatively the
-buffer takes the Fortran-order array itself, and the Trainer then updates through that
-layout more slowly, so the two steps measure the same. Both copies would go with an engine
-that let such a node hand its results over.
+Cost. Nothing is copied in; the outputs are copied out once; a call costs about 10 us of
+Python besides the plan. The engine never owns what a custom node returns (Note [Gradient
+buffer ownership] in ``_engine.pyx``), so each Parameter's gradient is copied once more than
+imperatively (the replay writes it into the executor's buffer, the engine copies that into
+``.grad()``), over contiguous memory (Note [Gradient layout]). Measured with one BLAS thread
+(``benchmarks/gluon_hybridize.py``): the workload-2 MLP step (784-256-256-10, batch 128,
+Trainer) is about 4% slower hybridized, the whole difference being that copy; LeNet's step
+takes about 0.7 of the imperative time and small networks about half, where the plan saves
+the per-operation recording. An engine that let such a node hand its gradients over would
+remove the copy.
+
+A block keeps at most ``MAX_SIGNATURES`` signatures traced (the least recently used goes),
+since each keeps its executors and their last forward's values.
 
 An executor holds the values of its last forward until its backward; a block called twice
 in one recording (a shared layer) needs both forwards' values. So executors live in a pool
@@ -66,6 +68,7 @@ import inspect
 import re
 import threading
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 
@@ -485,6 +488,10 @@ class _HybridOp:
             pass
 
 
+#: How many input signatures a hybridized block keeps traced (least recently used dropped).
+MAX_SIGNATURES = 32
+
+
 class CachedGraph:
     """A hybridized block's traced graphs and executors (Note [Hybridize on the executor])."""
 
@@ -492,10 +499,9 @@ class CachedGraph:
         self.block = block
         self.static_alloc = static_alloc
         self.static_shape = static_shape
-        self.graphs = {}
+        self.graphs = OrderedDict()     # signature -> _Traced, least recently used first
         self.last = None            # the last _Traced (export, infer_shape)
         self.imperative = None      # the reason the block runs imperatively, once known
-        self._lock = threading.Lock()
 
     # The graph of a signature; None means "run imperatively".
     def _graph(self, key, flat, fmt):
@@ -515,6 +521,10 @@ class CachedGraph:
                    else "its child %s" % describe(exc.block)), stacklevel=4)
             return None
         self.graphs[key] = traced
+        if len(self.graphs) > MAX_SIGNATURES:
+            # Each signature's executors keep their last forward's values: a block fed many
+            # shapes (sequences of every length) keeps only the recent ones.
+            self.graphs.popitem(last=False)
         self.last = traced
         return traced
 
@@ -548,6 +558,8 @@ class CachedGraph:
         traced = self.graphs.get(key)
         inputs = [a for a in flat if a is not None]
         if traced is not None:
+            if len(self.graphs) > 1:
+                self.graphs.move_to_end(key)
             try:
                 return self.run(traced, inputs, training)
             except _Stale:

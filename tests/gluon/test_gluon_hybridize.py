@@ -549,3 +549,19 @@ def test_parameter_changed_dtype_retraces():
     y = b(x)
     assert b._cached_op is graph and len(graph.graphs) == 1
     assert y.dtype == np.float64
+
+
+def test_signatures_are_bounded(monkeypatch):
+    from fastgrad.gluon import _hybrid
+
+    monkeypatch.setattr(_hybrid, "MAX_SIGNATURES", 2)
+
+    class Double(HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x * 2
+
+    net = Double()
+    net.hybridize()
+    for n in (1, 2, 1, 3):
+        assert np.array_equal(net(mx.nd.ones((n,))).asnumpy(), np.full(n, 2.0))
+    assert [k[2][0] for k in net._cached_op.graphs] == [(1,), (3,)]
