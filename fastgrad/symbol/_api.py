@@ -208,6 +208,9 @@ def legacy_op(name):
         # MXNet's "hidden keys" are attributes, not parameters (fc(..., lr_mult=2)).
         for key in _HIDDEN_KEYS.intersection(kwargs):
             attr["__%s__" % key] = str(kwargs.pop(key))
+        # as MXNet, any __key__ argument is an attribute (Activation(..., __layout__='TNC'))
+        for key in [k for k in kwargs if k.startswith("__") and k.endswith("__")]:
+            attr[key] = str(kwargs.pop(key))
         where = "sym.%s" % name
         if spec.variadic:
             inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
@@ -224,6 +227,22 @@ def legacy_op(name):
             possible = _defaults_for_doc(spec)
             possible.update(given)
             names = spec.input_names(possible)
+            if len(args) > len(names) and not any(isinstance(a, Symbol)
+                                                  for a in args[len(names):]):
+                # MXNet's operator functions take the parameters after the inputs by
+                # position too (Dropout(data, 0.5))
+                free = [k for k in spec.params if k not in kwargs]
+                if len(args) - len(names) > len(free):
+                    raise TypeError("%s takes at most %d inputs and %d parameters (%d "
+                                    "arguments given)" % (where, len(names), len(free),
+                                                          len(args)))
+                kwargs.update(zip(free, args[len(names):]))
+                args = args[:len(names)]
+                trial = {k: v for k, v in kwargs.items() if k in spec.params}
+                given = spec.parse(trial, where)
+                possible = _defaults_for_doc(spec)
+                possible.update(given)
+                names = spec.input_names(possible)
             extra = [k for k in kwargs if k not in spec.params and k not in names]
             if extra:
                 raise TypeError("%s: unknown argument(s) %s (inputs: %s; parameters: %s)"
@@ -283,6 +302,8 @@ def _wants_mxnet(prim, spec, args, kwargs):
         return True     # MXNet's take(a, indices) takes as an input what ours takes as a value
     own = set(prim.param_names) | {"name", "attr", "num_outputs"}
     extra = {k for k in kwargs if k not in own}
+    if "data" in extra and not args:
+        return True     # MXNet's sum(data=x, axis=1): the input by MXNet's name
     if extra and extra <= set(spec.params):
         return True
     if prim.name == "reshape":

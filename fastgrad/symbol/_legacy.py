@@ -334,6 +334,8 @@ def _fully_connected(x, p):
     if unwrap(weight).shape[0] != p["num_hidden"]:
         raise ValueError("FullyConnected: num_hidden=%d but the weight has shape %s"
                          % (p["num_hidden"], unwrap(weight).shape))
+    if p["flatten"] and data.ndim == 1:
+        data = F.reshape(data, (-1, 1))     # as MXNet: (N,) data is N examples of one value
     return npx.fully_connected(data, weight, bias, no_bias=p["no_bias"], flatten=p["flatten"])
 
 
@@ -766,7 +768,7 @@ for _name, _kind in (("LinearRegressionOutput", "linear"),
 _register(LegacyOp("MakeLoss", ["data"],
                    {"grad_scale": (_F, 1.0), "valid_thresh": (_F, 0.0),
                     "normalization": (_S, "null")},
-                   lambda x, p: _MakeLoss(p)(x[0])))
+                   lambda x, p: _MakeLoss(p)(x[0]), aliases=("make_loss",)))
 _register(LegacyOp("BlockGrad", ["data"], {}, lambda x, p: x[0].detach(),
                    aliases=("stop_gradient",)))
 _register(LegacyOp("_copy", ["data"], {}, lambda x, p: F.copy(x[0]), aliases=("identity",)))
