@@ -45,6 +45,7 @@ from fastgrad import metric  # noqa: E402
 from fastgrad import gluon  # noqa: E402
 from fastgrad import io, model, callback, monitor, module  # noqa: E402
 mod = module
+mon = monitor
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import image  # noqa: E402,F401 -- mx.image
 from fastgrad import functional  # noqa: E402
@@ -61,11 +62,12 @@ _sys.modules[__name__ + ".kv"] = kvstore
 _sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler
 _sys.modules[__name__ + ".init"] = initializer
 _sys.modules[__name__ + ".mod"] = module
+_sys.modules[__name__ + ".mon"] = monitor
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
 __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
 __all__ += ["registry", "initializer", "init", "metric"]
-__all__ += ["io", "model", "callback", "monitor", "module", "mod"]
+__all__ += ["io", "model", "callback", "monitor", "mon", "module", "mod"]
 __all__ += ["image"]

@@ -1,11 +1,13 @@
 """MXNet 1.x's modules (``mx.mod``, ``mx.module``): :class:`Module` trains a symbol on the
 batches of a ``mx.io`` iterator; :class:`BaseModule` holds the loops (``fit``, ``score``,
-``predict``). ``BucketingModule`` and ``SequentialModule`` are not available: constructing
-one raises ``NotImplementedError``.
+``predict``); :class:`BucketingModule` runs one Module per bucket key over shared parameters.
+``SequentialModule``, ``PythonModule`` and ``PythonLossModule`` are not available:
+constructing one raises ``NotImplementedError``.
 """
 
 from fastgrad.module.base_module import BaseModule
 from fastgrad.module.module import Module
+from fastgrad.module.bucketing_module import BucketingModule
 
 __all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
            "PythonLossModule"]
@@ -20,10 +22,6 @@ def _unavailable(name, advice):
                    "``NotImplementedError`` (%s)." % advice})
 
 
-BucketingModule = _unavailable(
-    "BucketingModule", "bind one mx.mod.Module per bucket length with "
-    "bind(..., shared_module=first_module) so they share parameters, or pad the sequences to "
-    "one length")
 SequentialModule = _unavailable(
     "SequentialModule", "compose the symbols into one (mx.sym.Group or feeding one's output "
     "into the next) and train it with one mx.mod.Module")

@@ -4,7 +4,9 @@
 Note [Module on one executor]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 MXNet's Module splits a batch over its devices through an executor group. fastgrad runs on
-the CPU, so a Module holds one :class:`fastgrad.executor.Executor`, made by ``simple_bind``
+the CPU, so a Module holds one :class:`fastgrad.executor.Executor` (a list of several
+contexts runs as one device over the whole batch: the same sums of gradients, except that
+``BatchNorm`` takes its batch statistics over the whole batch), made by ``simple_bind``
 from the data and label descriptions (their dtypes decide the arguments' dtypes: float64
 data trains in float64). The gradient request of each argument follows MXNet: parameters
 ``grad_req`` (``'null'`` for ``fixed_param_names``), data ``grad_req`` only with
@@ -50,13 +52,18 @@ def _check_input_names(symbol, names, typename, throw):
 
 
 def _as_desc(x, what):
-    if isinstance(x, DataDesc):
-        return x
-    try:
-        return DataDesc(*x)
-    except TypeError:
-        raise TypeError("Module.bind: each entry of %s must be a DataDesc or a (name, shape) "
-                        "pair, got %r" % (what, x)) from None
+    if not isinstance(x, DataDesc):
+        try:
+            x = DataDesc(*x)
+        except TypeError:
+            raise TypeError("Module.bind: each entry of %s must be a DataDesc or a (name, "
+                            "shape) pair, got %r" % (what, x)) from None
+    shape = x.shape
+    if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape):
+        raise TypeError("Module.bind: the shape of %r in %s must be a tuple of ints, got %r"
+                        % (x.name, what, shape))
+    return x
 
 
 def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
@@ -116,10 +123,12 @@ class Module(BaseModule):
         if isinstance(context, Context):
             context = [context]
         context = list(context)
-        if len(context) != 1:
-            raise ValueError("Module: context=%s names %d devices; fastgrad's Module runs on "
-                             "one (mx.cpu())" % (context, len(context)))
-        self._context = context
+        if not context:
+            raise ValueError("Module: context is an empty list; give mx.cpu()")
+        # Note [Module on one executor]: several devices run as one over the whole batch; their
+        # number still decides whether a 'local' KVStore is made, as in MXNet
+        self._context = context[:1]
+        self._num_devices = len(context)
         self._work_load_list = work_load_list or [1]
         self._symbol = symbol
         data_names = list(data_names) if data_names is not None else []
@@ -350,20 +359,44 @@ class Module(BaseModule):
             reqs[name] = req
         return reqs
 
-    def _bind_executor(self, data_shapes, label_shapes):
+    def _bind_executor(self, data_shapes, label_shapes, shared_exec=None):
         inputs = list(data_shapes) + list(label_shapes or [])
         shapes = {d.name: tuple(d.shape) for d in inputs}
         types = {d.name: np.dtype(d.dtype) for d in inputs}
         known = set(self._symbol.list_arguments()) | set(self._aux_names)
         shapes = {k: v for k, v in shapes.items() if k in known}
         types = {k: v for k, v in types.items() if k in known}
+        reqs = self._grad_reqs(self._grad_req)
         try:
-            return self._symbol.simple_bind(cpu(), grad_req=self._grad_reqs(self._grad_req),
-                                            type_dict=types, **shapes)
+            ex = self._symbol.simple_bind(cpu(), grad_req=reqs, type_dict=types, **shapes)
         except (ValueError, TypeError) as exc:
             raise ValueError("Module.bind: the symbol cannot be bound with data_shapes %s and "
                              "label_shapes %s: %s" % (list(data_shapes), label_shapes, exc)) \
                 from exc
+        if shared_exec is None:
+            return ex
+        # Note [Buckets share arrays] in bucketing_module.py: the shared module's parameter
+        # and auxiliary arrays and gradient buffers (so 'add' accumulates across both)
+        grads = {}
+        for name in self._param_names:
+            mine, theirs = ex.grad_dict.get(name), shared_exec.grad_dict.get(name)
+            if mine is not None and theirs is not None and mine.shape == theirs.shape \
+                    and mine.dtype == theirs.dtype:
+                grads[name] = theirs
+        if grads:
+            ex = self._symbol.bind(cpu(), ex.arg_dict, args_grad=grads, grad_req=reqs,
+                                   aux_states=ex.aux_dict)
+        shared = dict(shared_exec.arg_dict)
+        shared.update(shared_exec.aux_dict)
+        names = ex._arg_names + ex._aux_names
+        for i, name in enumerate(names):
+            if name in shared and (name in self._param_names or name in self._aux_names):
+                if shared[name].shape != ex._args[i].shape:
+                    raise ValueError("Module.bind: shared_module's %r has shape %s, this "
+                                     "module needs %s" % (name, shared[name].shape,
+                                                          ex._args[i].shape))
+                ex._args[i] = shared[name]
+        return ex
 
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req="write"):
@@ -398,7 +431,9 @@ class Module(BaseModule):
                                               and shared_module.params_initialized):
             raise ValueError("Module.bind: shared_module must be a bound Module with "
                              "initialized parameters")
-        self._exec = self._bind_executor(self._data_shapes, self._label_shapes)
+        self._exec = self._bind_executor(
+            self._data_shapes, self._label_shapes,
+            shared_module._exec if shared_module is not None else None)
         self._default_exec = self._exec
         for mon in self._monitors:
             mon.install(self._exec)
@@ -406,13 +441,6 @@ class Module(BaseModule):
             self.params_initialized = True
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
-            # share the arrays themselves, as MXNet's shared executor group does
-            for name in self._param_names:
-                if name in shared_module._exec.arg_dict:
-                    self._share(name, shared_module._exec.arg_dict[name])
-            for name in self._aux_names:
-                if name in shared_module._exec.aux_dict:
-                    self._share(name, shared_module._exec.aux_dict[name])
         elif self.params_initialized:
             self._set_exec_params(self._arg_params, self._aux_params, what="bind")
         else:
@@ -424,16 +452,6 @@ class Module(BaseModule):
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
         self.binded = True
-
-    def _share(self, name, array):
-        ex = self._exec
-        names = ex._arg_names + ex._aux_names
-        i = names.index(name)
-        if ex._args[i].shape != array.shape:
-            raise ValueError("Module.bind: shared parameter %r has shape %s, this module needs "
-                             "%s" % (name, array.shape, ex._args[i].shape))
-        # the same array object, as MXNet's shared executor group (Executor.reshape shares so)
-        ex._args[i] = array
 
     def reshape(self, data_shapes, label_shapes=None):
         """Bind again for new input shapes, keeping the parameters."""
@@ -469,7 +487,7 @@ class Module(BaseModule):
             return
         if self._params_dirty:
             self._sync_params_from_devices()
-        kvstore, update_on_kvstore = _create_kvstore(kvstore, len(self._context),
+        kvstore, update_on_kvstore = _create_kvstore(kvstore, self._num_devices,
                                                      self._arg_params)
         batch_size = self._data_shapes[0].shape[
             max(DataDesc.get_batch_axis(getattr(self._data_shapes[0], "layout", None)), 0)]
@@ -577,7 +595,7 @@ class Module(BaseModule):
                        for i in range(len(batches[0].label))] if batches[0].label else None)
             provide_data = provide_label = None
         else:
-            data, labels = data_batch.data, data_batch.label
+            data, labels = data_batch.data, getattr(data_batch, "label", None)
             provide_data = getattr(data_batch, "provide_data", None)
             provide_label = getattr(data_batch, "provide_label", None)
         if data is None or len(data) != len(self._data_names):
