@@ -1,4 +1,5 @@
-"""Differentiable SciPy: ``fastgrad.scipy`` (``special``, ``stats``, ``signal``, ``linalg``).
+"""Differentiable SciPy: ``fastgrad.scipy`` (``special``, ``stats``, ``signal``, ``linalg``,
+``integrate``).
 
 For programs written for ``autograd.scipy`` (HIPS autograd) or ``jax.scipy``: the functions
 take fastgrad arrays, NumPy arrays or numbers and are recorded like every op, to any order.
@@ -7,6 +8,6 @@ time one of these functions runs (Note [SciPy on first use] in ``_table_special.
 ``import fastgrad`` does not import it.
 """
 
-from fastgrad.scipy import special, stats, signal, linalg  # noqa: F401
+from fastgrad.scipy import special, stats, signal, linalg, integrate  # noqa: F401
 
-__all__ = ["special", "stats", "signal", "linalg"]
+__all__ = ["special", "stats", "signal", "linalg", "integrate"]
