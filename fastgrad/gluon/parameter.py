@@ -398,8 +398,8 @@ class Parameter:
             warnings.warn("Parameter '%s' is already initialized, ignoring. Set "
                           "force_reinit=True to re-initialize." % self.name, stacklevel=2)
             return
+        ctx = _ctx_list(ctx)       # a bad context raises before the value is dropped
         self._data = None
-        ctx = _ctx_list(ctx)
         if init is None:
             init = default_init if self.init is None else self.init
         if not shape_is_known(self._shape):
