@@ -252,6 +252,7 @@ class Block:
 
     def _register_param(self, name, param):
         self._reg_params[name] = param
+        self.__dict__["_params_ready"] = False
         if self._is_np_style() and param._np_arrays is None:
             param._np_arrays = True     # Note [Parameter array type], rule 2
 
@@ -421,6 +422,7 @@ class Block:
                 if candidate in shared and shared[candidate] is not None:
                     new = shared[candidate]
                     self._reg_params[attr] = new
+                    self.__dict__["_params_ready"] = False
                     object.__setattr__(self, attr, new)
                     for pkey, pvalue in list(self._params.items()):
                         if pvalue is param:
@@ -782,9 +784,14 @@ class HybridBlock(Block):
                 if p._data is None and p._deferred_init]
 
     def _finish_deferred(self, args):
-        """Complete this block's deferred parameters from the inputs ``args``."""
+        """Complete this block's deferred parameters from the inputs ``args`` (remembering
+        when none is left, until a parameter is registered again)."""
+        if self.__dict__.get("_params_ready"):
+            return
         pending = self._deferred_params()
         if not pending:
+            if all(p._data is not None for p in self._own_params()):
+                self.__dict__["_params_ready"] = True
             return
         self._deferred_infer_shape(*args)
         for param in pending:

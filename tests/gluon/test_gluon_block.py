@@ -696,3 +696,18 @@ def test_default_infer_shape_under_set_np(names, np_mode):
     out = layer(mx.np.ones((2, 5)))
     assert out.shape == (2, 3) and layer.weight.shape == (3, 5)
     assert layer.weight.var().list_attr()['__shape__'] == '(3, 5)'
+
+
+def test_2x_block_parameter_added_after_a_call_is_completed_too(names):
+    net = Scale()
+    net.initialize()
+    net(mx.np.ones((1, 3)))
+    net.extra = Parameter('extra', shape=(-1,), allow_deferred_init=True)
+    net.extra.initialize()
+
+    def infer_shape(x):
+        net.extra.shape = (x.shape[-1],)
+
+    net.infer_shape = infer_shape
+    net(mx.np.ones((1, 3)))
+    assert net.extra.data().shape == (3,)
