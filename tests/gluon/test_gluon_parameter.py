@@ -314,7 +314,8 @@ def test_parameter_dict_initialize_zero_grad_and_ctx():
     pd.zero_grad()
     assert all(p.grad().asnumpy().sum() == 0 for p in pd.values())
     assert pd.list_ctx() == [mx.cpu()]
-    pd.reset_ctx(mx.cpu(0))
+    pd.reset_ctx(mx.cpu(2))
+    assert pd.list_ctx() == [mx.cpu(2)] and pd['n_b'].data().asnumpy().tolist() == [1, 1]
 
 
 def test_parameter_dict_save_load_round_trip(tmp_path):
@@ -379,8 +380,10 @@ def test_corrupt_file_raises(tmp_path):
     path.write_bytes(b'not a params file')
     pd = ParameterDict()
     pd.get('w', shape=(2,))
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="bad.params: not a valid MXNet NDArray file"):
         pd.load(str(path))
+    with pytest.raises(RuntimeError, match="has not been initialized"):
+        pd['w'].data()                     # nothing half-loaded
 
 
 def test_array_type_follows_set_np(np_mode):
