@@ -545,7 +545,7 @@ def test_an_error_in_a_forward_pass_names_the_innermost_block(names):
     net = mlp()
     net.initialize()
     net(mx.nd.ones((2, 5)))
-    with pytest.raises(Exception) as info:
+    with pytest.raises(ValueError) as info:
         net(mx.nd.ones((2, 7)))         # the first layer was made for 5 inputs
     notes = [n for n in getattr(info.value, "__notes__", []) if "forward pass of block" in n]
     assert notes == ["(raised in the forward pass of block 'mlp0_affine0', a Affine)"]

@@ -188,7 +188,7 @@ def test_contexts_are_the_cpu():
     p.initialize(ctx=[mx.cpu(0)])
     assert p.data(mx.cpu(3)) is p.data()
     assert p.list_ctx() == [mx.cpu(0)] and p.list_data() == [p.data()]
-    with pytest.raises(Exception, match="gpu"):
+    with pytest.raises(ValueError, match="CPU only: cannot place an array on gpu"):
         p.data(mx.gpu(0))
     p.reset_ctx(mx.cpu(1))
     assert p.list_ctx() == [mx.cpu(1)]
