@@ -711,3 +711,42 @@ def test_2x_block_parameter_added_after_a_call_is_completed_too(names):
     net.infer_shape = infer_shape
     net(mx.np.ones((1, 3)))
     assert net.extra.data().shape == (3,)
+
+
+class Affine2x(HybridBlock):
+    """The 2.x-style twin of gluon_blocks.Affine: Parameter attributes and forward."""
+
+    def __init__(self, units, in_units):
+        super().__init__()
+        self.weight = Parameter('weight', shape=(units, in_units))
+        self.bias = Parameter('bias', shape=(units,))
+
+    def forward(self, x):
+        return mx.npx.fully_connected(x, self.weight.data(), self.bias.data(),
+                                      num_hidden=self.bias.shape[0])
+
+
+class MLP2x(HybridBlock):
+    def __init__(self):
+        super().__init__()
+        self.hidden = Affine2x(4, 5)
+        self.output = Affine2x(3, 4)
+
+    def forward(self, x):
+        return self.output(mx.npx.relu(self.hidden(x)))
+
+
+def test_mxnet_1x_file_loads_into_a_2x_block(names):
+    net = MLP2x()
+    assert list(net.collect_params().keys()) == MX["mlp_structural_keys"]
+    net.load_parameters(fixture("gluon_mlp.params"))
+    x = mx.np.array(MX["x"])
+    with autograd.record():
+        y = net(x)
+        loss = (y * y).sum()
+    loss.backward()
+    assert type(y) is mx.np.ndarray
+    onp.testing.assert_allclose(y.asnumpy(), MX["y"], rtol=1e-5, atol=1e-6)
+    for key, param in net.collect_params().items():
+        onp.testing.assert_allclose(param.grad().asnumpy(), MX["grads"][key], rtol=1e-5,
+                                    atol=1e-5)
