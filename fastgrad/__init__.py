@@ -48,6 +48,7 @@ mod = module
 mon = monitor
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import image  # noqa: E402,F401 -- mx.image
+from fastgrad import test_utils  # noqa: E402,F401 -- mx.test_utils
 from fastgrad import functional  # noqa: E402
 from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
 from fastgrad.symbol import name  # noqa: E402,F401 -- MXNet's mx.name.Prefix
@@ -70,4 +71,4 @@ __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
 __all__ += ["registry", "initializer", "init", "metric"]
 __all__ += ["io", "model", "callback", "monitor", "mon", "module", "mod"]
-__all__ += ["image"]
+__all__ += ["image", "test_utils"]

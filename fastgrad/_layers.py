@@ -59,7 +59,7 @@ LAYERS = (
      ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "_layers", "_stubgen"]),
     ("gluon", "initializers, metrics, Gluon's parameters, blocks, layers, losses, Trainer, data",
      ["registry", "initializer", "metric", "gluon", "gluon.*", "io", "io.*", "model",
-      "callback", "monitor", "module", "module.*"]),
+      "callback", "monitor", "module", "module.*", "test_utils"]),
     ("package", "the package itself and its demo", ["demo", ""]),
 )
 
