@@ -149,10 +149,12 @@ class CSVIter(_MemoryBatches):
         raise StopIteration
 
     def getdata(self):
-        return self._batch.data
+        """The current batch's data array (one array, as MXNet's C++ iterators)."""
+        return self._batch.data[0]
 
     def getlabel(self):
-        return self._batch.label
+        """The current batch's label array (one array, as MXNet's C++ iterators)."""
+        return self._batch.label[0]
 
     def getpad(self):
         return self._batch.pad
@@ -233,10 +235,12 @@ class MNISTIter(_MemoryBatches):
         raise StopIteration
 
     def getdata(self):
-        return self._batch.data
+        """The current batch's data array (one array, as MXNet's C++ iterators)."""
+        return self._batch.data[0]
 
     def getlabel(self):
-        return self._batch.label
+        """The current batch's label array (one array, as MXNet's C++ iterators)."""
+        return self._batch.label[0]
 
     def getpad(self):
         return 0

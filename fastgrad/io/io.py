@@ -416,10 +416,12 @@ class NDArrayIter(DataIter):
         axis = layout.find("N")
         counts = {k: v.shape[axis] if v.ndim > axis else None for k, v in self.data + self.label}
         first = self.data[0][1].shape[axis] if self.data[0][1].ndim > axis else None
-        bad = {k: n for k, n in counts.items() if n != first}
+        # As MXNet, the first data array decides the number of examples; a longer array is
+        # cut to it, a shorter one cannot fill the batches.
+        bad = {k: n for k, n in counts.items() if n is None or n < first}
         if bad:
-            raise ValueError("NDArrayIter: every data and label array needs the same number of "
-                             "examples along axis %d (%r has %s); these differ: %s"
+            raise ValueError("NDArrayIter: every data and label array needs at least as many "
+                             "examples along axis %d as %r (%s); these have fewer: %s"
                              % (axis, self.data[0][0], first, bad))
         self.idx = np.arange(first)
         self.shuffle = shuffle

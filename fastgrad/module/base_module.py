@@ -143,7 +143,8 @@ class BaseModule:
         if isinstance(eval_data, (nd.NDArray, np.ndarray)):
             if isinstance(eval_data, np.ndarray):
                 eval_data = nd.array(eval_data)
-            self.forward(DataBatch([eval_data]))
+            # inference mode (MXNet runs this forward in training mode on a training module)
+            self.forward(DataBatch([eval_data]), is_train=False)
             return self.get_outputs()[0]
         if not isinstance(eval_data, DataIter):
             raise ValueError("predict: eval_data must be an NDArray or a DataIter, not %s"

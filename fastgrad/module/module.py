@@ -82,6 +82,20 @@ def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
     return data_shapes, label_shapes
 
 
+def _batch_size(desc):
+    axis = DataDesc.get_batch_axis(getattr(desc, "layout", None))
+    return desc.shape[max(axis, 0)] if len(desc.shape) else None
+
+
+def _with_batch(desc, batch):
+    """``desc``'s shape with ``batch`` on its batch axis."""
+    axis = max(DataDesc.get_batch_axis(getattr(desc, "layout", None)), 0)
+    shape = list(desc.shape)
+    if batch is not None and axis < len(shape):
+        shape[axis] = batch
+    return tuple(shape)
+
+
 class Module(BaseModule):
     """A symbol trained and evaluated on batches (MXNet 1.x's ``Module``; Note [Module on
     one executor]).
@@ -442,6 +456,14 @@ class Module(BaseModule):
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
         elif self.params_initialized:
+            missing = [n for n in self._param_names if n not in self._arg_params] + \
+                [n for n in self._aux_names if n not in (self._aux_params or {})]
+            if missing:
+                self._reset_bind()
+                raise RuntimeError("Module.bind: the parameters given (Module.load's "
+                                   "checkpoint or set_params) have no value for %s of the "
+                                   "symbol; they hold %s" % (missing, sorted(
+                                       list(self._arg_params) + list(self._aux_params or {}))))
             self._set_exec_params(self._arg_params, self._aux_params, what="bind")
         else:
             args, auxs = self._exec.arg_dict, self._exec.aux_dict
@@ -461,18 +483,17 @@ class Module(BaseModule):
         new = {d.name: tuple(d.shape) for d in data_shapes + (label_shapes or [])
                if d.name in self._default_exec.arg_dict}
         current = {n: a.shape for n, a in self._exec.arg_dict.items() if n in new}
+        if new != current:
+            default = {n: a.shape for n, a in self._default_exec.arg_dict.items() if n in new}
+            if new == default:
+                self._exec = self._default_exec
+            else:
+                try:
+                    self._exec = self._default_exec.reshape(allow_up_sizing=True, **new)
+                except ValueError as exc:
+                    raise ValueError("Module.reshape: the symbol bound with %s cannot take "
+                                     "the shapes %s: %s" % (default, new, exc)) from exc
         self._data_shapes, self._label_shapes = data_shapes, label_shapes
-        if new == current:
-            return
-        default = {n: a.shape for n, a in self._default_exec.arg_dict.items() if n in new}
-        if new == default:
-            self._exec = self._default_exec
-        else:
-            try:
-                self._exec = self._default_exec.reshape(allow_up_sizing=True, **new)
-            except ValueError as exc:
-                raise ValueError("Module.reshape: the symbol bound with %s cannot take the "
-                                 "shapes %s: %s" % (default, new, exc)) from exc
         for mon in self._monitors:
             mon.install(self._exec)
 
@@ -489,8 +510,7 @@ class Module(BaseModule):
             self._sync_params_from_devices()
         kvstore, update_on_kvstore = _create_kvstore(kvstore, self._num_devices,
                                                      self._arg_params)
-        batch_size = self._data_shapes[0].shape[
-            max(DataDesc.get_batch_axis(getattr(self._data_shapes[0], "layout", None)), 0)]
+        batch_size = _batch_size(self._data_shapes[0])
         if kvstore and "dist" in kvstore.type and "_sync" in kvstore.type:
             batch_size *= kvstore.num_workers
         rescale_grad = 1.0 / batch_size
@@ -615,6 +635,11 @@ class Module(BaseModule):
             elif labels and self._label_shapes:
                 new_lshape = [DataDesc(d.name, tuple(lab.shape), d.dtype, d.layout)
                               for d, lab in zip(self._label_shapes, labels)]
+            elif self._label_shapes:
+                # no labels (predicting): the bound labels follow the new batch size (MXNet
+                # fails to reshape here)
+                new_lshape = [DataDesc(d.name, _with_batch(d, _batch_size(new_dshape[0])),
+                                       d.dtype, d.layout) for d in self._label_shapes]
             else:
                 new_lshape = None
             self.reshape(new_dshape, new_lshape)
