@@ -97,13 +97,28 @@ def _ctx_list(ctx):
     ctx = list(ctx)
     for c in ctx:
         check_device(c)
-    if len(set(ctx)) > 1:
-        warnings.warn(
-            "fastgrad keeps one copy of each Parameter, on the CPU, so the contexts %s share "
-            "it: separate backward passes, one per context's shard, overwrite each other's "
-            "gradient (grad_req='write'). Differentiate all the shards' losses in one pass "
-            "(autograd.backward(losses)) or use a single context." % (ctx,), stacklevel=3)
     return ctx
+
+
+def _shared_by_contexts(ctx_list):
+    """Whether a parameter on ``ctx_list`` stands for several of MXNet's per-context copies
+    (Note [Parameters on several contexts])."""
+    return ctx_list is not None and len(set(ctx_list)) > 1
+
+
+# Note [Parameters on several contexts]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# MXNet keeps one copy of a parameter per context; a data-parallel step runs one backward pass
+# per context's shard (``split_and_load``), each writing its own copy's gradient, and the
+# Trainer sums the copies' gradients before the update. fastgrad has one device, so a
+# parameter initialised on several contexts keeps one array that all of them share. With
+# ``grad_req='write'`` the second shard's backward would overwrite the first's gradient: the
+# step would silently use one shard. So such a parameter accumulates (its array's grad_req is
+# ``'add'`` while ``grad_req`` still reads ``'write'``), every backward pass adds its shard's
+# gradient, and the Trainer zeroes the gradient after each update: the update is MXNet's,
+# made from the sum over shards. ``grad()`` and ``list_grad()`` give that sum (one array per
+# context, all the same buffer). Without a Trainer, call ``zero_grad()`` between steps, as
+# with ``grad_req='add'``.
 
 
 def _brief_print_list(lst, limit=7):
@@ -346,6 +361,11 @@ class Parameter:
             raise RuntimeError("Parameter '%s' has not been initialized" % self.name)
         return self._ctx_list
 
+    def _accumulates_shards(self):
+        """Whether backward passes add into the gradient because several contexts share the
+        array (Note [Parameters on several contexts])."""
+        return self._grad_req == "write" and _shared_by_contexts(self._ctx_list)
+
     def zero_grad(self):
         """Set the gradient to zero (nothing if uninitialised or ``grad_req='null'``)."""
         if self._data is None or self._grad_req == "null":
@@ -451,7 +471,7 @@ class Parameter:
         if self._grad_req == "null":
             self._data.drop_grad()
         elif self._data.dtype.kind in "fciu":    # integer parameters get integer gradients
-            self._data.attach_grad(self._grad_req)
+            self._data.attach_grad("add" if self._accumulates_shards() else self._grad_req)
         else:   # a bool parameter has no gradient
             self._data.drop_grad()
         self._var = None
@@ -507,6 +527,7 @@ class Parameter:
         ctx = _ctx_list(ctx)
         if self._data is not None:
             self._ctx_list = ctx
+            self._attach_grad()       # one context or several (Note [Parameters on ...])
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)

@@ -287,6 +287,7 @@ class Trainer:
         self._ready()
         self._allreduce_grads(fresh if self._update_on_kvstore else None)
         self._update(fresh)
+        self._clear_shard_sums(fresh)
 
     def allreduce_grads(self):
         """Sum each parameter's gradient over devices and workers, in place. With
@@ -309,6 +310,14 @@ class Trainer:
         fresh = self._fresh_params("update", ignore_stale_grad)
         self._check_and_rescale_grad(self._scale / _batch(batch_size, "update"))
         self._update(fresh)
+        self._clear_shard_sums(fresh)
+
+    def _clear_shard_sums(self, updated):
+        """Zero the gradients that summed the shards of several contexts, once used (Note
+        [Parameters on several contexts] in parameter.py)."""
+        for i in updated:
+            if self._params[i]._accumulates_shards():
+                self._params[i].zero_grad()
 
     def _fresh_params(self, method, ignore_stale_grad):
         """The indices of the parameters to update; raises for a stale gradient unless

@@ -432,16 +432,32 @@ def test_row_sparse_access_raises_as_for_a_dense_parameter():
         p.list_row_sparse_data(mx.nd.arange(0, 2))
 
 
-def test_several_contexts_share_one_copy_and_warn():
+def test_several_contexts_share_one_copy_whose_gradient_sums_the_shards():
+    """Note [Parameters on several contexts]: one backward pass per context's shard adds up,
+    as MXNet's Trainer sums its per-context copies' gradients."""
     p = Parameter('w', shape=(2,), init=mx.init.One())
-    with pytest.warns(UserWarning, match=r"one copy of each Parameter.*autograd.backward"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
     assert p.list_data() == [p.data()] and p.data(mx.cpu(1)) is p.data(mx.cpu(0))
+    assert p.grad_req == 'write'
     x0, x1 = mx.nd.array([1.0, 2.0]), mx.nd.array([3.0, 5.0])
+    for x in (x0, x1):                      # one pass per shard, as with split_and_load
+        with autograd.record():
+            loss = (p.data() * x).sum()
+        loss.backward()
+    assert p.grad().asnumpy().tolist() == [4, 7]
+    p.zero_grad()
     with autograd.record():
         losses = [(p.data() * x0).sum(), (p.data() * x1).sum()]
-    autograd.backward(losses)        # one pass over both shards sums their gradients
+    autograd.backward(losses)               # or one pass over both shards: the same sum
     assert p.grad().asnumpy().tolist() == [4, 7]
+    p.reset_ctx(mx.cpu(0))                  # back on one context: 'write' overwrites again
+    for x in (x0, x1):
+        with autograd.record():
+            loss = (p.data() * x).sum()
+        loss.backward()
+    assert p.grad().asnumpy().tolist() == [3, 5]
 
 
 def test_integer_parameter_has_an_integer_gradient_buffer():

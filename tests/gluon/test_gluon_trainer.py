@@ -196,13 +196,40 @@ def test_save_states_is_mxnets_pickle_of_states_and_optimizer(tmp_path):
 
 def _two_ctx_param(value=(0.0, 0.0, 0.0)):
     """A parameter initialised on two contexts (one copy in fastgrad: the store then sums one
-    gradient); the warning about the shared copy is the Parameter's business."""
+    gradient)."""
     p = gluon.Parameter("x", shape=(3,), dtype="float64")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        p.initialize(init=mx.init.Constant(0), ctx=[mx.cpu(0), mx.cpu(1)])
+    p.initialize(init=mx.init.Constant(0), ctx=[mx.cpu(0), mx.cpu(1)])
     p.set_data(mx.nd.array(value, dtype="float64"))
     return p
+
+
+@pytest.mark.parametrize("kvstore", ["device", None])
+def test_one_backward_per_context_shard_steps_as_the_whole_batch(kvstore):
+    """split_and_load over two contexts with a backward pass per shard (D2L's data-parallel
+    loop) makes the same step as one context on the whole batch (Note [Parameters on several
+    contexts] in parameter.py)."""
+    rng = onp.random.default_rng(3)
+    x = mx.nd.array(rng.standard_normal((6, 4)), dtype="float64")
+    y = mx.nd.array(rng.standard_normal((6, 2)), dtype="float64")
+    w0 = rng.standard_normal((2, 4))
+    results = []
+    for ctx in ([mx.cpu(0)], [mx.cpu(0), mx.cpu(1)]):
+        net = gluon.nn.Dense(2, in_units=4, dtype="float64")
+        net.initialize(ctx=ctx)
+        net.weight.set_data(mx.nd.array(w0, dtype="float64"))
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                                kvstore=kvstore)
+        loss = gluon.loss.L2Loss()
+        for _ in range(3):
+            xs = gluon.utils.split_and_load(x, ctx)
+            ys = gluon.utils.split_and_load(y, ctx)
+            for xi, yi in zip(xs, ys):
+                with autograd.record():
+                    li = loss(net(xi), yi)
+                li.backward()
+            trainer.step(6)
+        results.append(net.weight.data().asnumpy())
+    onp.testing.assert_allclose(results[1], results[0], rtol=1e-14, atol=0)
 
 
 @pytest.mark.parametrize("update_on_kvstore", [None, True, False])
