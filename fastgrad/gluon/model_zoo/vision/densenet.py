@@ -3,6 +3,7 @@
 from fastgrad.context import cpu
 from fastgrad.gluon.block import HybridBlock
 from fastgrad.gluon import nn
+from fastgrad.gluon.contrib.nn import HybridConcurrent, Identity
 from fastgrad.gluon.model_zoo.vision._common import DEFAULT_ROOT, load_pretrained
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201"]
@@ -10,7 +11,7 @@ __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201
 
 def _dense_layer(growth_rate, bn_size, dropout):
     """BN-ReLU-1x1 conv, BN-ReLU-3x3 conv, whose ``growth_rate`` channels are joined to the
-    input's (MXNet's ``contrib.nn.HybridConcurrent`` of ``Identity`` and the layers)."""
+    input's (a ``contrib.nn.HybridConcurrent`` of ``Identity`` and the layers, as MXNet's)."""
     new_features = nn.HybridSequential(prefix="")
     new_features.add(nn.BatchNorm(), nn.Activation("relu"),
                      nn.Conv2D(bn_size * growth_rate, kernel_size=1, use_bias=False),
@@ -18,8 +19,8 @@ def _dense_layer(growth_rate, bn_size, dropout):
                      nn.Conv2D(growth_rate, kernel_size=3, padding=1, use_bias=False))
     if dropout:
         new_features.add(nn.Dropout(dropout))
-    out = nn.HybridConcatenate(axis=1, prefix="")
-    out.add(nn.Identity(), new_features)
+    out = HybridConcurrent(axis=1, prefix="")
+    out.add(Identity(), new_features)
     return out
 
 

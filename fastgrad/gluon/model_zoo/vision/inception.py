@@ -4,6 +4,7 @@ in MXNet's order, so that the parameter names, and MXNet's files, match); 299x29
 from fastgrad.context import cpu
 from fastgrad.gluon.block import HybridBlock
 from fastgrad.gluon import nn
+from fastgrad.gluon.contrib.nn import HybridConcurrent
 from fastgrad.gluon.model_zoo.vision._common import DEFAULT_ROOT, load_pretrained
 
 __all__ = ["Inception3", "inception_v3"]
@@ -36,7 +37,7 @@ def _branch(use_pool, *conv_settings):
 def _concurrent(prefix, *branches):
     """The branches (built inside the block's name scope, in order) joined along the
     channels."""
-    out = nn.HybridConcatenate(axis=1, prefix=prefix)
+    out = HybridConcurrent(axis=1, prefix=prefix)
     with out.name_scope():
         for make in branches:
             out.add(make())
@@ -83,20 +84,20 @@ def _block_d(prefix):
 
 
 def _block_e(prefix):
-    out = nn.HybridConcatenate(axis=1, prefix=prefix)
+    out = HybridConcurrent(axis=1, prefix=prefix)
     with out.name_scope():
         out.add(_branch(None, (320, 1, None, None)))
         branch_3x3 = nn.HybridSequential(prefix="")
         out.add(branch_3x3)
         branch_3x3.add(_branch(None, (384, 1, None, None)))
-        split = nn.HybridConcatenate(axis=1, prefix="")
+        split = HybridConcurrent(axis=1, prefix="")
         split.add(_branch(None, (384, (1, 3), None, (0, 1))),
                   _branch(None, (384, (3, 1), None, (1, 0))))
         branch_3x3.add(split)
         branch_3x3dbl = nn.HybridSequential(prefix="")
         out.add(branch_3x3dbl)
         branch_3x3dbl.add(_branch(None, (448, 1, None, None), (384, 3, None, 1)))
-        split = nn.HybridConcatenate(axis=1, prefix="")
+        split = HybridConcurrent(axis=1, prefix="")
         branch_3x3dbl.add(split)
         split.add(_branch(None, (384, (1, 3), None, (0, 1))),
                   _branch(None, (384, (3, 1), None, (1, 0))))

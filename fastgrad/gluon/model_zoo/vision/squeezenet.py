@@ -3,6 +3,7 @@
 from fastgrad.context import cpu
 from fastgrad.gluon.block import HybridBlock
 from fastgrad.gluon import nn
+from fastgrad.gluon.contrib.nn import HybridConcurrent
 from fastgrad.gluon.model_zoo.vision._common import DEFAULT_ROOT, load_pretrained
 
 __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1"]
@@ -16,10 +17,10 @@ def _fire_conv(channels, kernel_size, padding=0):
 
 def _fire(squeeze_channels, expand1x1_channels, expand3x3_channels):
     """A fire module: a 1x1 squeeze, then 1x1 and 3x3 expansions joined along the channels
-    (MXNet's ``contrib.nn.HybridConcurrent``, here ``nn.HybridConcatenate``)."""
+    (``contrib.nn.HybridConcurrent``)."""
     out = nn.HybridSequential(prefix="")
     out.add(_fire_conv(squeeze_channels, 1))
-    paths = nn.HybridConcatenate(axis=1, prefix="")
+    paths = HybridConcurrent(axis=1, prefix="")
     paths.add(_fire_conv(expand1x1_channels, 1), _fire_conv(expand3x3_channels, 3, 1))
     out.add(paths)
     return out
