@@ -35,9 +35,17 @@ COMPLEX_RULES = {
     "sinh": {}, "cosh": {}, "tanh": {}, "arcsinh": {}, "arctanh": {},
     "conjugate": {}, "real": {}, "imag": {}, "nan_to_num": {},
     "abs": {"x": "g * complex_sign(x, abs(x))"},
+    # erf and erfc are entire: conj of the same derivative (Note [Complex gradients])
+    "erf": {}, "erfc": {},
+    # sqrt(x - 1) sqrt(x + 1), not sqrt(x * x - 1): NumPy's branch of arccosh, whose
+    # derivative the latter gets wrong by a sign where Re x < 0
+    "arccosh": {"x": "g / conj(sqrt(x - 1) * sqrt(x + 1))"},
     # reductions
     "sum": {}, "mean": {}, "prod": {}, "var": {}, "std": {}, "nansum": {}, "nanmean": {},
     "cumsum": {}, "nancumsum": {}, "cumprod": {}, "norm": {},
+    # NumPy orders complex values lexicographically (real part, then imaginary part): the
+    # gradient goes to the selected (max, min, clip) or permuted (sort) elements, as for real
+    "max": {}, "min": {}, "nanmax": {}, "nanmin": {}, "sort": {}, "clip": {},
     # shape and indexing
     "reshape": {}, "transpose": {}, "swapaxes": {}, "moveaxis": {}, "expand_dims": {},
     "squeeze": {}, "broadcast_to": {}, "sum_to": {}, "getitem": {}, "scatter_add": {},
@@ -47,6 +55,12 @@ COMPLEX_RULES = {
     # linear algebra
     "matmul": {}, "dot": {}, "tensordot": {}, "einsum": {}, "einsum2": {}, "outer": {},
     "kron": {}, "cross": {}, "convolve": {}, "inv": {}, "det": {}, "solve": {},
+    # decompositions: PyTorch's complex rules (Note [Complex decompositions] in _rules.py);
+    # eigh, eigvalsh and cholesky factor the Hermitian part of the input
+    "svd": {}, "eigh": {}, "eigvalsh": {}, "qr": {}, "cholesky": {}, "pinv": {},
+    # slogdet's complex sign is differentiable, which its op declares it is not (real sign):
+    # linalg.slogdet takes complex input through logdet (Note [Complex slogdet])
+    "logdet": {},
     # dtype and copies
     "astype": {}, "copy": {},
     # sections of the table written for complex values from the start (_table_complex,

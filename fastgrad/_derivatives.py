@@ -153,7 +153,7 @@ TABLE = [
     Op("sinc", K.sinc, "x", x="sinc_backward(g, x)"),
     # The k-th derivative of sinc at 0, which sinc's rule selects there (Note [sinc at 0]).
     Op("sinc_maclaurin", K.sinc_maclaurin, "x; k=0", x="g * sinc_maclaurin(x, k + 1)"),
-    Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * exp(-x * x)", npx=True),
+    Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * conj(exp(-x * x))", npx=True),
     Op("erfinv", K.erfinv, "x", x="g * SQRT_PI_OVER_2 * exp(result * result)", npx=True),
 
     # ------------------------------------------------------------ activations

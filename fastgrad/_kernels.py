@@ -553,7 +553,10 @@ def solve(a, b):
 
 
 def symmetric_part(x):
-    return (x + np.swapaxes(x, -1, -2)) / 2
+    """``(x + x^H) / 2``: the symmetric part of a real ``x``, the Hermitian part of a complex
+    one (whose diagonal is real, as LAPACK reads it)."""
+    xt = np.swapaxes(x, -1, -2)
+    return (x + (np.conj(xt) if np.iscomplexobj(x) else xt)) / 2
 
 
 def cholesky(x):

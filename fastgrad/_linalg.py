@@ -11,8 +11,8 @@ import numpy as _np
 
 from fastgrad._array import unwrap, _wrap
 from fastgrad._functions import _P, _axis, _check_out, _ndim
-from fastgrad._functions import (dot, expand_dims, matmul, moveaxis, ravel, reshape, shape,
-                                 swapaxes, tril, triu)
+from fastgrad._functions import (conj, dot, exp, expand_dims, imag, matmul, moveaxis, ravel,
+                                 real, reshape, shape, swapaxes, tril, triu, where)
 from fastgrad._functions import max, min, sum   # the reductions, not Python's builtins
 
 
@@ -82,8 +82,17 @@ def _det(a):
 
 def _slogdet(a):
     """Sign and log of the absolute determinant (``numpy.linalg.slogdet``); the log is
-    differentiable, the sign is not."""
+    differentiable, and so is the sign of complex input (``det / |det|``; the sign of real
+    input is locally constant: Note [Complex slogdet] in _table_linalg.py)."""
     _square("slogdet", a)
+    if _np.iscomplexobj(unwrap(a)):
+        ld = _P["logdet"](a)
+        logabs = real(ld)
+        sign = exp(1j * imag(ld))
+        singular = unwrap(logabs) == -_np.inf
+        if _np.any(singular):               # NumPy's sign of a singular matrix is 0
+            sign = where(singular, 0j, sign)
+        return sign, logabs
     return _P["slogdet"](a)
 
 
@@ -94,32 +103,43 @@ def _solve(a, b):
     return _P["solve"](a, b)
 
 
-def _cholesky(a, upper=False):
-    """The lower Cholesky factor of the symmetric part of ``a`` (``numpy.linalg.cholesky``).
+def _conj_swap(x):
+    """The conjugate transpose of the last two axes (the transpose of real ``x``)."""
+    t = swapaxes(x, -1, -2)
+    return conj(t) if _np.iscomplexobj(unwrap(x)) else t
 
-    NumPy reads only the lower triangle; fastgrad factors ``(a + a.T) / 2``, which is the same
-    for symmetric input and makes the gradient symmetric and well defined.
+
+def _cholesky(a, upper=False):
+    """The lower Cholesky factor of the symmetric part of ``a`` (``numpy.linalg.cholesky``),
+    or with ``upper=True`` its conjugate transpose.
+
+    NumPy reads only the lower triangle; fastgrad factors ``(a + a^H) / 2`` (``a^H`` the
+    transpose of real ``a``), which is the same for symmetric (Hermitian) input and makes the
+    gradient symmetric (Hermitian) and well defined.
     """
     _square("cholesky", a)
     low = _P["cholesky"](a)
-    return swapaxes(low, -1, -2) if upper else low
+    return _conj_swap(low) if upper else low
 
 
 def _triangle(name, a, UPLO):
-    """The symmetric matrix that NumPy's ``eigh`` reads from one triangle of ``a``."""
+    """The symmetric (complex: Hermitian) matrix that NumPy's ``eigh`` reads from one triangle
+    of ``a`` (LAPACK ignores the imaginary part of the diagonal; the ops take the Hermitian
+    part, which drops it too)."""
     _square(name, a)
     if UPLO not in ("L", "U", "l", "u"):
         raise ValueError("fastgrad.linalg.%s: UPLO must be 'L' or 'U', got %r" % (name, UPLO))
     if UPLO in ("L", "l"):
-        return tril(a) + swapaxes(tril(a, -1), -1, -2)
-    return triu(a) + swapaxes(triu(a, 1), -1, -2)
+        return tril(a) + _conj_swap(tril(a, -1))
+    return triu(a) + _conj_swap(triu(a, 1))
 
 
 def _eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of the symmetric matrix held in the lower
-    (``UPLO='L'``) or upper triangle of ``a`` (``numpy.linalg.eigh``); differentiable where
-    the eigenvalues are distinct, and at repeated eigenvalues for a function of the
-    eigenvalues alone."""
+    """Eigenvalues (ascending) and eigenvectors of the symmetric (complex: Hermitian) matrix
+    held in the lower (``UPLO='L'``) or upper triangle of ``a`` (``numpy.linalg.eigh``);
+    differentiable where the eigenvalues are distinct, and at repeated eigenvalues for a
+    function of the eigenvalues alone. Complex eigenvectors are defined up to a phase each: a
+    loss that depends on it is an error."""
     return _P["eigh"](_triangle("eigh", a, UPLO))
 
 
@@ -145,7 +165,8 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
     Differentiable where the singular values are distinct and non-zero; with
     ``full_matrices=True`` on non-square input, while the loss does not use the completed
-    singular vectors (which are not unique).
+    singular vectors (which are not unique). Complex singular vectors are defined up to a
+    phase (``u[:, j]`` and ``vh[j]`` together): a loss that depends on it is an error.
     """
     if not compute_uv:
         return _svdvals(a)

@@ -602,12 +602,18 @@ def inv_backward(g, result):
 
 def det_backward(g, x, result):
     """Gradient of ``det``: ``g * conj(cofactor matrix)``; ``det(x) inv(x)^T`` when ``x`` is
-    invertible, the cofactors from the SVD when it is singular (Note [det at singular
+    invertible, the cofactors by another route when it is singular (Note [det at singular
     matrices])."""
     try:
         return np.expand_dims(g * cj(result), (-1, -2)) * mH(np.linalg.inv(x))
     except np.linalg.LinAlgError:
         return np.expand_dims(g, (-1, -2)) * cj(cofactors(x))
+
+
+# Above this many elements of the stack of minors (``n**4`` for an ``n x n`` matrix), the
+# recorded cofactors of a singular matrix are refused rather than built (Note [det at singular
+# matrices]): 2**22 complex values are 64 MB.
+MINORS_LIMIT = 1 << 22
 
 
 def cofactors(x):
@@ -616,16 +622,46 @@ def cofactors(x):
     Note [det at singular matrices]
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     ``det(x) inv(x)^T`` is ``0 * inf`` at a singular matrix, whose cofactors are finite (the
-    gradient of ``det`` exists everywhere). With ``x = U diag(s) V^H``,
-    ``adj(x) = det(U) det(V^H) V diag(p) U^H`` where ``p_i`` is the product of the other
-    singular values (exclusive products, no division by a zero ``s_i``).
+    gradient of ``det`` exists everywhere). In an ordinary backward pass they come from the
+    SVD ``x = U diag(s) V^H``: ``adj(x) = det(U) det(V^H) V diag(p) U^H`` where ``p_i`` is the
+    product of the other singular values (exclusive products, no division by a zero ``s_i``).
+    That route is exact in value but not as a formula to differentiate again: the SVD's own
+    derivative divides by the zero singular value for complex input, and by the gaps of
+    repeated zero ones. Under ``create_graph`` (``x`` recorded) the cofactors are therefore
+    the signed determinants of the ``(n-1) x (n-1)`` minors, taken with ``det`` itself: a
+    polynomial in ``x`` that is exact at singular matrices, real or complex, whose derivatives
+    are ``det``'s own (at a singular minor, this route again). It costs ``n**4`` memory, so it
+    is refused above ``MINORS_LIMIT`` with an error naming ``det``.
     """
+    if isinstance(x, ndarray):
+        return cofactors_by_minors(x)
     u, s, vh = np.linalg.svd(x)
     before = exclusive_cumprod(s)
     after = np.flip(exclusive_cumprod(np.flip(s, -1)), -1)
     phase = np.linalg.det(u) * np.linalg.det(vh)
     adj = np.matmul(mH(vh) * np.expand_dims(before * after, -2), mH(u))
     return mT(adj * np.expand_dims(phase, (-1, -2)))
+
+
+def cofactors_by_minors(x):
+    """``cofactors(x)`` as signed determinants of minors, recorded (differentiable)."""
+    shape = np.shape(x)
+    n = shape[-1]
+    if n == 1:
+        return np.ones_like(x)
+    size = n ** 4 * int(np.prod(shape[:-2], dtype=np.int64))
+    if size > MINORS_LIMIT:
+        raise NotImplementedError(
+            "fastgrad.linalg.det: the derivative of det's gradient at a singular %d x %d "
+            "matrix (create_graph=True) is computed from its %d minors, %d values, more than "
+            "the limit of %d; differentiate at a non-singular matrix or once only"
+            % (n, n, n * n, size, MINORS_LIMIT))
+    keep = np.array([[j for j in range(n) if j != i] for i in range(n)])   # (n, n - 1)
+    rows = keep[:, None, :, None]
+    cols = keep[None, :, None, :]
+    minors = x[(Ellipsis, rows, cols)]                  # (..., n, n, n - 1, n - 1)
+    signs = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+    return np.linalg.det(minors) * signs
 
 
 def pinv_backward(g, x, result):
@@ -641,7 +677,9 @@ def pinv_backward(g, x, result):
 
 
 def slogdet_backward(g, x):
-    return np.expand_dims(g[1], (-1, -2)) * mT(np.linalg.inv(x))
+    """Gradient of ``log|det x|``: ``inv(x)^H`` (the sign carries no gradient for real ``x``:
+    it is locally constant)."""
+    return np.expand_dims(g[1], (-1, -2)) * mH(np.linalg.inv(x))
 
 
 def solve_backward_b(g, a, b_ndim):
@@ -661,14 +699,42 @@ def symmetrize(a):
     return (a + mT(a)) / 2
 
 
+def hermitize(a):
+    """The Hermitian part ``(a + a^H) / 2`` (the symmetric part of a real ``a``): the gradient
+    in ``x`` of a function of ``(x + x^H) / 2`` from its gradient there."""
+    return (a + mH(a)) / 2
+
+
+def real_part(a):
+    """``real(a)`` for complex ``a``; ``a`` itself when it is real (as ``cj``)."""
+    if getattr(a, "dtype", None) is not None and a.dtype.kind == "c":
+        return np.real(a)
+    return a
+
+
+def refuse_phase(op, imag_diag, scale):
+    """Raise when ``imag_diag`` (the imaginary part of ``diag(V^H gV)``, for svd the sum of
+    ``U``'s and ``V``'s) is not zero: the loss then depends on the phase of the complex
+    eigenvectors (singular vectors), which the decomposition leaves free, and has no gradient
+    (PyTorch raises the same; Note [Complex decompositions])."""
+    d = np.abs(_numeric(imag_diag))
+    if d.size and d.max() > 1e-6 * max(1.0, float(np.max(np.abs(_numeric(scale))))):
+        what = "eigenvectors" if op == "eigh" else "singular vectors"
+        raise ValueError(
+            "fastgrad.linalg.%s: the loss depends on the phase of the complex %s, which %s "
+            "does not define (each may be multiplied by any e^(i phi)); its gradient is "
+            "undefined. Use phase-free quantities such as v * conj(v[0])" % (op, what, op))
+
+
 def cholesky_backward(g, result):
-    """Gradient of the Cholesky factor ``L`` of the symmetric part of the input:
-    ``sym(L^-T Phi(L^T g) L^-1)``, with ``Phi`` the lower triangle with its diagonal halved."""
+    """Gradient of the Cholesky factor ``L`` of the Hermitian (real: symmetric) part of the
+    input: ``herm(L^-H Phi(L^H g) L^-1)``, with ``Phi`` the lower triangle with its diagonal
+    halved (PyTorch's ``cholesky_backward``)."""
     n = np.shape(result)[-1]
-    m = np.matmul(mT(result), g)
+    m = np.matmul(mH(result), g)
     phi = np.tril(m) - 0.5 * m * np.eye(n)
     linv = np.linalg.inv(result)
-    return symmetrize(np.matmul(mT(linv), np.matmul(phi, linv)))
+    return hermitize(np.matmul(mH(linv), np.matmul(phi, linv)))
 
 
 def absent(g):
@@ -737,11 +803,12 @@ def refuse_repeated(op, repeated, *vector_grads):
 # of an exactly repeated one spread over 20 eps for a 200 x 200 matrix, and at gaps below
 # 1000 eps the term is not resolved to better than 0.1% anyway.
 def eigh_backward(g, result):
-    """Gradient of ``eigh`` of the symmetric part of the input:
-    ``V (diag(gw) + F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])``, symmetrized.
+    """Gradient of ``eigh`` of the Hermitian (real: symmetric) part of the input:
+    ``V (diag(gw) + F * (V^H gV)) V^H`` with ``F[i, j] = 1 / (w[j] - w[i])``, made Hermitian.
     Without an eigenvector gradient the ``F`` term is left out, so a function of the
     eigenvalues alone is differentiable at repeated eigenvalues too; with one, repeated
-    eigenvalues are an error (Note [Repeated eigenvalues])."""
+    eigenvalues are an error (Note [Repeated eigenvalues]), and so is, for complex input, a
+    loss that depends on the eigenvectors' phase (Note [Complex decompositions])."""
     gw, gv = g
     w, v = result
     n = np.shape(w)[-1]
@@ -750,39 +817,61 @@ def eigh_backward(g, result):
         skip = np.eye(n, dtype=bool) | refuse_repeated("eigh", repeated_pairs(w), gv)
         gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
         f = np.where(skip, 0, 1 / np.where(skip, 1, gaps))
-        term = f * np.matmul(mT(v), gv)
+        vhgv = np.matmul(mH(v), gv)
+        if vhgv.dtype.kind == "c":
+            refuse_phase("eigh", np.imag(np.diagonal(_numeric(vhgv), 0, -2, -1)), vhgv)
+        term = f * vhgv
         inner = term if inner is None else inner + term
     if inner is None:
         return np.zeros_like(v)
-    return symmetrize(np.matmul(v, np.matmul(inner, mT(v))))
+    return hermitize(np.matmul(v, np.matmul(inner, mH(v))))
 
 
 def eigvalsh_backward(g, x):
     v = ops.eigh(x)[1]
-    return np.matmul(v * np.expand_dims(g, -2), mT(v))
+    return np.matmul(v * np.expand_dims(g, -2), mH(v))
 
 
 def qr_backward(g, result):
-    """Gradient of the reduced QR decomposition of a matrix with at least as many rows as
-    columns: ``(gQ + Q copyltu(M)) R^-T`` with ``M = R gR^T - gQ^T Q``."""
+    """Gradient of the reduced QR decomposition (``R`` with a real diagonal, as LAPACK's) of a
+    matrix with at least as many rows as columns: ``(gQ + Q copyltu(M)) R^-H`` with
+    ``M = R gR^H - gQ^H Q`` and ``copyltu(M)`` the Hermitian matrix with ``M``'s strict lower
+    triangle and the real part of its diagonal (PyTorch's ``linalg_qr_backward``)."""
     gq, gr = g
     q, r = result
-    m = np.matmul(r, mT(gr)) - np.matmul(mT(gq), q)
+    m = np.matmul(r, mH(gr)) - np.matmul(mH(gq), q)
     low = np.tril(m, -1)
-    copyltu = low + mT(low) + m * np.eye(np.shape(m)[-1])
+    copyltu = low + mH(low) + real_part(m) * np.eye(np.shape(m)[-1])
     b = gq + np.matmul(q, copyltu)
-    return mT(np.linalg.solve(r, mT(b)))
+    return mH(np.linalg.solve(r, mH(b)))
 
 
+# Note [Complex decompositions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The complex rules of eigh, svd, qr and cholesky are PyTorch's (FunctionsManual.cpp:
+# linalg_eig_backward with is_hermitian, svd_backward, linalg_qr_backward,
+# cholesky_backward), written with ``mH``/``cj`` so that one text serves real input too.
+# A complex eigenvector (singular vector) is defined up to a phase: ``V -> V diag(e^(i phi))``
+# (for svd ``U`` and ``V`` together). A loss that depends on that phase has no gradient; it
+# shows as a non-zero imaginary part of ``diag(V^H gV)`` (for svd of
+# ``diag(U^H gU) + diag(V^H gV)``) and is an error, as in PyTorch and fastgrad's ``eig``. A
+# phase-free loss (``|v|``, ``v * conj(v[0])``, ``U diag(s) V^H``) may still have a
+# non-zero imaginary part of ``diag(U^H gU)`` alone; svd's rule then adds
+# ``i Im(diag(U^H gU)) / s`` to the diagonal of its core, as PyTorch's does. QR is unique
+# with LAPACK's real diagonal of ``R`` and Cholesky with a real positive diagonal of ``L``;
+# their rules keep the real part of the diagonal terms accordingly. Repeated eigenvalues and
+# singular values are refused exactly as for real input (Note [Repeated eigenvalues]).
 def svd_backward(g, result):
-    """Gradient of the reduced SVD ``A = U diag(s) Vt`` (distinct non-zero singular values)."""
+    """Gradient of the reduced SVD ``A = U diag(s) V^H`` (distinct non-zero singular values;
+    for complex input a loss free of the singular vectors' phase, Note [Complex
+    decompositions])."""
     gu, gs, gvt = g
     u, s, vt = result
     if absent(gu) and absent(gvt):
         # Only the singular values are used: no 1/(s_j^2 - s_i^2), no 1/s, so repeated and
         # zero singular values are fine (norm 'nuc' and 2 of any matrix).
         return np.matmul(u * np.expand_dims(gs, -2), vt)
-    v, gv = mT(vt), mT(gvt)
+    v, gv = mH(vt), mH(gvt)
     m, n = np.shape(u)[-2], np.shape(v)[-2]
     k = np.shape(s)[-1]
     eye = np.eye(k, dtype=bool)
@@ -790,17 +879,23 @@ def svd_backward(g, result):
     skip = eye | refuse_repeated("svd", repeated_pairs(s), gu, gv)  # Note [Repeated eigenvalues]
     gaps = np.expand_dims(s2, -2) - np.expand_dims(s2, -1)           # s_j^2 - s_i^2
     f = np.where(skip, 0, 1 / np.where(skip, 1, gaps))
-    su = np.matmul(mT(u), gu)
-    sv = np.matmul(mT(v), gv)
+    su = np.matmul(mH(u), gu)
+    sv = np.matmul(mH(v), gv)
     srow = np.expand_dims(s, -2)
     scol = np.expand_dims(s, -1)
-    core = (f * (su - mT(su))) * srow + np.expand_dims(gs, -1) * np.eye(k) \
-        + scol * (f * (sv - mT(sv)))
+    core = (f * (su - mH(su))) * srow + np.expand_dims(gs, -1) * np.eye(k) \
+        + scol * (f * (sv - mH(sv)))
+    if su.dtype.kind == "c":
+        du = np.imag(np.diagonal(_numeric(su), 0, -2, -1))
+        dv = np.imag(np.diagonal(_numeric(sv), 0, -2, -1))
+        refuse_phase("svd", du + dv, np.concatenate([_numeric(su), _numeric(sv)], -1))
+        # i Im(diag(U^H gU)) / s on the diagonal (Note [Complex decompositions])
+        core = core + np.where(eye, su - mH(su), 0) / (2 * scol)
     out = np.matmul(u, np.matmul(core, vt))
     if m > k:
         proj = gu - np.matmul(u, su)
         out = out + np.matmul(proj / srow, vt)
     if n > k:
         proj = gv - np.matmul(v, sv)
-        out = out + np.matmul(u / srow, mT(proj))
+        out = out + np.matmul(u / srow, mH(proj))
     return out

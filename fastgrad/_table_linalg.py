@@ -1,6 +1,7 @@
 """The linear-algebra section of the derivative table that goes beyond ``_derivatives.py``
-(Note [Table sections] there): the general eigendecomposition and the completion of an
-orthonormal basis that ``svd(full_matrices=True)`` needs for non-square input.
+(Note [Table sections] there): the general eigendecomposition, the completion of an
+orthonormal basis that ``svd(full_matrices=True)`` needs for non-square input, and the
+complex log-determinant behind ``slogdet`` of complex input.
 
 Note [eig to any order]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -21,6 +22,26 @@ def eig(x):
     w, v = np.linalg.eig(x)
     kind = np.result_type(np.asarray(x).dtype, np.complex64)
     return w.astype(kind), v.astype(kind)
+
+
+def logdet(x):
+    """The complex logarithm of the determinant, ``log|det x| + i angle(det x)``, from
+    ``slogdet`` (no overflow); for real ``x`` the real logarithm (NaN where ``det x <= 0``,
+    as ``numpy.log``).
+
+    Note [Complex slogdet]
+    ~~~~~~~~~~~~~~~~~~~~~~
+    For complex input the sign that ``slogdet`` returns, ``det / |det|``, depends on ``x``
+    (for real input it is locally constant, and the ``slogdet`` op declares it
+    non-differentiable). ``linalg.slogdet`` of complex input is therefore computed from this
+    holomorphic op, whose derivative is ``inv(x)^T``: the log is its real part and the sign
+    ``exp(i imag(logdet))``, both differentiable by their own complex rules.
+    """
+    sign, logabs = np.linalg.slogdet(x)
+    if np.iscomplexobj(sign):
+        return logabs + 1j * np.angle(sign)
+    with np.errstate(invalid="ignore"):
+        return np.where(sign > 0, logabs, np.nan)
 
 
 def complete_basis(u):
@@ -68,7 +89,16 @@ def extra_columns_unused(g, k):
     return g[..., :k]
 
 
-HELPERS = {"eig_backward": eig_backward, "extra_columns_unused": extra_columns_unused}
+def logdet_backward(g, x):
+    """Gradient of ``logdet``: ``g inv(x)^H`` (the conjugate of the holomorphic derivative
+    ``inv(x)^T``, Note [Complex gradients] in _complex.py)."""
+    inv = np.linalg.inv(x)
+    inv_h = np.swapaxes(np.conj(inv) if x.dtype.kind == "c" else inv, -1, -2)
+    return np.expand_dims(g, (-1, -2)) * inv_h
+
+
+HELPERS = {"eig_backward": eig_backward, "extra_columns_unused": extra_columns_unused,
+           "logdet_backward": logdet_backward}
 
 
 def entries(Op, NONDIFF):
@@ -76,4 +106,6 @@ def entries(Op, NONDIFF):
         # Note [eig to any order]
         Op("eig", eig, "x", n_out=2, x="eig_backward(g, result, x)"),
         Op("complete_basis", complete_basis, "u", u="extra_columns_unused(g, u.shape[-1])"),
+        # Note [Complex slogdet]
+        Op("logdet", logdet, "x", x="logdet_backward(g, x)"),
     ]

@@ -314,13 +314,24 @@ def _layer_norm_ref(x, gamma, beta):
 
 
 def _eigvec_post(outs):
+    """Eigenvalues, and eigenvectors free of their sign (real) or phase (complex): each
+    column times the conjugate of its first element."""
     w, v = outs
-    return w, v * v[..., :1, :]
+    return w, v * v[..., :1, :].conj()
 
 
 def _svd_post(outs):
+    """Singular values, the singular vectors free of their sign (phase), and products of the
+    first elements of ``u[:, j]`` and ``vh[j, :]``, which are phase-free only together (so
+    that a complex loss exercises the term of svd's rule that only joint freedom needs)."""
     u, s, vt = outs
-    return u * u[..., :1, :], s, vt * vt[..., :, :1]
+    return (u * u[..., :1, :].conj(), s, vt * vt[..., :, :1].conj(),
+            u[..., :1, :] * vt[..., :, :1].swapaxes(-1, -2))
+
+
+def _herm(x):
+    """The Hermitian (real: symmetric) part, which eigh, eigvalsh and cholesky factor."""
+    return (x + onp.conj(onp.swapaxes(x, -1, -2))) / 2
 
 
 def _bn_call(x, gamma, beta):
@@ -398,7 +409,7 @@ SPECS["erfinv"] = Spec(UNARY, domain=UNIT, ref=_erfinv)
 _unary("arccosh", domain=(1.2, 3))
 SPECS["rsqrt"] = Spec(UNARY, domain=POS, ref=lambda x: 1 / onp.sqrt(x))
 SPECS["rcbrt"] = Spec(UNARY, domain=POS, ref=lambda x: 1 / onp.cbrt(x))
-_unary("erf", ref=_erf)
+_unary("erf", ref=lambda x: _ssp.erf(x) if onp.iscomplexobj(x) else _erf(x))
 SPECS["modf"] = Spec(UNARY, make={0: away_from_int}, post=lambda outs: outs[0],
                      ref=lambda x: onp.modf(x))
 SPECS["relu"] = Spec(UNARY, ref=lambda x: onp.maximum(x, 0))
@@ -549,15 +560,17 @@ SPECS["det"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
                     ref=onp.linalg.det)
 SPECS["slogdet"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
                         ref=lambda x: tuple(onp.linalg.slogdet(x)))
+SPECS["logdet"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
+                       ref=lambda x: onp.log(onp.linalg.det(x)))
 SPECS["solve"] = Spec([C((3, 3), (3,)), C((3, 3), (3, 2)), C((2, 3, 3), (2, 3, 2))],
                       make={0: well_conditioned},
                       ref=lambda a, b: onp.linalg.solve(a, b))
 SPECS["cholesky"] = Spec([C((3, 3)), C((2, 3, 3))], make={0: spd},
-                         ref=lambda x: onp.linalg.cholesky((x + onp.swapaxes(x, -1, -2)) / 2))
+                         ref=lambda x: onp.linalg.cholesky(_herm(x)))
 SPECS["eigh"] = Spec([C((3, 3)), C((2, 4, 4))], post=_eigvec_post,
-                     ref=lambda x: tuple(onp.linalg.eigh((x + onp.swapaxes(x, -1, -2)) / 2)))
+                     ref=lambda x: tuple(onp.linalg.eigh(_herm(x))))
 SPECS["eigvalsh"] = Spec([C((3, 3)), C((2, 4, 4))],
-                         ref=lambda x: onp.linalg.eigvalsh((x + onp.swapaxes(x, -1, -2)) / 2))
+                         ref=lambda x: onp.linalg.eigvalsh(_herm(x)))
 SPECS["qr"] = Spec([C((4, 3)), C((3, 3))], make={0: well_conditioned},
                    ref=lambda x: tuple(onp.linalg.qr(x)))
 SPECS["pinv"] = Spec([C((4, 3)), C((3, 4)), C((2, 3, 3)), C((3, 3), rtol=1e-3)],
@@ -704,6 +717,14 @@ COMPOSITE_SPECS = {
                                ref=lambda x: onp.linalg.norm(x, "nuc")),
     "np.linalg.pinv": Spec([C((4, 3))], make={0: well_conditioned}, call=np_.linalg.pinv,
                            ref=onp.linalg.pinv),
+    "np.linalg.slogdet": Spec([C((3, 3)), C((2, 3, 3))], make={0: well_conditioned},
+                              call=np_.linalg.slogdet, ref=lambda x: tuple(onp.linalg.slogdet(x))),
+    "np.linalg.eigh_upper": Spec([C((3, 3))],
+                                 call=lambda x: _eigvec_post(np_.linalg.eigh(x, UPLO="U")),
+                                 ref=lambda x: _eigvec_post(onp.linalg.eigh(x, UPLO="U"))),
+    "np.linalg.cholesky_upper": Spec([C((3, 3))], make={0: spd},
+                                     call=lambda x: np_.linalg.cholesky(x, upper=True),
+                                     ref=lambda x: onp.linalg.cholesky(_herm(x), upper=True)),
     "np.linalg.matrix_power": Spec([C((3, 3))], call=lambda a: np_.linalg.matrix_power(a, 3),
                                    ref=lambda a: onp.linalg.matrix_power(a, 3)),
     "np.inner": Spec([C((2, 3), (4, 3))], call=np_.inner, ref=onp.inner),

@@ -21,7 +21,7 @@ from fastgrad._registry import REGISTRY
 sys.path.insert(0, os.path.dirname(__file__))
 import test_ops as base  # noqa: E402
 from _helpers import assert_fd_close, central_difference  # noqa: E402
-from op_specs import SPECS  # noqa: E402
+from op_specs import COMPOSITE_SPECS, SPECS  # noqa: E402
 
 COMPLEX = sorted(n for n, p in REGISTRY.items() if p.differentiable and p.complex_mode)
 UNCHECKED = sorted(n for n, p in REGISTRY.items() if p.differentiable and not p.complex_mode)
@@ -96,8 +96,15 @@ def _close(actual, expected, spec, what, scale):
                                 rtol=spec.rtol * scale, atol=spec.atol * scale, err_msg=what)
 
 
+# The NumPy-signature functions whose complex path is more than one op of the table: the
+# linear algebra that takes complex input through other ops (slogdet through logdet, UPLO and
+# upper=True through conjugate transposes, the matrix norms and full SVD through svd).
+COMPLEX_COMPOSITES = ["np.linalg.slogdet", "np.linalg.norm_nuc", "np.linalg.norm_2",
+                      "np.linalg.pinv", "np.linalg.eigh_upper", "np.linalg.cholesky_upper",
+                      "np.linalg.svd_full"]
+SPECS = dict(SPECS, **{name: COMPOSITE_SPECS[name] for name in COMPLEX_COMPOSITES})
 CASES = [pytest.param(name, k, id="%s-%d" % (name, k))
-         for name in COMPLEX for k in range(len(SPECS[name].cases))]
+         for name in COMPLEX + COMPLEX_COMPOSITES for k in range(len(SPECS[name].cases))]
 SECOND = [p for p in CASES if SPECS[p.values[0]].order2]
 
 
