@@ -76,7 +76,8 @@ from fastgrad import symbol as _sym
 from fastgrad.ndarray import save as _nd_save
 from fastgrad._array import ndarray, unwrap, _wrap, history, record_custom
 from fastgrad._state import is_recording, is_training
-from fastgrad.base import MXNetError, NotImplementedForSymbol
+from fastgrad.base import (MXNetError, MXNetValueError, MXNetTypeError, MXNetIndexError,
+                           NotImplementedForSymbol)
 from fastgrad.executor import Executor
 from fastgrad.symbol import name as _sym_name
 from fastgrad.symbol._graph import Symbol, topo_nodes
@@ -122,8 +123,18 @@ def flatten(args, what):
             flat.extend(f)
             fmts.append(fmt)
         return flat, (type(args), tuple(fmts))
-    raise TypeError("HybridBlock %s must be (nested) lists of arrays, Symbols or None, not %s"
-                    % (what, type(args).__name__))
+    raise ValueError("When hybridized, the %s of HybridBlock must be (nested) list of Symbol "
+                     "or NDArray, but got %r of type %s" % (what, args, type(args)))
+
+
+def structure(args):
+    """What must stay the same between calls of a hybridized block (MXNet's input format):
+    the nesting and which inputs are None, trailing None arguments left out (a default)."""
+    args = list(args)
+    while args and args[-1] is None:
+        args.pop()
+    flat, fmt = flatten(args, "input")
+    return fmt, tuple(a is None for a in flat)
 
 
 def regroup(flat, fmt):
@@ -488,6 +499,11 @@ class _HybridOp:
             pass
 
 
+def _show_structure(found):
+    fmt, nones = found
+    return "%d inputs, None at %s" % (len(nones), [i for i, n in enumerate(nones) if n])
+
+
 #: How many input signatures a hybridized block keeps traced (least recently used dropped).
 MAX_SIGNATURES = 32
 
@@ -502,9 +518,10 @@ class CachedGraph:
         self.graphs = OrderedDict()     # signature -> _Traced, least recently used first
         self.last = None            # the last _Traced (export, infer_shape)
         self.imperative = None      # the reason the block runs imperatively, once known
+        self.structure = None       # ``structure()`` of the first traced call (as MXNet)
 
     # The graph of a signature; None means "run imperatively".
-    def _graph(self, key, flat, fmt):
+    def _graph(self, key, flat, fmt, flat_args=()):
         traced = self.graphs.get(key)
         if traced is not None:
             return traced
@@ -521,6 +538,8 @@ class CachedGraph:
                    else "its child %s" % describe(exc.block)), stacklevel=4)
             return None
         self.graphs[key] = traced
+        if self.structure is None:
+            self.structure = structure(flat_args)
         if len(self.graphs) > MAX_SIGNATURES:
             # Each signature's executors keep their last forward's values: a block fed many
             # shapes (sequences of every length) keeps only the recent ones.
@@ -552,11 +571,20 @@ class CachedGraph:
             elif isinstance(a, ndarray):
                 key.append((a.shape, a.dtype.str, type(a)))
             else:
-                raise TypeError("HybridBlock %s: a hybridized block takes arrays (or None), "
-                                "got a %s" % (describe(self.block), type(a).__name__))
+                raise ValueError("HybridBlock %s: a hybridized block takes arrays (or None), "
+                                 "got a %s" % (describe(self.block), type(a).__name__))
         key = tuple(key)
         traced = self.graphs.get(key)
         inputs = [a for a in flat if a is not None]
+        if traced is None and self.structure is not None:
+            given = structure(args)
+            if given != self.structure:
+                raise ValueError(
+                    "HybridBlock %s: the argument structure does not match the cached "
+                    "version (which inputs are None or nested lists): first called with %s, "
+                    "now with %s; call hybridize() again to trace it anew"
+                    % (describe(self.block), _show_structure(self.structure),
+                       _show_structure(given)))
         if traced is not None:
             if len(self.graphs) > 1:
                 self.graphs.move_to_end(key)
@@ -567,7 +595,7 @@ class CachedGraph:
                 return self(args, imperative)
         if not self.params_ready():
             return imperative()             # finishes deferred initialisation
-        traced = self._graph(key, flat, fmt)
+        traced = self._graph(key, flat, fmt, args)
         if traced is None:
             return imperative()
         try:
@@ -598,7 +626,9 @@ class CachedGraph:
         layer = _layer_of(self.block, detail)
         if layer is not None and layer is not self.block:
             where = " in %s" % describe(layer)
-        return type(exc)("HybridBlock %s: inputs of shapes %s do not fit the graph traced "
+        kind = {ValueError: MXNetValueError, TypeError: MXNetTypeError,
+                IndexError: MXNetIndexError}.get(type(exc), type(exc))
+        return kind("HybridBlock %s: inputs of shapes %s do not fit the graph traced "
                          "from its Parameters%s: %s"
                          % (describe(self.block), [tuple(a.shape) for a in inputs], where,
                             detail))
