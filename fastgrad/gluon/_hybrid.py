@@ -9,7 +9,8 @@ called with ``F = fastgrad.sym``, a ``sym.var('data')`` (``data0``, ``data1``, .
 inputs) per input and a variable per Parameter, as MXNet 1.x does; child blocks called on
 Symbols trace themselves the same way (``symbolic_call``). The Symbol is bound to an
 :class:`~fastgrad.executor.Executor` and every later call with that signature only runs its
-plan. A call with a new signature traces again.
+plan. A call with a new signature traces again; which inputs are ``None`` (and how they
+nest) is fixed by the first call, as MXNet's CachedOp fixes it (``structure``).
 
 The executor reads its arguments from its list of argument arrays at each forward (Note
 [Executor plan] in ``_plan.pyx``), so a call puts the caller's input arrays and each
