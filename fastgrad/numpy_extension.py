@@ -203,9 +203,19 @@ rnn = _rnn.make_rnn(dropout)
 
 
 def fully_connected(x, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
-    """``x @ weight.T + bias`` (MXNet's FullyConnected; ``weight`` is (num_hidden, in))."""
-    if flatten and _onp.ndim(unwrap(x)) > 2:
-        x = F.reshape(x, (_onp.shape(unwrap(x))[0], -1))
+    """``x @ weight.T + bias`` (MXNet's FullyConnected; ``weight`` is (num_hidden, in)).
+
+    With ``flatten`` (the default) ``x`` is first made 2-D, ``(x.shape[0], rest)``, whatever
+    its number of dimensions (a 1-D input is a batch of one-element rows, as in MXNet).
+    """
+    shape = _onp.shape(unwrap(x))
+    if not shape:
+        raise ValueError("npx.fully_connected: the data is 0-d; it needs a batch axis")
+    if flatten and len(shape) != 2:
+        rest = 1
+        for d in shape[1:]:
+            rest *= d
+        x = F.reshape(x, (shape[0], rest))
     out = F.matmul(x, F.transpose(weight))
     if not no_bias and bias is not None:
         out = out + bias

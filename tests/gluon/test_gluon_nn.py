@@ -452,3 +452,22 @@ def test_sparse_embedding_gives_dense_gradients():
         y = emb(mx.nd.array([1, 1, 3]))
     y.backward()
     onp.testing.assert_array_equal(emb.weight.grad().asnumpy(), [[0, 0], [2, 2], [0, 0], [1, 1]])
+
+
+def test_awkward_inputs():
+    # A 1-D input is a batch of one-feature rows, as in MXNet 1.9.1 ((1,) -> (1, 2)).
+    dense = nn.Dense(2, in_units=1)
+    dense.initialize(mx.init.One())
+    onp.testing.assert_array_equal(dense(mx.nd.array([3.0])).asnumpy(), [[3, 3]])
+    with pytest.raises(ValueError, match="fully_connected: the data is 0-d"):
+        dense(mx.nd.array(3.0))
+    # Empty batches keep their shape (MXNet 1.9.1 fails on them).
+    for layer, shape, out in ((nn.Dense(3), (0, 5), (0, 3)), (nn.Flatten(), (0, 3, 2), (0, 6)),
+                              (nn.Dense(4), (0, 3, 2), (0, 4)),
+                              (nn.Embedding(4, 2), (0,), (0, 2))):
+        layer.initialize()
+        assert layer(mx.nd.ones(shape)).shape == out
+    # float64 layers compute in float64.
+    dense = nn.Dense(2, dtype="float64", in_units=3)
+    dense.initialize()
+    assert dense(mx.nd.ones((2, 3), dtype="float64")).dtype == onp.float64
