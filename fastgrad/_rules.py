@@ -630,10 +630,11 @@ def cofactors(x):
     repeated zero ones. Under ``create_graph`` (``x`` recorded) the cofactors are therefore
     the signed determinants of the ``(n-1) x (n-1)`` minors, taken with ``det`` itself: a
     polynomial in ``x`` that is exact at singular matrices, real or complex, whose derivatives
-    are ``det``'s own (at a singular minor, this route again). It costs ``n**4`` memory, so it
-    is refused above ``MINORS_LIMIT`` with an error naming ``det``.
+    are ``det``'s own (at a singular minor, this route again). It holds ``n**4`` values: above
+    ``MINORS_LIMIT`` a real ``x`` takes the recorded SVD route (differentiable where the
+    singular values are distinct) and a complex one is refused with an error naming ``det``.
     """
-    if isinstance(x, ndarray):
+    if isinstance(x, ndarray) and (x.dtype.kind == "c" or minors_size(x) <= MINORS_LIMIT):
         return cofactors_by_minors(x)
     u, s, vh = np.linalg.svd(x)
     before = exclusive_cumprod(s)
@@ -643,18 +644,23 @@ def cofactors(x):
     return mT(adj * np.expand_dims(phase, (-1, -2)))
 
 
+def minors_size(x):
+    """How many values the stack of minors of ``x`` holds (``n**4`` per matrix)."""
+    shape = np.shape(x)
+    return shape[-1] ** 4 * int(np.prod(shape[:-2], dtype=np.int64))
+
+
 def cofactors_by_minors(x):
     """``cofactors(x)`` as signed determinants of minors, recorded (differentiable)."""
-    shape = np.shape(x)
-    n = shape[-1]
+    n = np.shape(x)[-1]
     if n == 1:
         return np.ones_like(x)
-    size = n ** 4 * int(np.prod(shape[:-2], dtype=np.int64))
+    size = minors_size(x)
     if size > MINORS_LIMIT:
         raise NotImplementedError(
-            "fastgrad.linalg.det: the derivative of det's gradient at a singular %d x %d "
-            "matrix (create_graph=True) is computed from its %d minors, %d values, more than "
-            "the limit of %d; differentiate at a non-singular matrix or once only"
+            "fastgrad.linalg.det: the derivative of det's gradient at a singular complex "
+            "%d x %d matrix (create_graph=True) is computed from its %d minors, %d values, "
+            "more than the limit of %d; differentiate at a non-singular matrix or once only"
             % (n, n, n * n, size, MINORS_LIMIT))
     keep = np.array([[j for j in range(n) if j != i] for i in range(n)])   # (n, n - 1)
     rows = keep[:, None, :, None]

@@ -111,6 +111,17 @@ def test_det_second_derivative_at_a_large_singular_matrix_names_det():
             autograd.grad(np.real(d), [x], create_graph=True)
 
 
+def test_det_second_derivative_at_a_large_singular_real_matrix_takes_the_svd_route():
+    rng = onp.random.default_rng(1)
+    a = rng.normal(size=(50, 50))
+    a[-1] = a[0] + a[1]                                           # rank 49, distinct s
+    _, g0 = grad_of(lambda m: np.linalg.det(m), a)
+    x, g = grad_of(lambda m: np.linalg.det(m), a, create_graph=True)
+    onp.testing.assert_allclose(g.asnumpy(), g0.asnumpy(), rtol=1e-8,
+                                atol=1e-8 * abs(g0.asnumpy()).max())
+    assert g.node is not None                                     # recorded: differentiable
+
+
 def test_cofactors_by_minors_equal_the_svd_route():
     rng = onp.random.default_rng(0)
     a = rng.normal(size=(2, 4, 4)) + 1j * rng.normal(size=(2, 4, 4))
