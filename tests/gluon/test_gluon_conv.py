@@ -7,6 +7,7 @@ cases of ``tests/fixtures/gluon_layer_cases.py``); the compositions added for th
 against float64 central differences to the second order, since the registry-driven op tests
 check only the table's ops.
 """
+import json
 import os
 import sys
 
@@ -21,6 +22,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
                         "fixtures")
 sys.path.insert(0, FIXTURES)
 import gluon_layer_cases as cases  # noqa: E402
+import gluon_lenet_case  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _helpers import fd_gradient, assert_fd_close  # noqa: E402
@@ -343,3 +345,15 @@ def test_channels_last_convolutions_equal_channels_first(ctor, shape, weight):
                                 atol=1e-5)
     with pytest.raises(ValueError, match=r"channels \(axis %d\): 1" % (len(shape) - 1)):
         last(mx.nd.ones(shape[:-1] + (1,)))
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_lenet_trains_as_in_mxnet(hybridize):
+    """Five SGD steps (momentum, weight decay) of a LeNet with BatchNorm through Gluon's
+    Trainer and SoftmaxCrossEntropyLoss: the losses and the moving mean of MXNet 1.9.1
+    (``tests/fixtures/make_gluon_lenet.py``)."""
+    with open(os.path.join(FIXTURES, "gluon_lenet.json")) as f:
+        want_losses, want_mean = json.load(f)[str(hybridize)]
+    losses, mean = gluon_lenet_case.train(mx, hybridize)
+    onp.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    onp.testing.assert_allclose(mean, want_mean, rtol=1e-5, atol=1e-7)
