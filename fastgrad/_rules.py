@@ -863,7 +863,9 @@ def qr_backward(g, result):
 # ``diag(U^H gU) + diag(V^H gV)``) and is an error, as in PyTorch and fastgrad's ``eig``. A
 # phase-free loss (``|v|``, ``v * conj(v[0])``, ``U diag(s) V^H``) may still have a
 # non-zero imaginary part of ``diag(U^H gU)`` alone; svd's rule then adds
-# ``i Im(diag(U^H gU)) / s`` to the diagonal of its core, as PyTorch's does. QR is unique
+# ``i Im(diag(U^H gU)) / s`` to the diagonal of its core, as PyTorch's does (at an exactly
+# zero ``s`` it is 0 / 0 with a limit the gradients at the point do not give, so a loss that
+# uses the vectors of a complex matrix there is an error; PyTorch assumes full rank). QR is unique
 # with LAPACK's real diagonal of ``R`` and Cholesky with a real positive diagonal of ``L``;
 # their rules keep the real part of the diagonal terms accordingly. Repeated eigenvalues and
 # singular values are refused exactly as for real input (Note [Repeated eigenvalues]).
@@ -895,6 +897,13 @@ def svd_backward(g, result):
         du = np.imag(np.diagonal(_numeric(su), 0, -2, -1))
         dv = np.imag(np.diagonal(_numeric(sv), 0, -2, -1))
         refuse_phase("svd", du + dv, np.concatenate([_numeric(su), _numeric(sv)], -1))
+        if np.any(_numeric(s) == 0):
+            # The term below is 0 / 0 there, and its limit is not in the gradients at the
+            # point (U diag(s) V^H needs i Im(u_k^H W v_k), 0 would be wrong): no value.
+            raise ValueError(
+                "fastgrad.linalg.svd: the loss uses the singular vectors of a complex matrix "
+                "with a zero singular value, where they have no derivative (their phases are "
+                "free one by one); use the singular values only, or a full-rank matrix")
         # i Im(diag(U^H gU)) / s on the diagonal (Note [Complex decompositions])
         core = core + np.where(eye, su - mH(su), 0) / (2 * scol)
     out = np.matmul(u, np.matmul(core, vt))

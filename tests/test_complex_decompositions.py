@@ -151,6 +151,28 @@ def test_svd_reconstruction_has_the_identity_gradient(shape):
     onp.testing.assert_allclose(g.asnumpy(), w, atol=1e-10)
 
 
+def test_svd_vectors_at_an_exactly_zero_complex_singular_value_are_an_error():
+    """A zero row and column: s[2] is exactly 0. The term ``i Im(diag(U^H gU)) / s`` is then
+    0 / 0 and its limit is not in the gradients at the point (for ``U diag(s) V^H`` it is
+    ``i Im(u_k^H W v_k)``): an error naming svd, not NaN or a wrong value. Just off zero, the
+    reconstruction's gradient is ``W`` again; the singular values alone are fine."""
+    a = onp.array([[1 + 1j, 2, 0], [0.5j, 1 - 1j, 0], [0, 0, 0]])
+    w = _complex_matrix((3, 3), 2)
+
+    def loss(m):
+        u, s, vh = np.linalg.svd(m)
+        return np.real((np.matmul(u * s[None, :], vh) * np.array(onp.conj(w)))).sum()
+    with pytest.raises(ValueError, match="svd.*zero singular value"):
+        grad_of(loss, a)
+    near = a.copy()
+    near[2, 2] = 1e-30
+    _, g = grad_of(loss, near)
+    onp.testing.assert_allclose(g.asnumpy(), w, atol=1e-12)
+    _, g = grad_of(lambda m: np.linalg.svd(m)[1][0], a)          # the largest alone
+    u, _, vh = onp.linalg.svd(a)
+    onp.testing.assert_allclose(g.asnumpy(), onp.outer(u[:, 0], vh[0]), atol=1e-12)
+
+
 def test_svd_and_eigh_refuse_a_loss_that_depends_on_the_phase_of_the_vectors():
     a = _complex_matrix((3, 3))
     with pytest.raises(ValueError, match="svd.*phase"):
