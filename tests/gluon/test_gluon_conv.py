@@ -357,3 +357,17 @@ def test_lenet_trains_as_in_mxnet(hybridize):
     losses, mean = gluon_lenet_case.train(mx, hybridize)
     onp.testing.assert_allclose(losses, want_losses, rtol=1e-5)
     onp.testing.assert_allclose(mean, want_mean, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["1d", "2d", "3d"])
+def test_mxnet_exported_layers_import_and_run(name):
+    """Networks of every layer kind exported by MXNet 1.9.1
+    (``tests/fixtures/make_gluon_layer_export.py``) load with ``SymbolBlock.imports`` and
+    give MXNet's output, imperatively and hybridized."""
+    base = os.path.join(FIXTURES, "gluon_layer_export_" + name)
+    data = onp.load(os.path.join(FIXTURES, "gluon_layer_export.npz"))
+    net = mx.gluon.SymbolBlock.imports(base + "-symbol.json", ["data"], base + "-0000.params")
+    x = mx.nd.array(data[name + ".x"])
+    onp.testing.assert_allclose(net(x).asnumpy(), data[name + ".y"], rtol=1e-4, atol=1e-5)
+    net.hybridize()
+    onp.testing.assert_allclose(net(x).asnumpy(), data[name + ".y"], rtol=1e-4, atol=1e-5)
