@@ -44,6 +44,34 @@ from fastgrad import _derivatives, _large, _memo, _rules
 from fastgrad._array import ndarray
 
 
+def weak_scalar(x, g):
+    """A Python number ``x`` that a rule reads as an input, in the precision of the gradient
+    ``g`` when that is single or half.
+
+    Note [Weak scalars]
+    ~~~~~~~~~~~~~~~~~~~
+    NumPy 2 (NEP 50) and PyTorch treat a Python number next to an array as weak: ``x * 0.5``
+    of a float32 ``x`` is float32. An op's kernel gets the Python number itself and follows
+    NumPy, but a rule may compute with the number alone first (``safe_log(0.5)``,
+    ``copysign(1, y)``), which NumPy does in float64 and returns as a float64 NumPy scalar,
+    no longer weak: the gradient came out float64 (cast back by the engine, and a float64
+    subgraph under ``create_graph``). So every compiled rule (``_registry._compile``) starts
+    by giving a Python float or complex input (an int too where the input has a rule or the
+    op is a ufunc, so never an index) the precision of the gradient when that is float32, float16 or
+    complex64, the precision the forward computed in; a float64 gradient leaves it alone.
+    ``tests/test_float32_promotion.py`` scans every op for gradients that widen."""
+    if type(g) is tuple or type(g) is list:
+        g = next((e for e in g if e is not None), None)
+    dt = getattr(g, "dtype", None)
+    if dt is None or dt.itemsize >= (16 if dt.kind == "c" else 8):
+        return x
+    if dt.kind == "c":
+        return np.complex64(x) if type(x) is complex else np.float32(x)
+    if dt.kind == "f" and type(x) is not complex:
+        return dt.type(x)
+    return x
+
+
 def numpy_namespace():
     """NumPy's names with the rule helpers: the numpy binding (without the table's own ops,
     which ``_registry.build`` adds with ``dual`` as it creates them)."""
@@ -56,6 +84,7 @@ def numpy_namespace():
         ns.update(section.HELPERS)
     ns["len"] = len
     ns["tuple"] = tuple
+    ns["weak_scalar"] = weak_scalar
     return ns
 
 

@@ -975,9 +975,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def _linspace_recorded(start, stop, num, endpoint, retstep, dtype, axis):
     if num < 0:
         raise ValueError("fastgrad.linspace: num must be non-negative, got %d" % num)
+    # A Python number is weak (NEP 50): a float32 start with stop=1.0 stays float32.
+    kind = _np.result_type(*[unwrap(v) if isinstance(v, ndarray) else v
+                             for v in (start, stop)], 1.0)
     start = start if isinstance(start, ndarray) else _wrap(_np.asarray(start))
     stop = stop if isinstance(stop, ndarray) else _wrap(_np.asarray(stop))
-    kind = _np.result_type(unwrap(start), unwrap(stop), 1.0)
     start, stop = start.astype(kind), stop.astype(kind)
     shape = _np.broadcast_shapes(start.shape, stop.shape)
     div = num - 1 if endpoint else num

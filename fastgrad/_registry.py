@@ -99,6 +99,13 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
     args += ["result"] if uses.result else []
     args += list(pnames)
     fname = "%s_%sbackward" % (op.name, kind)
+    # Note [Weak scalars]: a Python number saved as an input takes the gradient's precision.
+    weak = ""
+    for n in saved:
+        numeric = op.ufunc is not None or diff[names.index(n)] == int(Derivative.HAS_RULE)
+        kinds = "float, complex" + (", int" if numeric else "")
+        weak += "    if type(%s) in (%s):\n        %s = weak_scalar(%s, g)\n" % (
+            n, kinds, n, n)
     if variadic:
         body = "    return tuple(%s)\n" % exprs[names[0]]
     elif len(names) == 1:
@@ -109,7 +116,7 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
             items.append("(%s) if needs & %d else None" % (exprs[name], 1 << i)
                          if name in exprs else "None")
         body = "    return (%s,)\n" % ", ".join(items)
-    source = "def %s(%s):\n%s" % (fname, ", ".join(args), body)
+    source = "def %s(%s):\n%s%s" % (fname, ", ".join(args), weak, body)
     filename = "<fastgrad %sderivative of %s>" % (kind, op.name)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")

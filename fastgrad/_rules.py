@@ -39,9 +39,13 @@ class _Ops:
         kernel = prim.forward
 
         def call(*args):
+            filled = False
             for a in args:
                 if isinstance(a, ndarray):
                     return prim(*args)
+                filled = filled or type(a) is Filled
+            if filled:      # a kernel takes NumPy values (Note [Filled gradients])
+                args = tuple(a.view() if type(a) is Filled else a for a in args)
             return kernel(*args)
         call.__name__ = call.__qualname__ = name
         setattr(self, name, call)
@@ -52,6 +56,27 @@ ops = _Ops()
 
 LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
+
+
+def real_float(a):
+    """The real floating dtype of ``a`` (float32 for float32 and complex64), float64 when
+    ``a`` is not a floating array. Constants a rule makes (identities, counts) take it: a
+    float64 constant would widen a float32 gradient (Note [Weak scalars] in _bindings.py)."""
+    dt = getattr(a, "dtype", None)
+    if dt is None or dt.kind not in "fc":
+        return np.float64
+    return np.finfo(dt).dtype
+
+
+def eye_like(n, a):
+    """The ``n x n`` identity in the real precision of ``a`` (``real_float``)."""
+    return np.eye(n, dtype=real_float(a))
+
+
+def count_true(mask, axis, like):
+    """The number of true elements of ``mask`` along ``axis`` (kept), in the real precision
+    of ``like`` (an integer count would widen a float32 quotient to float64)."""
+    return np.sum(mask, axis=axis, keepdims=True).astype(real_float(like))
 
 
 def cj(a):
@@ -107,7 +132,7 @@ def minmax_backward(g, x, result, axis, keepdims):
     """Gradient of ``max``/``min``: shared equally among the elements that attain it."""
     shape = np.shape(x)
     hit = x == unreduce(result, shape, axis, keepdims)
-    count = np.sum(hit, axis=axis, keepdims=True)
+    count = count_true(hit, axis, x)
     return unreduce(g, shape, axis, keepdims) * hit / count
 
 
@@ -281,7 +306,7 @@ def std_backward(g, x, result, axis, keepdims, ddof):
 
 def nanmean_backward(g, x, axis, keepdims):
     missing = np.isnan(x)
-    count = np.sum(np.logical_not(missing), axis=axis, keepdims=True)
+    count = count_true(np.logical_not(missing), axis, x)
     return np.where(missing, 0, unreduce(g, np.shape(x), axis, keepdims) / count)
 
 
@@ -348,12 +373,12 @@ def norm_backward(g, x, result, ord, axis, keepdims):
         best = np.max(sums, axis=other, keepdims=True) if ord > 0 else \
             np.min(sums, axis=other, keepdims=True)
         hit = sums == best
-        return gu * sign_of(x) * hit / np.sum(hit, axis=other, keepdims=True)
+        return gu * sign_of(x) * hit / count_true(hit, other, x)
     if ord is None or ord == 2 or ord == "fro":
         return gu * x / nonzero_or_one(ru)       # 0 at the zero vector, as PyTorch
     if ord == np.inf or ord == -np.inf:
         hit = np.abs(x) == ru
-        return gu * sign_of(x) * hit / np.sum(hit, axis=axes, keepdims=True)
+        return gu * sign_of(x) * hit / count_true(hit, axes, x)
     if ord == 1:
         return gu * sign_of(x)
     if ord == 0:
@@ -676,8 +701,8 @@ def pinv_backward(g, x, result):
     its rank): ``-P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)``."""
     ph, gh = mH(result), mH(g)
     m, n = np.shape(x)[-2], np.shape(x)[-1]
-    left = np.eye(m) - np.matmul(x, result)
-    right = np.eye(n) - np.matmul(result, x)
+    left = eye_like(m, result) - np.matmul(x, result)
+    right = eye_like(n, result) - np.matmul(result, x)
     return (-np.matmul(ph, np.matmul(g, ph)) + np.matmul(left, np.matmul(gh, np.matmul(result, ph)))
             + np.matmul(np.matmul(ph, result), np.matmul(gh, right)))
 
@@ -738,7 +763,7 @@ def cholesky_backward(g, result):
     halved (PyTorch's ``cholesky_backward``)."""
     n = np.shape(result)[-1]
     m = np.matmul(mH(result), g)
-    phi = np.tril(m) - 0.5 * m * np.eye(n)
+    phi = np.tril(m) - 0.5 * m * eye_like(n, m)
     linv = np.linalg.inv(result)
     return hermitize(np.matmul(mH(linv), np.matmul(phi, linv)))
 
@@ -818,7 +843,7 @@ def eigh_backward(g, result):
     gw, gv = g
     w, v = result
     n = np.shape(w)[-1]
-    inner = np.expand_dims(gw, -1) * np.eye(n) if not absent(gw) else None
+    inner = np.expand_dims(gw, -1) * eye_like(n, w) if not absent(gw) else None
     if not absent(gv):
         skip = np.eye(n, dtype=bool) | refuse_repeated("eigh", repeated_pairs(w), gv)
         gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
@@ -847,7 +872,7 @@ def qr_backward(g, result):
     q, r = result
     m = np.matmul(r, mH(gr)) - np.matmul(mH(gq), q)
     low = np.tril(m, -1)
-    copyltu = low + mH(low) + real_part(m) * np.eye(np.shape(m)[-1])
+    copyltu = low + mH(low) + real_part(m) * eye_like(np.shape(m)[-1], m)
     b = gq + np.matmul(q, copyltu)
     return mH(np.linalg.solve(r, mH(b)))
 
@@ -891,7 +916,7 @@ def svd_backward(g, result):
     sv = np.matmul(mH(v), gv)
     srow = np.expand_dims(s, -2)
     scol = np.expand_dims(s, -1)
-    core = (f * (su - mH(su))) * srow + np.expand_dims(gs, -1) * np.eye(k) \
+    core = (f * (su - mH(su))) * srow + np.expand_dims(gs, -1) * eye_like(k, s) \
         + scol * (f * (sv - mH(sv)))
     if su.dtype.kind == "c":
         du = np.imag(np.diagonal(_numeric(su), 0, -2, -1))

@@ -48,7 +48,10 @@ def _same_float(out, *inputs):
     out = np.asarray(out)
     if out.dtype.kind == "c":
         return out
-    floats = [np.asarray(a).dtype for a in inputs if np.asarray(a).dtype.kind == "f"]
+    # Python numbers are weak (NEP 50, Note [Weak scalars] in _bindings.py): they do not
+    # widen a float32 array's result.
+    arrays = [a for a in inputs if type(a) not in (float, int, bool)]
+    floats = [np.asarray(a).dtype for a in arrays if np.asarray(a).dtype.kind == "f"]
     dtype = np.result_type(*floats) if floats else np.float64
     return out.astype(dtype, copy=False)
 
@@ -156,7 +159,7 @@ def expm_backward_block(g, a):
 
 
 HELPERS = {"ndim_flip": ndim_flip, "triangle": triangle, "outer_last": outer_last,
-           "expm_backward_block": expm_backward_block, "SQRT_2PI": np.sqrt(2 * np.pi)}
+           "expm_backward_block": expm_backward_block, "SQRT_2PI": float(np.sqrt(2 * np.pi))}
 
 
 def entries(Op, NONDIFF):

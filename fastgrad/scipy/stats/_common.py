@@ -8,8 +8,13 @@ from fastgrad import _functions as F
 from fastgrad._array import ndarray, unwrap, _wrap
 
 
-def as_array(x):
-    """A fastgrad array for ``x`` (numbers and integer arrays become float64)."""
+def as_array(x, like=None):
+    """A fastgrad array for ``x`` (numbers and integer arrays become float64). A Python number
+    takes the floating dtype of the array ``like`` when given: it is weak, as in NumPy 2, and
+    does not widen a float32 computation (Note [Weak scalars] in ``_bindings.py``)."""
+    if type(x) in (int, float) and like is not None \
+            and _onp.dtype(getattr(like, "dtype", _onp.float64)).kind == "f":
+        return _wrap(_onp.asarray(x, dtype=like.dtype))
     if isinstance(x, ndarray):
         return x if x.dtype.kind in "fc" else F.astype(x, _onp.float64)
     data = _onp.asarray(x)

@@ -12,7 +12,7 @@ from fastgrad.scipy.stats._common import as_array, standardize, inside, log_or_n
 def logpdf(x, a, b, loc=0.0, scale=1.0):
     """The log of the probability density (``-inf`` outside ``[loc, loc + scale]``)."""
     z, log_scale = standardize(x, loc, scale)
-    a, b = as_array(a), as_array(b)
+    a, b = as_array(a, like=z), as_array(b, like=z)
     mask, zs = inside(z, 0.0, 1.0)
     value = (special.xlogy(a - 1, zs) + special.xlog1py(b - 1, -zs) - special.betaln(a, b)
              - log_scale)

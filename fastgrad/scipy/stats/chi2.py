@@ -6,7 +6,9 @@ from fastgrad.scipy.stats._common import as_array
 
 
 def _args(df, scale):
-    return as_array(df) / 2, as_array(scale) * 2
+    # Python numbers stay numbers (weak: a float32 x keeps its dtype)
+    return (df / 2 if type(df) in (int, float) else as_array(df) / 2,
+            scale * 2 if type(scale) in (int, float) else as_array(scale) * 2)
 
 
 def logpdf(x, df, loc=0.0, scale=1.0):

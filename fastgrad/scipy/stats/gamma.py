@@ -12,7 +12,7 @@ from fastgrad.scipy.stats._common import as_array, standardize, inside, log_or_n
 def logpdf(x, a, loc=0.0, scale=1.0):
     """The log of the probability density (``-inf`` for ``x < loc``)."""
     z, log_scale = standardize(x, loc, scale)
-    a = as_array(a)
+    a = as_array(a, like=z)
     mask, zs = inside(z, 0.0)
     value = special.xlogy(a - 1, zs) - zs - special.gammaln(a) - log_scale
     return F.where(mask, value, -_onp.inf)

@@ -14,7 +14,7 @@ from fastgrad.scipy.stats._common import as_array, standardize, log_or_neg_inf
 def logpdf(x, df, loc=0.0, scale=1.0):
     """The log of the probability density."""
     z, log_scale = standardize(x, loc, scale)
-    df = as_array(df)
+    df = as_array(df, like=z)
     return (special.gammaln((df + 1) / 2) - special.gammaln(df / 2)
             - 0.5 * F.log(df * _onp.pi) - log_scale - (df + 1) / 2 * F.log1p(z * z / df))
 
