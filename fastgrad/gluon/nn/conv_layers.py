@@ -383,46 +383,52 @@ class AvgPool3D(_Pooling):
 class _GlobalPooling(_Pooling):
     """Pooling over the whole of every spatial axis (output length 1 on each)."""
 
-    _dims = None
-    _pool_type = None
-    _layouts = ()
-
-    def __init__(self, layout=None, **kwargs):
-        layout = layout or self._layouts[0]
-        assert layout in self._layouts, "Only %s and %s layouts are valid for %dD Pooling" \
-            % (self._layouts + (self._dims,))
-        super().__init__((1,) * self._dims, None, 0, True, True, self._pool_type, layout,
-                         **kwargs)
+    def __init__(self, dims, pool_type, layout, layouts, **kwargs):
+        assert layout in layouts, "Only %s and %s layouts are valid for %dD Pooling" \
+            % (layouts + (dims,))
+        super().__init__((1,) * dims, None, 0, True, True, pool_type, layout, **kwargs)
 
 
 class GlobalMaxPool1D(_GlobalPooling):
     """Maximum over the whole width of ``(N, C, W)`` data: ``(N, C, 1)``."""
-    _dims, _pool_type, _layouts = 1, "max", ("NCW", "NWC")
+
+    def __init__(self, layout="NCW", **kwargs):
+        super().__init__(1, "max", layout, ("NCW", "NWC"), **kwargs)
 
 
 class GlobalMaxPool2D(_GlobalPooling):
     """Maximum over each whole image of ``(N, C, H, W)`` data: ``(N, C, 1, 1)``."""
-    _dims, _pool_type, _layouts = 2, "max", ("NCHW", "NHWC")
+
+    def __init__(self, layout="NCHW", **kwargs):
+        super().__init__(2, "max", layout, ("NCHW", "NHWC"), **kwargs)
 
 
 class GlobalMaxPool3D(_GlobalPooling):
     """Maximum over each whole volume of ``(N, C, D, H, W)`` data."""
-    _dims, _pool_type, _layouts = 3, "max", ("NCDHW", "NDHWC")
+
+    def __init__(self, layout="NCDHW", **kwargs):
+        super().__init__(3, "max", layout, ("NCDHW", "NDHWC"), **kwargs)
 
 
 class GlobalAvgPool1D(_GlobalPooling):
     """Mean over the whole width of ``(N, C, W)`` data: ``(N, C, 1)``."""
-    _dims, _pool_type, _layouts = 1, "avg", ("NCW", "NWC")
+
+    def __init__(self, layout="NCW", **kwargs):
+        super().__init__(1, "avg", layout, ("NCW", "NWC"), **kwargs)
 
 
 class GlobalAvgPool2D(_GlobalPooling):
     """Mean over each whole image of ``(N, C, H, W)`` data: ``(N, C, 1, 1)``."""
-    _dims, _pool_type, _layouts = 2, "avg", ("NCHW", "NHWC")
+
+    def __init__(self, layout="NCHW", **kwargs):
+        super().__init__(2, "avg", layout, ("NCHW", "NHWC"), **kwargs)
 
 
 class GlobalAvgPool3D(_GlobalPooling):
     """Mean over each whole volume of ``(N, C, D, H, W)`` data."""
-    _dims, _pool_type, _layouts = 3, "avg", ("NCDHW", "NDHWC")
+
+    def __init__(self, layout="NCDHW", **kwargs):
+        super().__init__(3, "avg", layout, ("NCDHW", "NDHWC"), **kwargs)
 
 
 class ReflectionPad2D(HybridBlock):
