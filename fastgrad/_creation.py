@@ -84,6 +84,15 @@ def array(object, dtype=None, ctx=None, copy=True, device=None):
                         % (dt, exc)) from None
 
 
+def genfromtxt(*args, ctx=None, device=None, **kwargs):
+    """NumPy's ``genfromtxt`` read into a fastgrad array of the dtype NumPy chose (MXNet's
+    ``mx.np.genfromtxt``: its result keeps NumPy's dtype, float64 unless ``dtype=`` says
+    otherwise; ``ctx`` is accepted)."""
+    _check_device(ctx or device)
+    values = _np.genfromtxt(*args, **kwargs)
+    return _wrap(_np.array(values, dtype=values.dtype, copy=True))
+
+
 def _as_recorded(out):
     return out if isinstance(out, ndarray) else _wrap(out)
 

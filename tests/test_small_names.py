@@ -166,3 +166,15 @@ def test_samplers_fill_out_in_place(sample, make):
     assert out.dtype == onp.float64 and (out.asnumpy() != 0).all()
     with pytest.raises(ValueError, match="out has shape"):
         mx.np.random.uniform(0, 1, (2, 2), out=out)
+
+
+def test_np_genfromtxt(tmp_path):
+    # D2L's get_data_ch11 reads its data with mx.np.genfromtxt(path, dtype=np.float32,
+    # delimiter='\t'); MXNet 1.9.1 wraps NumPy's genfromtxt and keeps NumPy's dtype.
+    path = tmp_path / "rows.dat"
+    path.write_text("1\t2.5\n-3\t4\n")
+    a = mx.np.genfromtxt(str(path), dtype=mx.np.float32, delimiter="\t")
+    assert isinstance(a, mx.np.ndarray) and a.dtype == onp.float32
+    assert a.asnumpy().tolist() == [[1.0, 2.5], [-3.0, 4.0]]
+    b = mx.np.genfromtxt(str(path), delimiter="\t", ctx=mx.cpu())
+    assert b.dtype == onp.float64 and b.shape == (2, 2)

@@ -9,6 +9,7 @@ from fastgrad import _functions
 from fastgrad._functions import *  # noqa: F401,F403
 from fastgrad import _numpy_more
 from fastgrad._numpy_more import *  # noqa: F401,F403
+from fastgrad._creation import genfromtxt  # noqa: F401  (mx.np.genfromtxt)
 from fastgrad.numpy import random  # noqa: F401
 from fastgrad.numpy import linalg  # noqa: F401
 from fastgrad.numpy import fft  # noqa: F401
@@ -29,7 +30,7 @@ finfo, iinfo = _onp.finfo, _onp.iinfo
 
 __all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"]
 __all__ += _functions.__all__
-__all__ += ["fft"]
+__all__ += ["fft", "genfromtxt"]
 __all__ += _numpy_more.__all__
 r_ = _numpy_more.INDEX_BUILDERS["r_"]
 c_ = _numpy_more.INDEX_BUILDERS["c_"]
