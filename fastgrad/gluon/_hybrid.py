@@ -189,18 +189,13 @@ class _TraceScope:
         if hit is not None:
             return hit[0]
         name = self.names.get(id(param)) or getattr(param, "name", "param")
-        if name == getattr(param, "name", None) and name not in self.used and \
-                hasattr(param, "var"):
-            v = param.var()           # with MXNet's attributes (__shape__, __lr_mult__...)
-            self.used.add(name)
-            self.vars[id(param)] = (v, param)
-            self.by_name[name] = param
-            return v
         base, k = name, 1
         while name in self.used:
             name = "%s_%d" % (base, k)
             k += 1
         self.used.add(name)
+        # As Parameter.var(), but from the Parameter's current shape and dtype (its cached
+        # var() may predate a cast or the end of deferred initialisation).
         attrs = {}
         shape = getattr(param, "shape", None)
         if shape is not None and all(int(d) > 0 for d in shape):
@@ -208,6 +203,12 @@ class _TraceScope:
         dtype = getattr(param, "dtype", None)
         if dtype is not None:
             attrs["dtype"] = np.dtype(dtype)
+        for key in ("lr_mult", "wd_mult"):
+            if getattr(param, key, None) is not None:
+                attrs[key] = getattr(param, key)
+        init = getattr(param, "init", None)
+        if init is not None:
+            attrs["init"] = init
         v = _sym.var(name, **attrs)
         self.vars[id(param)] = (v, param)
         self.by_name[name] = param
@@ -595,7 +596,10 @@ class CachedGraph:
                 self.graphs.clear()
                 return self(args, imperative)
         if not self.params_ready():
-            return imperative()             # finishes deferred initialisation
+            out = imperative()              # finishes deferred initialisation
+            if self.params_ready():
+                self._graph(key, flat, fmt, args)   # traced now: export works after one call
+            return out
         traced = self._graph(key, flat, fmt, args)
         if traced is None:
             return imperative()

@@ -29,7 +29,8 @@ import json
 import numpy as np
 
 from fastgrad import symbol as _sym
-from fastgrad.symbol._graph import Symbol
+from fastgrad.symbol._graph import Symbol, topo_nodes
+from fastgrad.symbol._ops import VARIABLE
 from fastgrad.gluon import _hybrid
 from fastgrad.gluon.block import HybridBlock
 from fastgrad.gluon.parameter import ParameterDict
@@ -99,13 +100,19 @@ class SymbolBlock(HybridBlock):
         self._symbol = outputs
         n_out = len(outputs.list_outputs())
         self._sym_out_fmt = (list, (0,) * n_out) if n_out > 1 else 0
-        for n in arguments:
+        arg_types, aux_types = _param_types(flat, outputs)
+        for n, t in zip(arguments, arg_types):
             if n not in names:
-                self.params.get(n, allow_deferred_init=True)
-        for n in aux:
+                self.params.get(n, allow_deferred_init=True, dtype=t)
+        for n, t in zip(aux, aux_types):
             if n not in names:
-                self.params.get(n, grad_req="null", allow_deferred_init=True)
+                self.params.get(n, grad_req="null", allow_deferred_init=True, dtype=t)
         self._cached_graph = (flat, outputs)
+
+    def __repr__(self):
+        return "%s(\n%s : %d -> %d\n)" % (type(self).__name__, self._symbol,
+                                          len(self._input_names),
+                                          len(self._symbol.list_outputs()))
 
     def _params_by_name(self):
         return dict(self.params.items())
@@ -217,6 +224,49 @@ class SymbolBlock(HybridBlock):
         if param_file is not None:
             _load_params(block, param_file, ctx, allow_missing, ignore_extra)
         return block
+
+
+def _param_types(inputs, outputs):
+    """The dtypes of the Symbol's arguments and auxiliary states, inferred from the inputs'
+    declared dtypes; float32 for all when an input declares none (as MXNet's
+    ``_infer_param_types``)."""
+    declared = {}
+    for s in inputs:
+        dtype = s._entries[0][0].attrs.get("dtype")
+        if dtype is None:
+            declared = None
+            break
+        declared[s.name] = dtype
+    n_args = len(outputs.list_arguments())
+    n_aux = len(outputs.list_auxiliary_states())
+    if declared and _conflicts(outputs, declared):
+        declared = None             # MXNet's inference fails: everything float32
+    if declared is not None:
+        try:
+            arg_types, _, aux_types = outputs.infer_type(**declared)
+        except (ValueError, TypeError, NotImplementedError):
+            arg_types = aux_types = None
+        # (``t is None``: a NumPy dtype compares equal to None, the default float64)
+        if arg_types is not None and aux_types is not None and \
+                not any(t is None for t in list(arg_types) + list(aux_types)):
+            return list(arg_types), list(aux_types)
+    return [np.float32] * n_args, [np.float32] * n_aux
+
+
+def _conflicts(outputs, declared):
+    """Whether a Parameter variable declares a floating dtype other than the inputs' (MXNet's
+    type inference then fails, and ``_infer_param_types`` falls back to float32)."""
+    wanted = {np.dtype(t) for t in declared.values() if np.dtype(t).kind == "f"}
+    if len(wanted) != 1:
+        return False
+    wanted, = wanted
+    for node in topo_nodes(outputs._entries):
+        if node.op != VARIABLE or node.name in declared:
+            continue
+        dtype = node.attrs.get("dtype")
+        if dtype is not None and np.dtype(dtype).kind == "f" and np.dtype(dtype) != wanted:
+            return True
+    return False
 
 
 def _load_symbol(path):

@@ -568,3 +568,39 @@ def test_signatures_are_bounded(monkeypatch):
     for n in (1, 2, 1, 3):
         assert np.array_equal(net(mx.nd.ones((n,))).asnumpy(), np.full(n, 2.0))
     assert [k[2][0] for k in net._cached_op.graphs] == [(1,), (3,)]
+
+
+def test_export_after_one_deferred_call_and_float64(tmp_path):
+    class Lazy(HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.weight = self.params.get("weight", shape=(2, 0),
+                                              allow_deferred_init=True)
+                self.bias = self.params.get("bias", shape=(2,))
+
+        def infer_shape(self, x):
+            self.weight.shape = (2, x.shape[1])
+
+        def hybrid_forward(self, F, x, weight, bias):
+            return F.FullyConnected(x, weight, bias, num_hidden=2)
+
+    net = Lazy(prefix="lazy_")
+    net.initialize()
+    net.cast("float64")
+    net.hybridize()
+    x = mx.nd.ones((3, 4), dtype="float64")
+    y = net(x)                          # imperative (deferred shapes), traced as well
+    path = str(tmp_path / "lazy")
+    net.export(path)
+    # the variables carry the Parameters' current shape and dtype (after cast and deferral)
+    data = mx.sym.var("data", dtype="float64")
+    block = SymbolBlock(mx.sym.load(path + "-symbol.json"), data)
+    assert block.params["lazy_weight"].dtype == np.float64
+    block.collect_params().load(path + "-0000.params")
+    assert np.array_equal(block(x).asnumpy(), y.asnumpy())
+    assert repr(block).splitlines() == ["SymbolBlock(", "<Symbol lazy_fullyconnected0_output> "
+                                        ": 1 -> 1", ")"]
+    # without a declared input dtype the Parameters are float32, as in MXNet
+    assert SymbolBlock.imports(path + "-symbol.json", "data").params["lazy_bias"].dtype \
+        == np.float32
