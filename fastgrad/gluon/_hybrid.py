@@ -664,7 +664,10 @@ class CachedGraph:
         if not recording:
             wants = (False,) * len(sources)
         pool = traced.pools.setdefault(wants, [])
-        ex = pool.pop() if pool else self._bind(traced, wants, arg_arrays, aux_arrays)
+        try:
+            ex = pool.pop()
+        except IndexError:          # every executor of this signature is held by a tape node
+            ex = self._bind(traced, wants, arg_arrays, aux_arrays)
         try:
             self._load(ex, traced, arg_arrays, aux_arrays)
             ex.forward(is_train=training)
