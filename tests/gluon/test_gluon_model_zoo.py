@@ -36,37 +36,46 @@ def test_model_equals_mxnet(name):
     want = MX[name]
     assert _without_prefix(names, net.prefix) == _without_prefix(want["params"],
                                                                   want["prefix"])
+    assert repr(net) == want["repr"]
     if want["output"] is not None:
         expected = onp.array(want["output"])
         onp.testing.assert_allclose(y, expected, rtol=1e-4,
                                     atol=1e-5 * max(1.0, onp.abs(expected).max()))
 
 
+def test_every_model_has_mxnets_parameters():
+    """All 34 models of MXNet's get_model: their parameters' names and shapes (a digest)."""
+    assert sorted(MX["digests"]) == sorted(cases.ALL_NAMES)
+    got = {name: cases.digest(vision.get_model(name)) for name in cases.ALL_NAMES}
+    assert got == MX["digests"]
+
+
 @pytest.mark.parametrize("file_name", ["model_zoo_mobilenet.params",
                                        "model_zoo_mobilenet_prefixed.params"])
 def test_mxnet_parameter_files_load(file_name):
-    kwargs, shape = cases.MODELS[cases.SAVED]
-    net = vision.get_model(cases.SAVED, **kwargs)
+    shape = cases.MODELS[cases.SAVED][1]
+    net = cases.build(vision, cases.SAVED)
     net.load_parameters(os.path.join(FIXTURES, file_name))
+    assert net.features[0].weight.shape == (4, 3, 3, 3)
     y = net(mx.nd.array(cases.input_array(cases.SAVED, shape))).asnumpy()
     onp.testing.assert_allclose(y, onp.array(MX[cases.SAVED]["output"]), rtol=1e-4,
                                 atol=1e-6)
 
 
 def test_pretrained_reads_the_file_from_root(tmp_path):
-    kwargs, shape = cases.MODELS[cases.SAVED]
+    name = "mobilenet0.25"
+    kwargs, shape = cases.MODELS[name]
     with pytest.raises(FileNotFoundError, match=r"mobilenet0\.25 are not in .*: fastgrad does "
                                                 r"not download; put mobilenet0\.25-9f83e440"
                                                 r"\.params there"):
-        vision.get_model(cases.SAVED, pretrained=True, root=str(tmp_path), **kwargs)
-    shutil.copy(os.path.join(FIXTURES, "model_zoo_mobilenet.params"),
-                tmp_path / "mobilenet0.25-mine.params")
-    net = vision.get_model(cases.SAVED, pretrained=True, root=str(tmp_path), **kwargs)
-    y = net(mx.nd.array(cases.input_array(cases.SAVED, shape))).asnumpy()
-    onp.testing.assert_allclose(y, onp.array(MX[cases.SAVED]["output"]), rtol=1e-4,
-                                atol=1e-6)
+        vision.get_model(name, pretrained=True, root=str(tmp_path), **kwargs)
+    _, _, trained = cases.run(mx, vision, name)
+    trained.save_parameters(str(tmp_path / "mobilenet0.25-mine.params"))
+    net = vision.get_model(name, pretrained=True, root=str(tmp_path), **kwargs)
+    y = net(mx.nd.array(cases.input_array(name, shape))).asnumpy()
+    onp.testing.assert_allclose(y, onp.array(MX[name]["output"]), rtol=1e-4, atol=1e-6)
     # A file under MXNet's own name must be MXNet's published one.
-    shutil.copy(os.path.join(FIXTURES, "model_zoo_mobilenet.params"),
+    shutil.copy(tmp_path / "mobilenet0.25-mine.params",
                 tmp_path / "mobilenet0.25-9f83e440.params")
     with pytest.raises(ValueError, match="does not hold MXNet's published parameters"):
         vision.mobilenet0_25(pretrained=True, root=str(tmp_path), **kwargs)
