@@ -196,6 +196,33 @@ def grouped(name, op, data, weight, bias, num_group, without_bias, **kwargs):
     return _add_bias(F.concatenate(parts, axis=1), bias, without_bias)
 
 
+def grouped_conv2d(data, weight, bias, stride, pad, dilate, no_bias):
+    """2-D convolution in groups as one gather and one batched product.
+
+    Note [Grouped convolution]: ``im2col``'s columns have the channels outermost,
+    ``(C * KH * KW, N * OH * OW)``, so the rows of group ``i`` are a contiguous block: the
+    columns reshaped to ``(G, C/G * KH * KW, N * OH * OW)`` and the weight to
+    ``(G, F/G, C/G * KH * KW)`` multiply as one batched ``matmul`` into ``(G, F/G, N * OH *
+    OW)``, which is the output's ``(F, N, OH, OW)``. A depthwise convolution (``G = C``, as in
+    MobileNet) is then one gather and one product rather than ``C`` convolutions; both ops
+    are table ops, so this stays differentiable to any order.
+    """
+    dshape, wshape = _shape(data), _shape(weight)
+    n, c = dshape[0], dshape[1]
+    f, kernel = wshape[0], tuple(wshape[2:])
+    g = c // wshape[1]
+    oh = (dshape[2] + 2 * pad[0] - dilate[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    ow = (dshape[3] + 2 * pad[1] - dilate[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    if oh <= 0 or ow <= 0:
+        raise ValueError("npx.convolution: the kernel %s (dilated %s, padded %s) is larger "
+                         "than the data's %s" % (kernel, dilate, pad, dshape[2:]))
+    cols = _P["im2col"](data, kernel, tuple(stride), tuple(pad), tuple(dilate), False)
+    cols = F.reshape(cols, (g, -1, n * oh * ow))
+    out = F.matmul(F.reshape(weight, (g, f // g, -1)), cols)
+    out = F.transpose(F.reshape(out, (f, n, oh, ow)), (1, 0, 2, 3))
+    return _add_bias(out, bias, no_bias)
+
+
 def _deconv3d(data, weight, stride, pad, dilate, size):
     """3-D transposed convolution (Note [Convolution in other dimensions]): input plane ``i``
     with kernel plane ``k`` lands on output plane ``i * stride + k * dilate - pad``, the

@@ -262,6 +262,17 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
         if num_filter is not None and int(num_filter) != wshape[0]:
             raise ValueError("npx.convolution: num_filter=%d but the weight has %d filters"
                              % (num_filter, wshape[0]))
+        g = int(num_group)
+        if len(dshape) == 4 and len(wshape) == 4 and g > 0 and dshape[1] % g == 0 \
+                and wshape[0] % g == 0 and wshape[1] * g == dshape[1]:
+            kernel = _pair("convolution", kernel, tuple(wshape[2:]))
+            if kernel != tuple(wshape[2:]):
+                raise ValueError("npx.convolution: kernel=%s does not match the weight's "
+                                 "shape %s" % (kernel, wshape))
+            # Note [Grouped convolution] in _npx_more.py
+            return _more.grouped_conv2d(data, weight, bias, _pair("convolution", stride, (1, 1)),
+                                        _pair("convolution", pad, (0, 0)),
+                                        _pair("convolution", dilate, (1, 1)), no_bias)
         return _more.grouped("convolution", convolution, data, weight, bias, num_group, no_bias,
                              kernel=kernel, stride=stride, dilate=dilate, pad=pad, no_bias=True)
     if len(dshape) in (3, 5):   # 1-D and 3-D (Note [Convolution in other dimensions])
