@@ -26,6 +26,7 @@ import numpy as np
 
 from fastgrad import ndarray as nd
 from fastgrad import optimizer as opt
+from fastgrad._array import ndarray, unwrap
 from fastgrad.context import Context, cpu
 from fastgrad.initializer import InitDesc, Uniform
 from fastgrad.io import DataDesc
@@ -599,7 +600,9 @@ class Module(BaseModule):
                 raise ValueError("Module.forward: %s %r of the batch has shape %s but the "
                                  "module is bound with %s" % (what, name, tuple(value.shape),
                                                               tuple(target.shape)))
-            target[:] = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
+            # one copy into the bound array (as NDArray.copyto), cast to its dtype
+            np.copyto(unwrap(target), unwrap(value) if isinstance(value, ndarray)
+                      else np.asarray(value), casting="unsafe")
 
     def forward(self, data_batch, is_train=None):
         """Run the symbol on ``data_batch`` (a ``DataBatch``); ``is_train`` defaults to
