@@ -245,8 +245,8 @@ def deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None
                   adj=None, target_shape=None, num_filter=None, num_group=1, workspace=None,
                   no_bias=None, cudnn_tune=None, cudnn_off=False, layout=None):
     """Transposed convolution of NCW, NCHW or NCDHW ``data`` with (C, F / num_group, K...)
-    ``weight`` (``npx.deconvolution``): the gradient of a convolution with respect to its input, so it is
-    differentiable to any order. The output length is
+    ``weight`` (``npx.deconvolution``): the gradient of a convolution with respect to its
+    input, so it is differentiable to any order. The output length is
     ``(in - 1) * stride - 2 * pad + dilate * (kernel - 1) + 1 + adj``. With both ``stride``
     and ``dilate`` above 1, MXNet 1.9's own deconvolution is not the transpose of its
     convolution (its convolution's input gradient is); fastgrad's is the transpose.

@@ -510,8 +510,8 @@ class GroupNorm(HybridBlock):
     def hybrid_forward(self, F, data, gamma, beta):
         if not _is_symbol(data) and (len(data.shape) < 2
                                      or data.shape[1] % self._num_groups):
-            raise MXNetValueError("GroupNorm '%s': an input of shape %s does not split its channels "
-                             "(axis 1) into num_groups=%d groups"
+            raise MXNetValueError("GroupNorm '%s': an input of shape %s does not split its "
+                                  "channels (axis 1) into num_groups=%d groups"
                              % (self.name, data.shape, self._num_groups))
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,
                            eps=self._epsilon)

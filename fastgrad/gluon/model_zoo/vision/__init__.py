@@ -1,7 +1,7 @@
 """Gluon's vision models (MXNet 1.9.1's ``gluon.model_zoo.vision``): ResNet V1/V2, VGG,
-AlexNet, DenseNet, SqueezeNet, Inception V3, MobileNet and MobileNetV2, built as MXNet builds them, so that
-MXNet's published parameter files load (``pretrained=True`` reads them from ``root``; see
-``model_store.get_model_file``).
+AlexNet, DenseNet, SqueezeNet, Inception V3, MobileNet and MobileNetV2, built as MXNet builds
+them, so that MXNet's published parameter files load (``pretrained=True`` reads them from
+``root``; see ``model_store.get_model_file``).
 
 Examples
 --------
