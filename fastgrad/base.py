@@ -11,8 +11,21 @@ those places an error class that is *also* an ``MXNetError``, so programs writte
 catch it.
 """
 
+import numpy as _np
+
 __all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError",
-           "NotImplementedForSymbol"]
+           "NotImplementedForSymbol", "py_str", "string_types", "numeric_types",
+           "integer_types"]
+
+# MXNet's small type helpers, which programs and MXNet's tests import from mxnet.base.
+string_types = (str,)
+numeric_types = (float, int, _np.generic)
+integer_types = (int, _np.int32, _np.int64)
+
+
+def py_str(x):
+    """``bytes`` from a C library decoded as UTF-8 into ``str`` (``mxnet.base.py_str``)."""
+    return x.decode("utf-8")
 
 
 class MXNetError(RuntimeError):

@@ -604,6 +604,23 @@ def seed(s):
 # Parameters then hold mx.np arrays rather than NDArrays, as in MXNet (Note [Parameter array
 # type] in fastgrad/gluon/parameter.py). fastgrad's arrays have NumPy semantics either way.
 _np_array_requested = [False]
+# Whether the program asked for NumPy shape semantics (set_np(shape=True), mx.set_np_shape,
+# mx.np_shape()): fastgrad's shapes are NumPy's either way; MXNet's mx.is_np_shape() reports
+# the request, and Gluon's unknown dimension is then -1 rather than 0.
+_np_shape_requested = [False]
+
+
+def _set_np_array(active):
+    """Set the NumPy-array request of :func:`is_np_array_requested`; return the previous one
+    (``mx.util.np_array`` scopes use it)."""
+    previous, _np_array_requested[0] = _np_array_requested[0], bool(active)
+    return previous
+
+
+def _set_np_shape(active):
+    """Set the NumPy-shape request (``mx.is_np_shape()``); return the previous one."""
+    previous, _np_shape_requested[0] = _np_shape_requested[0], bool(active)
+    return previous
 
 
 def set_np(shape=True, array=True, dtype=False):
@@ -611,8 +628,12 @@ def set_np(shape=True, array=True, dtype=False):
     type of new arrays (``np.array([1, 2])``, ``np.zeros``, ``np.random``), as in MXNet, and
     ``dtype=False`` restores float32. ``array=True`` also makes Gluon's Parameters hold
     ``mx.np`` arrays (as MXNet's ``set_np``), see :func:`is_np_array_requested`."""
+    if array and not shape:
+        raise ValueError("npx.set_np: NumPy Shape semantics is required in using NumPy "
+                         "array semantics (array=True needs shape=True)")
     _creation.set_default_float(_onp.float64 if dtype else _onp.float32)
     _np_array_requested[0] = bool(array)
+    _np_shape_requested[0] = bool(shape)
 
 
 def reset_np():
@@ -620,6 +641,7 @@ def reset_np():
     Parameters hold NDArrays."""
     _creation.set_default_float(_onp.float32)
     _np_array_requested[0] = False
+    _np_shape_requested[0] = False
 
 
 def is_np_array_requested():

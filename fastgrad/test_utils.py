@@ -54,6 +54,7 @@ from fastgrad import numpy_extension as npx
 from fastgrad.context import Context, cpu, current_context, check_device, num_gpus
 from fastgrad.symbol import Symbol
 from fastgrad.gluon import utils as gluon_utils
+from fastgrad.util import use_np, getenv, setenv  # noqa: F401 -- as MXNet's test_utils
 
 __all__ = [
     "default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
@@ -69,7 +70,7 @@ __all__ = [
     "download_model", "get_mnist", "get_mnist_pkl", "get_mnist_ubyte", "get_cifar10",
     "get_mnist_iterator", "get_zip_data", "get_bz2_data", "same_array", "discard_stderr",
     "DummyIter", "compare_ndarray_tuple", "compare_optimizer", "same_symbol_structure",
-    "environment", "collapse_sum_like", "is_cd_run", "is_aarch64_run", "has_tvm_ops",
+    "environment", "use_np", "getenv", "setenv", "collapse_sum_like", "is_cd_run", "is_aarch64_run", "has_tvm_ops",
     "is_op_runnable", "check_gluon_hybridize_consistency", "assign_each", "assign_each2",
     "create_2d_tensor", "create_vector", "get_identity_mat", "get_identity_mat_batch",
     "new_matrix_with_real_eigvals_2d", "new_matrix_with_real_eigvals_nd",

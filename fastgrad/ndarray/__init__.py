@@ -289,6 +289,18 @@ def waitall():
     """Accepted for MXNet compatibility (fastgrad computes eagerly)."""
 
 
+def reset_arrays(*data, num_arrays=None):
+    """Set every array of ``data`` to zero in place (``nd.reset_arrays``, which MXNet's
+    ``ParameterDict.zero_grad`` uses); ``num_arrays``, when given, must be ``len(data)``."""
+    if num_arrays is not None and num_arrays != len(data):
+        raise ValueError("nd.reset_arrays: num_arrays=%r but %d arrays were given"
+                         % (num_arrays, len(data)))
+    for array in data:
+        if not isinstance(array, _base):
+            raise TypeError("nd.reset_arrays: expected arrays, got %s" % type(array).__name__)
+        array[...] = 0
+
+
 # ---------------------------------------------------------------- more legacy operator names
 prod, cumsum, norm = F.prod, F.cumsum, _np_linalg.norm
 log1p, expm1, log2, log10, cbrt, rsqrt = F.log1p, F.expm1, F.log2, F.log10, F.cbrt, \
@@ -401,6 +413,11 @@ def SoftmaxOutput(data, label=None, grad_scale=1.0, **kwargs):
 
 # MXNet 1.x's names and arguments for the rest (reshape codes, split, concat, slice_axis, ...).
 from fastgrad.ndarray._mxnet_names import *  # noqa: E402,F401,F403
+
+# MXNet's mx.nd.np / mx.nd.npx (mxnet.ndarray.numpy, .numpy_extension): the NumPy-style
+# namespaces, which a hybrid_forward reaches as F.np / F.npx when F is mx.nd.
+from fastgrad import numpy as np  # noqa: E402
+npx = _npx
 
 
 def save(fname, data):

@@ -1,0 +1,104 @@
+"""Names MXNet 1.9.1's own Gluon tests reach for (found by running tests/python/unittest of
+MXNet 1.9.1 on fastgrad): ``mx.util`` and its NumPy-semantics switches, ``@use_np`` on Gluon
+blocks, ``F.np``/``F.npx`` in a ``hybrid_forward`` given ``mx.nd``, ``nd.reset_arrays``,
+``mxnet.base.py_str``."""
+
+import numpy as onp
+import pytest
+
+import fastgrad as mx
+from fastgrad import gluon, npx
+from fastgrad import test_utils
+
+
+@pytest.fixture(autouse=True)
+def _mxnet_defaults():
+    npx.reset_np()
+    yield
+    npx.reset_np()
+
+
+def test_np_shape_scope_reports_and_restores_even_on_error():
+    assert (mx.is_np_shape(), mx.util.is_np_shape()) == (False, False)
+    with mx.np_shape(True):
+        assert mx.is_np_shape()
+        with mx.np_shape(False):
+            assert not mx.is_np_shape()
+        assert mx.is_np_shape()
+    assert not mx.is_np_shape()
+    with pytest.raises(KeyError):
+        with mx.np_shape(True):
+            raise KeyError("inside")
+    assert not mx.is_np_shape()
+    assert mx.set_np_shape(True) is False
+    assert mx.set_np_shape(False) is True
+
+
+def test_set_np_requests_both_and_shape_cannot_be_withdrawn_alone():
+    npx.set_np()
+    assert (mx.is_np_shape(), mx.is_np_array()) == (True, True)
+    with pytest.raises(ValueError, match="Deactivating NumPy shape semantics"):
+        mx.set_np_shape(False)
+    with pytest.raises(ValueError, match="NumPy Shape semantics is required"):
+        npx.set_np(shape=False, array=True)
+    npx.reset_np()
+    assert (mx.is_np_shape(), mx.is_np_array()) == (False, False)
+
+
+class _Dot(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(2, 2))
+
+    def hybrid_forward(self, F, x, w):
+        return F.np.dot(x, w) + F.np.ones(()) + F.npx.relu(-x).sum()
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_use_np_block_holds_np_arrays_and_reaches_F_np(hybridize):
+    NpDot = mx.use_np(type("NpDot", (_Dot,), {}))
+    net = NpDot()
+    assert not mx.is_np_array()            # only the decorated class's methods are scoped
+    net.initialize(mx.init.Constant(0.5))
+    assert type(net.w.data()) is mx.np.ndarray
+    legacy = _Dot()
+    legacy.initialize()
+    assert type(legacy.w.data()) is mx.nd.NDArray
+    if hybridize:
+        net.hybridize()
+    x = mx.np.array([[1.0, -2.0]])
+    # [1, -2] @ 0.5 + 1 + relu([-1, 2]).sum() = [-0.5 + 1 + 2] * 2
+    onp.testing.assert_allclose(net(x).asnumpy(), [[2.5, 2.5]])
+    assert test_utils.use_np is mx.util.use_np is mx.use_np
+
+
+def test_use_np_function_scope():
+    @mx.util.use_np
+    def inside():
+        return mx.is_np_shape(), mx.is_np_array()
+    assert inside() == (True, True)
+    assert (mx.is_np_shape(), mx.is_np_array()) == (False, False)
+    with pytest.raises(TypeError, match="use_np_array can only decorate"):
+        mx.use_np_array(3)
+
+
+def test_reset_arrays_zeroes_in_place():
+    a = mx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    b = mx.np.array([5, 6], dtype="int32")
+    same_a = a
+    mx.nd.reset_arrays(a, b, num_arrays=2)
+    assert same_a is a
+    onp.testing.assert_array_equal(a.asnumpy(), onp.zeros((2, 2), "float32"))
+    onp.testing.assert_array_equal(b.asnumpy(), [0, 0])
+    assert b.dtype == onp.int32
+    with pytest.raises(ValueError, match="num_arrays=3"):
+        mx.nd.reset_arrays(a, num_arrays=3)
+
+
+def test_base_py_str_and_type_tuples():
+    assert mx.base.py_str("é".encode("utf-8")) == "é"
+    assert isinstance(onp.float32(1), mx.base.numeric_types)
+    assert isinstance(onp.int64(1), mx.base.integer_types)
+    assert not isinstance(1.5, mx.base.integer_types)
+    assert mx.util.getenv("FASTGRAD_SURELY_UNSET_VARIABLE") is None
