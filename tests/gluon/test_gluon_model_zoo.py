@@ -95,6 +95,33 @@ def test_get_model_names_and_errors():
     assert mx.gluon.model_zoo.vision is vision
 
 
+@pytest.mark.parametrize("name", [cases.SAVED, "mobilenetv2_0.25"])
+def test_input_gradient_equals_finite_differences(name):
+    """In float64 and predict mode: the backward pass through the whole model against a
+    central difference along random directions."""
+    net = cases.build(vision, name)
+    net.initialize()
+    net.cast("float64")
+    rng = onp.random.RandomState(0)
+    x = mx.nd.array(rng.randn(1, 3, 32, 32), dtype="float64")
+    head = mx.nd.array(rng.randn(1, 10), dtype="float64")
+    net(x)
+    for key, p in net._collect_params_with_prefix().items():
+        p.set_data(mx.nd.array(cases.param_value(key, p.shape), dtype="float64"))
+    x.attach_grad()
+    with autograd.record(train_mode=False):
+        loss = (net(x) * head).sum()
+    loss.backward()
+
+    def f(z):
+        return float((net(mx.nd.array(z, dtype="float64")) * head).sum().asscalar())
+
+    for _ in range(2):
+        v, eps = rng.randn(1, 3, 32, 32), 1e-5
+        numeric = (f(x.asnumpy() + eps * v) - f(x.asnumpy() - eps * v)) / (2 * eps)
+        onp.testing.assert_allclose((x.grad.asnumpy() * v).sum(), numeric, rtol=1e-7)
+
+
 def test_hybridized_resnet_equals_imperative_with_gradients():
     x = mx.nd.array(cases.input_array("resnet18_v1", (2, 3, 16, 16)))
     results = []
