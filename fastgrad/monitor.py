@@ -72,6 +72,11 @@ class Monitor:
         if exe not in self.exes:
             self.exes.append(exe)
 
+    def _replace(self, old, new):
+        """Watch ``new`` instead of ``old`` (a module reshaped its executor)."""
+        self.exes = [e for e in self.exes if e is not old]
+        self.install(new)
+
     def tic(self):
         """Start a batch: become active every ``interval`` batches."""
         if self.step % self.interval == 0:

@@ -484,6 +484,7 @@ class Module(BaseModule):
         new = {d.name: tuple(d.shape) for d in data_shapes + (label_shapes or [])
                if d.name in self._default_exec.arg_dict}
         current = {n: a.shape for n, a in self._exec.arg_dict.items() if n in new}
+        previous = self._exec
         if new != current:
             default = {n: a.shape for n, a in self._default_exec.arg_dict.items() if n in new}
             if new == default:
@@ -495,8 +496,9 @@ class Module(BaseModule):
                     raise ValueError("Module.reshape: the symbol bound with %s cannot take "
                                      "the shapes %s: %s" % (default, new, exc)) from exc
         self._data_shapes, self._label_shapes = data_shapes, label_shapes
-        for mon in self._monitors:
-            mon.install(self._exec)
+        if self._exec is not previous:
+            for mon in self._monitors:      # the monitor watches the executor now in use
+                mon._replace(previous, self._exec)
 
     # ------------------------------------------------------------ optimizer
     def init_optimizer(self, kvstore="local", optimizer="sgd",
