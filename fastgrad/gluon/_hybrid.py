@@ -35,14 +35,15 @@ bit, and with the same seed a hybridized dropout draws the same masks as an impe
 
 Cost. Nothing is copied in; the outputs are copied out once; a call costs about 10 us of
 Python besides the plan. The engine never owns what a custom node returns (Note [Gradient
-buffer ownership] in ``_engine.pyx``), so each Parameter's gradient is copied once more than
-imperatively (the replay writes it into the executor's buffer, the engine copies that into
-``.grad()``), over contiguous memory (Note [Gradient layout]). Measured with one BLAS thread
-(``benchmarks/gluon_hybridize.py``): the workload-2 MLP step (784-256-256-10, batch 128,
-Trainer) is about 4% slower hybridized, the whole difference being that copy; LeNet's step
-takes about 0.7 of the imperative time and small networks about half, where the plan saves
-the per-operation recording. An engine that let such a node hand its gradients over would
-remove the copy.
+buffer ownership] in ``_engine.pyx``), so it copies each Parameter's gradient into
+``.grad()``, as it copies the transposed weight gradients imperatively; a
+``FullyConnected`` weight is bound as its transpose so that the replay makes no copy of its
+own (Note [Transposed weights]), and other arguments read through a transpose get buffers
+of that layout (Note [Gradient layout]). Measured with one thread (``FASTGRAD_NUM_THREADS=1
+OPENBLAS_NUM_THREADS=1``, ``benchmarks/gluon_hybridize.py``): the workload-2 MLP step
+(784-256-256-10, batch 128, Trainer) takes the same time hybridized as imperatively (forward,
+backward and update each within noise), LeNet's step about 0.65 of the imperative time, and
+small networks about half, where the plan saves the per-operation recording.
 
 A block keeps at most ``MAX_SIGNATURES`` signatures traced (the least recently used goes),
 since each keeps its executors and their last forward's values.
@@ -81,7 +82,7 @@ from fastgrad.base import (MXNetError, MXNetValueError, MXNetTypeError, MXNetInd
                            NotImplementedForSymbol)
 from fastgrad.executor import Executor
 from fastgrad.symbol import name as _sym_name
-from fastgrad.symbol._graph import Symbol, topo_nodes
+from fastgrad.symbol._graph import Symbol, SymNode, topo_nodes
 from fastgrad.symbol._expand import expand, traced_symbol
 from fastgrad.symbol._ops import VARIABLE
 
@@ -313,7 +314,7 @@ class _Traced:
     executors (by the tuple of arguments that want a gradient)."""
 
     __slots__ = ("symbol", "arg_sources", "aux_params", "out_fmt", "n_inputs", "pools",
-                 "expanded", "arg_names", "aux_names", "random")
+                 "expanded", "arg_names", "aux_names", "random", "transposed")
 
     def __init__(self, symbol, arg_sources, aux_params, out_fmt, n_inputs):
         self.symbol = symbol
@@ -325,6 +326,7 @@ class _Traced:
         self.n_inputs = n_inputs
         self.pools = {}
         self.expanded = None
+        self.transposed = ()                # per argument: bound as its transpose
         self.random = any(_draws_in_predict_mode(n) for n in topo_nodes(symbol._entries))
 
 
@@ -409,6 +411,68 @@ def _bind_sources(block, symbol, input_names, params_by_name, out_fmt):
 
 # ---------------------------------------------------------------- running
 
+def _bind_transposed(symbol, candidates):
+    """``symbol`` with every variable of ``candidates`` that feeds only a 2-D ``transpose``
+    that feeds only the right operand of one ``matmul`` (a ``FullyConnected`` weight, once
+    expanded) replaced by a variable of the same name standing for the transpose, and the
+    set of those names.
+
+    Note [Transposed weights]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~
+    Bound to the transposed view of the Parameter's array (what ``transpose`` made), such a
+    variable is ``matmul``'s right operand itself: the forward multiplies the same memory
+    by the same BLAS call, and the replay's weight gradient is the product ``x.T @ g`` it
+    computes, which the executor's buffer takes instead of copying a transposed view of it;
+    the gradient handed to the engine is that product's transpose, the very values
+    ``transpose``'s rule would give. A variable whose transpose or product has other
+    consumers is left alone (the replay could then sum, or defer, differently from the
+    tape). Only the copy the engine makes into ``.grad()`` remains, as imperatively.
+    """
+    nodes = topo_nodes(symbol._entries)
+    consumers = {}
+    for node in nodes:
+        for i, (parent, k) in enumerate(node.inputs):
+            consumers.setdefault(parent.id, []).append((node, i))
+    heads = {n.id for n, _ in symbol._entries}
+    replace = {}                         # transpose node id -> new variable node
+    flipped = set()
+    for node in nodes:
+        if node.op != VARIABLE or node.name not in candidates or node.id in heads:
+            continue
+        users = consumers.get(node.id, [])
+        if len(users) != 1:
+            continue
+        tr, _ = users[0]
+        if tr.op != "transpose" or tuple(tr.params) not in ((), (None,)) or tr.id in heads:
+            continue
+        mm = consumers.get(tr.id, [])
+        if len(mm) != 1 or mm[0][0].op != "matmul" or mm[0][1] != 1:
+            continue
+        attrs = dict(node.attrs)
+        if attrs.get("shape") is not None:
+            attrs["shape"] = tuple(attrs["shape"])[::-1]
+        replace[tr.id] = SymNode(VARIABLE, node.name, attrs=attrs)
+        flipped.add(node.name)
+    if not replace:
+        return symbol, set()
+    entry = {}
+    for node in nodes:
+        if node.id in replace:
+            entry[(node.id, 0)] = (replace[node.id], 0)
+            continue
+        if node.op == VARIABLE and node.name in flipped:
+            continue
+        inputs = [entry[(p.id, k)] for p, k in node.inputs]
+        if inputs == list(node.inputs):
+            new = node
+        else:
+            new = SymNode(node.op, node.name, inputs, node.params, node.value,
+                          dict(node.attrs), node.num_outputs)
+        for k in range(node.num_outputs):
+            entry[(node.id, k)] = (new, k)
+    return Symbol([entry[(n.id, k)] for n, k in symbol._entries]), flipped
+
+
 def _transposed_arguments(symbol):
     """Names of the variables of ``symbol`` read only by a 2-D ``transpose`` (a
     ``FullyConnected`` weight, once expanded): their gradients come out in Fortran order.
@@ -447,9 +511,9 @@ class _HybridOp:
     executor]): its backward is the executor's backward replay."""
 
     __slots__ = ("name", "ex", "pool", "grad_of", "out_shapes", "out_dtypes", "in_shapes",
-                 "in_dtypes", "is_train", "block", "__weakref__")
+                 "in_dtypes", "is_train", "block", "transposed", "__weakref__")
 
-    def __init__(self, block, ex, pool, grad_of, inputs, outputs, is_train):
+    def __init__(self, block, ex, pool, grad_of, inputs, outputs, is_train, transposed=()):
         self.block = describe(block)
         self.name = "HybridBlock %s" % self.block
         self.ex = ex
@@ -460,6 +524,7 @@ class _HybridOp:
         self.out_shapes = [o.shape for o in outputs]
         self.out_dtypes = [o.dtype for o in outputs]
         self.is_train = is_train
+        self.transposed = transposed
 
     def node_backward(self, node, g, needs, create_graph):
         ex = self.ex
@@ -486,8 +551,16 @@ class _HybridOp:
             heads.append(gk)
         ex._plan.backward(heads, self.is_train)
         grads = ex._grads
-        return tuple(None if k < 0 or grads[k] is None else unwrap(grads[k])
-                     for k in self.grad_of)
+        transposed = self.transposed
+        out = []
+        for k in self.grad_of:
+            if k < 0 or grads[k] is None:
+                out.append(None)
+            elif transposed and transposed[k]:
+                out.append(unwrap(grads[k]).T)      # Note [Transposed weights]
+            else:
+                out.append(unwrap(grads[k]))
+        return tuple(out)
 
     def release(self):
         ex, self.ex = self.ex, None
@@ -650,6 +723,10 @@ class CachedGraph:
         for src in sources:
             arg_arrays.append(inputs[src] if type(src) is int else _param_array(block, src))
         aux_arrays = [_param_array(block, p) for p in traced.aux_params]
+        bound_arrays = arg_arrays
+        if traced.transposed:
+            bound_arrays = [_wrap(unwrap(a).T, type(a)) if t else a
+                            for a, t in zip(arg_arrays, traced.transposed)]
         recording = is_recording()
         if recording:
             wants = []
@@ -667,9 +744,9 @@ class CachedGraph:
         try:
             ex = pool.pop()
         except IndexError:          # every executor of this signature is held by a tape node
-            ex = self._bind(traced, wants, arg_arrays, aux_arrays)
+            ex = self._bind(traced, wants, bound_arrays, aux_arrays)
         try:
-            self._load(ex, traced, arg_arrays, aux_arrays)
+            self._load(ex, traced, bound_arrays, aux_arrays)
             ex.forward(is_train=training)
             cls = type(inputs[0])
             outs = [_wrap(np.array(unwrap(o)), cls) for o in ex.outputs]
@@ -689,7 +766,8 @@ class CachedGraph:
                     if wants[k]:
                         grad_of[j] = k
                     j += 1
-            op = _HybridOp(block, ex, pool, grad_of, node_inputs, outs, training)
+            op = _HybridOp(block, ex, pool, grad_of, node_inputs, outs, training,
+                           traced.transposed)
             outs = tuple(outs)
             recorded = record_custom(op, tuple(node_inputs), outs)
             if recorded is outs:
@@ -729,14 +807,19 @@ class CachedGraph:
         expanded = self._expand(traced, arg_arrays, aux_arrays)
         sources = dict(zip(traced.arg_names, traced.arg_sources))
         aux = dict(zip(traced.aux_names, traced.aux_params))
+        candidates = {n for n, src in sources.items()
+                      if type(src) is not int and len(getattr(src, "shape", ()) or ()) == 2}
+        expanded, flipped = _bind_transposed(expanded, candidates)
         names = expanded.list_arguments()
         aux_names = expanded.list_auxiliary_states()
         if sorted(names) != sorted(sources) or sorted(aux_names) != sorted(aux):
             expanded, names, aux_names = traced.symbol, traced.arg_names, traced.aux_names
+            flipped = set()
         traced.arg_names = names
         traced.arg_sources = [sources[n] for n in names]
         traced.aux_names = aux_names
         traced.aux_params = [aux[n] for n in aux_names]
+        traced.transposed = tuple(n in flipped for n in names) if flipped else ()
         traced.expanded = expanded
 
     def _bind(self, traced, wants, arg_arrays, aux_arrays):
