@@ -604,3 +604,27 @@ def test_export_after_one_deferred_call_and_float64(tmp_path):
     # without a declared input dtype the Parameters are float32, as in MXNet
     assert SymbolBlock.imports(path + "-symbol.json", "data").params["lazy_bias"].dtype \
         == np.float32
+
+
+def test_weight_used_twice_in_one_graph():
+    class Tied(HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.weight = self.params.get("weight", shape=(4, 4))
+                self.other = self.params.get("other", shape=(3, 4))
+
+        def hybrid_forward(self, F, x, weight, other):
+            h = F.relu(F.FullyConnected(x, weight, no_bias=True, num_hidden=4))
+            h = F.FullyConnected(h, weight, no_bias=True, num_hidden=4)
+            return F.FullyConnected(h, other, no_bias=True, num_hidden=3)
+
+    a, b = _twins(Tied)
+    x = mx.nd.array(np.random.RandomState(9).randn(5, 4))
+    ya, ga, _ = _step(a, x)
+    yb, gb, _ = _step(b, x)
+    assert np.array_equal(ya, yb) and _same(ga, gb)
+    traced = b._cached_op.last
+    flipped = dict(zip(traced.arg_names, traced.transposed))
+    # the tied weight feeds two transposes: bound as it is; the other as its transpose
+    assert not flipped[b.weight.name] and flipped[b.other.name]
