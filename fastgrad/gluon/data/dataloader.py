@@ -202,6 +202,11 @@ def _short(indices, shown=8):
     return "[%s%s]" % (text, ", ..." if len(indices) > shown else "")
 
 
+# How long a discarded pool's workers may take to finish the batch they are making before
+# they are terminated (DataLoader._discard_pool).
+_WORKER_GRACE_SECONDS = 2.0
+
+
 class _WorkerIter:
     """One pass over the batches of a DataLoader whose batches are made by its pool: up to
     ``prefetch`` batches are requested ahead, and they are returned in order."""
@@ -399,16 +404,28 @@ class DataLoader:
         return self._pool
 
     def _discard_pool(self):
-        """Stop the workers. Worker processes are terminated first, so that waiting for the
-        pool cannot hang on a stuck worker; waiting (rather than ``wait=False``) keeps
-        CPython 3.11 from reporting a closed pipe when the interpreter exits."""
+        """Stop the workers. The pool is told to shut down and its workers get
+        ``_WORKER_GRACE_SECONDS`` to finish the batch they are making; only those still
+        alive then (stuck) are terminated. A worker terminated while it writes a batch into
+        the result pipe would leave half a message there, on which the pool's manager thread
+        waits forever (MXNet's test_multi_worker_dataloader_release_pool hung on it: large
+        batches, a loader dropped after one batch). Waiting for the manager thread at the end
+        keeps CPython 3.11 from reporting a closed pipe when the interpreter exits."""
         pool, self._pool = self._pool, None
         if pool is None:
             return
         if isinstance(pool, _futures.ProcessPoolExecutor):
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
-                process.terminate()
-            pool.shutdown(wait=True, cancel_futures=True)
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            manager = getattr(pool, "_executor_manager_thread", None)
+            pool.shutdown(wait=False, cancel_futures=True)
+            deadline = time.monotonic() + _WORKER_GRACE_SECONDS
+            for process in processes:
+                process.join(max(0.0, deadline - time.monotonic()))
+            for process in processes:
+                if process.is_alive():
+                    process.terminate()
+            if manager is not None:
+                manager.join()
         else:
             pool.shutdown(wait=False, cancel_futures=True)
 
