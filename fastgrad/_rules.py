@@ -416,7 +416,7 @@ def tile_backward(g, shape, reps):
 def repeat_backward(g, shape, repeats, axis):
     """Gradient of ``repeat``: add up the repetitions of every element."""
     work = (reduced_count(shape, None),) if axis is None else tuple(shape)
-    ax = 0 if axis is None else axis
+    ax = 0 if axis is None else axis % len(work)
     n = work[ax]
     if isinstance(repeats, int):
         split = work[:ax] + (n, repeats) + work[ax + 1:]
@@ -464,9 +464,11 @@ def trace_backward(g, shape, offset, axis1, axis2):
 
 def take_backward(g, shape, indices, axis):
     """Gradient of ``take``: ``g`` added at the taken positions (repeats add up)."""
+    if 0 in tuple(shape):
+        return np.zeros(shape, dtype=g.dtype)     # nothing taken from an empty array
     if axis is None:
         return np.reshape(ops.scatter_add(g, indices, (reduced_count(shape, None),)), shape)
-    return ops.scatter_add(g, (slice(None),) * axis + (indices,), shape)
+    return ops.scatter_add(g, (slice(None),) * (axis % len(shape)) + (indices,), shape)
 
 
 def along_key(indices, axis, shape):
@@ -503,8 +505,12 @@ def sort_backward(g, x, axis):
     return ops.scatter_add(g, along_key(order, axis % np.ndim(x), np.shape(x)), np.shape(x))
 
 
-def diff_backward(g, n, axis):
-    """Gradient of ``diff``: ``n`` times the negated difference of the zero-padded gradient."""
+def diff_backward(g, x_shape, n, axis):
+    """Gradient of ``diff``: ``n`` times the negated difference of the zero-padded gradient.
+    An axis shorter than ``n`` gives an empty difference (NumPy's), whose gradient is zeros
+    of the input's shape (the padding would give ``n`` elements)."""
+    if x_shape[axis] < n:
+        return np.zeros(x_shape, dtype=g.dtype)
     for _ in range(n):
         width = [(0, 0)] * np.ndim(g)
         width[axis] = (1, 1)
