@@ -70,7 +70,8 @@ __all__ = [
     "download_model", "get_mnist", "get_mnist_pkl", "get_mnist_ubyte", "get_cifar10",
     "get_mnist_iterator", "get_zip_data", "get_bz2_data", "same_array", "discard_stderr",
     "DummyIter", "compare_ndarray_tuple", "compare_optimizer", "same_symbol_structure",
-    "environment", "use_np", "getenv", "setenv", "collapse_sum_like", "is_cd_run", "is_aarch64_run", "has_tvm_ops",
+    "environment", "use_np", "getenv", "setenv", "collapse_sum_like", "is_cd_run",
+    "is_aarch64_run", "has_tvm_ops",
     "is_op_runnable", "check_gluon_hybridize_consistency", "assign_each", "assign_each2",
     "create_2d_tensor", "create_vector", "get_identity_mat", "get_identity_mat_batch",
     "new_matrix_with_real_eigvals_2d", "new_matrix_with_real_eigvals_nd",
@@ -78,6 +79,26 @@ __all__ = [
     "new_sym_matrix_with_real_eigvals_nd", "get_im2rec_path", "gen_buckets_probs_with_ppf",
     "mean_check", "var_check", "chi_square_check", "verify_generator",
 ]
+# Note [Star import]: MXNet's test_utils has no __all__, so ``from mxnet.test_utils import *``
+# also hands out what it imports, and MXNet's own tests use some of it (``np``, ``npt``,
+# ``rnd``, ``array``, ``ss``, ``platform``, ``Symbol``, ...). The same names go out here.
+rnd = np.random
+array = nd.array
+contextmanager = contextlib.contextmanager
+__all__ += ["np", "npt", "rnd", "array", "ss", "Context", "current_context", "Symbol",
+            "OrderedDict", "contextmanager", "os", "sys", "time", "platform", "logging",
+            "numbers", "json", "gzip", "struct", "bz2", "zipfile", "traceback"]
+
+
+def __getattr__(name):
+    # ``ss`` is scipy.stats, or None without SciPy, as in MXNet, imported on first use
+    # (SciPy is optional).
+    if name == "ss":
+        try:
+            return _scipy_stats("ss")
+        except ImportError:
+            return None
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 _default_ctx = [None]
 

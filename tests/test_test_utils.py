@@ -305,3 +305,15 @@ def test_contexts_environment_and_what_fastgrad_lacks(tmp_path):
     assert tu.download_model("no-such-model") == (None, 0)
     a = mx.nd.zeros((2,))
     assert tu.same_array(a, a) and not tu.same_array(a, a.copy())
+
+
+def test_star_import_hands_out_what_mxnets_does():
+    names = {}
+    exec("from fastgrad.test_utils import *", names)
+    assert names["rnd"] is onp.random and names["np"] is onp
+    assert names["npt"] is onp.testing
+    assert isinstance(names["array"]([1.0, 2.0]), mx.nd.NDArray)
+    assert names["assert_almost_equal"] is tu.assert_almost_equal
+    assert names["Symbol"] is mx.sym.Symbol
+    import scipy.stats
+    assert names["ss"] is scipy.stats
