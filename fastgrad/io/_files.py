@@ -16,6 +16,7 @@ last incomplete batch, and with ``shuffle=True`` permutes with a NumPy generator
 import gzip
 import os
 import struct
+import warnings
 
 import numpy as np
 
@@ -25,6 +26,15 @@ from fastgrad.io.io import DataBatch, DataDesc, DataIter
 __all__ = ["CSVIter", "MNISTIter", "ImageRecordIter", "ImageRecordUInt8Iter",
            "ImageRecordInt8Iter", "ImageDetRecordIter", "LibSVMIter", "ImageRecordIter_v1",
            "ImageRecordUInt8Iter_v1"]
+
+
+def _ignore(where, kwargs, known):
+    """MXNet's C++ iterators accept and ignore arguments they do not have; so do these, with a
+    warning for a name that is not one of MXNet's iterator options."""
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        warnings.warn("%s: ignoring the unknown arguments %s (as MXNet)" % (where, unknown),
+                      stacklevel=3)
 
 
 def _shape_tuple(shape, what, where):
@@ -101,9 +111,8 @@ class CSVIter(_MemoryBatches):
     def __init__(self, data_csv, data_shape, label_csv=None, label_shape=(1,), batch_size=1,
                  round_batch=True, dtype="float32", prefetch_buffer=4, ctx="cpu",
                  data_name="data", label_name="softmax_label", **kwargs):
-        unknown = sorted(set(kwargs) - {"preprocess_threads", "seed", "shuffle"})
-        if unknown:
-            raise TypeError("CSVIter: unknown arguments %s" % unknown)
+        _ignore("CSVIter", kwargs, {"preprocess_threads", "seed", "shuffle", "silent",
+                                    "verbose"})
         if str(dtype) not in ("float32", "int32", "int64"):
             raise ValueError("CSVIter: dtype must be 'float32', 'int32' or 'int64', got %r"
                              % (dtype,))
@@ -193,8 +202,8 @@ class MNISTIter(_MemoryBatches):
     def __init__(self, image="./train-images-idx3-ubyte", label="./train-labels-idx1-ubyte",
                  batch_size=128, shuffle=True, flat=False, seed=0, silent=False, num_parts=1,
                  part_index=0, prefetch_buffer=4, ctx="cpu", dtype=None, **kwargs):
-        if kwargs:
-            raise TypeError("MNISTIter: unknown arguments %s" % sorted(kwargs))
+        data_shape = kwargs.pop("data_shape", None)
+        _ignore("MNISTIter", kwargs, {"preprocess_threads", "verbose"})
         if int(batch_size) <= 0:
             raise ValueError("MNISTIter: batch_size must be positive, got %r" % (batch_size,))
         images = _read_idx(image, 2051, "image")
@@ -213,6 +222,9 @@ class MNISTIter(_MemoryBatches):
             np.random.RandomState(seed).shuffle(order)
         data = images[order].astype(np.float32) / np.float32(256)
         data = data.reshape((data.shape[0], -1) if flat else (data.shape[0], 1) + data.shape[1:])
+        if data_shape is not None and tuple(data_shape) != data.shape[1:]:
+            warnings.warn("MNISTIter: data_shape=%s is ignored (as MXNet); the images are %s "
+                          "(flat=%s)" % (tuple(data_shape), data.shape[1:], flat), stacklevel=2)
         self.shuffle = shuffle
         super().__init__(data, labels[order].astype(np.float32), int(batch_size))
         self._order = order

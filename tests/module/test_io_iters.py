@@ -282,3 +282,17 @@ def test_databatch_str_and_checks():
     with pytest.raises(TypeError, match="data must be a list of arrays"):
         mx.io.DataBatch(data=mx.nd.ones((2, 3)))
     assert mx.io.DataDesc.get_batch_axis("TNC") == 1
+
+
+def test_file_iterators_ignore_unknown_arguments_with_a_warning(tmp_path, csv_files):
+    # MXNet's C++ iterators accept and ignore them (its mnist_mlp example passes data_shape)
+    prefix = str(tmp_path / "mn")
+    write_mnist(prefix, 2)
+    it = mx.io.MNISTIter(image=prefix + "-images", label=prefix + "-labels", batch_size=2,
+                         flat=True, data_shape=(784,), preprocess_threads=4)
+    assert it.provide_data[0].shape == (2, 784)
+    with pytest.warns(UserWarning, match=r"data_shape=\(5,\) is ignored"):
+        mx.io.MNISTIter(image=prefix + "-images", label=prefix + "-labels", batch_size=2,
+                        flat=True, data_shape=(5,))
+    with pytest.warns(UserWarning, match=r"CSVIter: ignoring the unknown arguments \['foo'\]"):
+        mx.io.CSVIter(data_csv=csv_files[0], data_shape=(4,), batch_size=2, foo=1)
