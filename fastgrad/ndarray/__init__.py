@@ -14,6 +14,8 @@ from fastgrad import numpy_extension as _npx
 from fastgrad import _npx_more
 from fastgrad.ndarray import random  # noqa: F401
 from fastgrad.ndarray import image  # noqa: F401
+from fastgrad.ndarray import sparse  # noqa: F401
+from fastgrad.ndarray.sparse import _STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR  # noqa: F401
 from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
                                   adam_update, adamw_update, rmsprop_update, rmspropalex_update,
                                   signsgd_update, signum_update, lamb_update_phase1,
@@ -418,6 +420,10 @@ from fastgrad.ndarray._mxnet_names import *  # noqa: E402,F401,F403
 # namespaces, which a hybrid_forward reaches as F.np / F.npx when F is mx.nd.
 from fastgrad import numpy as np  # noqa: E402
 npx = _npx
+
+# ``mxnet.ndarray.ndarray`` (the module that defines MXNet's NDArray) is this package here.
+import sys as _sys  # noqa: E402
+_sys.modules[__name__ + ".ndarray"] = _sys.modules[__name__]
 
 
 def save(fname, data):

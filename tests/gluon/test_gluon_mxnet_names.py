@@ -102,3 +102,23 @@ def test_base_py_str_and_type_tuples():
     assert isinstance(onp.int64(1), mx.base.integer_types)
     assert not isinstance(1.5, mx.base.integer_types)
     assert mx.util.getenv("FASTGRAD_SURELY_UNSET_VARIABLE") is None
+
+
+def test_ndarray_ndarray_module_and_storage_codes():
+    from fastgrad.ndarray.ndarray import NDArray, _STORAGE_TYPE_STR_TO_ID
+    assert NDArray is mx.nd.NDArray
+    # MXNet 1.9.1's codes (include/mxnet/ndarray.h: kUndefinedStorage = -1, kDefaultStorage,
+    # kRowSparseStorage, kCSRStorage)
+    assert _STORAGE_TYPE_STR_TO_ID == {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+
+
+def test_sparse_names_import_and_making_one_says_dense_only():
+    import fastgrad.ndarray.sparse as mxsps
+    assert mxsps is mx.nd.sparse
+    assert not isinstance(mx.nd.zeros((2, 3)), (mxsps.CSRNDArray, mxsps.RowSparseNDArray))
+    with pytest.raises(mx.base.MXNetError, match=r"sparse.zeros: .*stype 'csr'.*mx.nd.zeros"):
+        mxsps.zeros("csr", (2, 3))
+    with pytest.raises(ValueError, match="row_sparse_array: fastgrad has no sparse storage"):
+        mxsps.row_sparse_array(onp.ones((2, 3)))
+    with pytest.raises(ValueError, match="CSRNDArray"):
+        mxsps.CSRNDArray()
