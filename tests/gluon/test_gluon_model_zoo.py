@@ -66,8 +66,12 @@ def test_pretrained_reads_the_file_from_root(tmp_path):
     name = "mobilenet0.25"
     kwargs, shape = cases.MODELS[name]
     with pytest.raises(FileNotFoundError, match=r"mobilenet0\.25 are not in .*: fastgrad does "
-                                                r"not download; put mobilenet0\.25-9f83e440"
-                                                r"\.params there"):
+                                                r"not download .*; put mobilenet0\.25-9f83e440"
+                                                r"\.params there \(SHA-1 9f83e440996887baf91a6"
+                                                r"aff1cccc1c903a64274; MXNet publishes it zipped "
+                                                r"at https://apache-mxnet\.s3-accelerate\."
+                                                r"dualstack\.amazonaws\.com/gluon/models/"
+                                                r"mobilenet0\.25-9f83e440\.zip\)"):
         vision.get_model(name, pretrained=True, root=str(tmp_path), **kwargs)
     _, _, trained = cases.run(mx, vision, name)
     trained.save_parameters(str(tmp_path / "mobilenet0.25-mine.params"))

@@ -4,15 +4,15 @@ Note [Model zoo files]
 ~~~~~~~~~~~~~~~~~~~~~~
 fastgrad never downloads: ``get_model_file(name, root)`` returns the path of
 ``<root>/<name>-<short hash>.params`` (the name MXNet gives the file it downloads from its
-model store), and raises ``FileNotFoundError`` naming the file and where it comes from when it
-is not there. The SHA-1 of each published file is MXNet's; a file whose content differs raises
+model store), and raises ``FileNotFoundError`` naming the file, its SHA-1 and where MXNet
+publishes it (``$MXNET_GLUON_REPO``, as MXNet) when it is not there. The SHA-1 of each published file is MXNet's; a file whose content differs raises
 ``ValueError`` (MXNet would download it again).
 """
 
 import glob
 import os
 
-from fastgrad.gluon.utils import check_sha1
+from fastgrad.gluon.utils import check_sha1, _get_repo_file_url
 
 __all__ = ["get_model_file", "purge", "short_hash", "data_dir"]
 
@@ -53,8 +53,6 @@ _MODEL_SHA1 = {name: checksum for checksum, name in [
     ("ad2f660d101905472b83590b59708b71ea22b2e5", "vgg19"),
     ("f360b758e856f1074a85abd5fd873ed1d98297c3", "vgg19_bn")]}
 
-_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/gluon/models/%s.zip"
-
 
 def data_dir():
     """MXNet's data directory: ``$MXNET_HOME``, else ``~/.mxnet``."""
@@ -87,8 +85,10 @@ def get_model_file(name, root=os.path.join(data_dir(), "models")):
         return others[0]
     raise FileNotFoundError(
         "get_model_file: the pretrained parameters of %s are not in %s: fastgrad does not "
-        "download; put %s.params there (MXNet publishes it zipped at %s) or pass root="
-        % (name, root, file_name, _URL % file_name))
+        "download (it assumes no network access); put %s.params there (SHA-1 %s; MXNet "
+        "publishes it zipped at %s) or pass root="
+        % (name, root, file_name, _MODEL_SHA1[name],
+           _get_repo_file_url("gluon/models", file_name + ".zip")))
 
 
 def purge(root=os.path.join(data_dir(), "models")):
