@@ -628,3 +628,20 @@ def test_weight_used_twice_in_one_graph():
     flipped = dict(zip(traced.arg_names, traced.transposed))
     # the tied weight feeds two transposes: bound as it is; the other as its transpose
     assert not flipped[b.weight.name] and flipped[b.other.name]
+
+
+def test_recorded_in_predict_mode():
+    a, b = _twins()
+    x = mx.nd.array(np.random.RandomState(10).randn(3, 1, 4, 4))
+    results = []
+    for net in (a, b):
+        with autograd.record(train_mode=False):     # moving statistics used, not updated
+            y = net(x)
+            loss = (y * y).sum()
+        loss.backward()
+        params = net.collect_params().values()
+        results.append((y.asnumpy(), [p.grad().asnumpy() for p in params
+                                      if p.grad_req != "null"],
+                        [p.data().asnumpy() for p in params]))
+    (ya, ga, pa), (yb, gb, pb) = results
+    assert np.array_equal(ya, yb) and _same(ga, gb) and _same(pa, pb)
