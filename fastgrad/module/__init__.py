@@ -1,13 +1,14 @@
 """MXNet 1.x's modules (``mx.mod``, ``mx.module``): :class:`Module` trains a symbol on the
 batches of a ``mx.io`` iterator; :class:`BaseModule` holds the loops (``fit``, ``score``,
-``predict``); :class:`BucketingModule` runs one Module per bucket key over shared parameters.
-``SequentialModule``, ``PythonModule`` and ``PythonLossModule`` are not available:
-constructing one raises ``NotImplementedError``.
+``predict``); :class:`BucketingModule` runs one Module per bucket key over shared parameters;
+:class:`SequentialModule` chains modules. ``PythonModule`` and ``PythonLossModule`` are not
+available: constructing one raises ``NotImplementedError``.
 """
 
 from fastgrad.module.base_module import BaseModule
 from fastgrad.module.module import Module
 from fastgrad.module.bucketing_module import BucketingModule
+from fastgrad.module.sequential_module import SequentialModule
 
 __all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
            "PythonLossModule"]
@@ -22,9 +23,6 @@ def _unavailable(name, advice):
                    "``NotImplementedError`` (%s)." % advice})
 
 
-SequentialModule = _unavailable(
-    "SequentialModule", "compose the symbols into one (mx.sym.Group or feeding one's output "
-    "into the next) and train it with one mx.mod.Module")
 PythonModule = _unavailable("PythonModule", "write the computation as a symbol and use "
                             "mx.mod.Module")
 PythonLossModule = _unavailable("PythonLossModule", "write the loss as a symbol (MakeLoss) and "

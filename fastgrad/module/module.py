@@ -140,6 +140,10 @@ class Module(BaseModule):
         context = list(context)
         if not context:
             raise ValueError("Module: context is an empty list; give mx.cpu()")
+        devices = [c for c in context if getattr(c, "device_type", "cpu") != "cpu"]
+        if devices:
+            raise ValueError("Module: fastgrad runs on the CPU only; context names %s (use "
+                             "mx.cpu())" % devices)
         # Note [Module on one executor]: several devices run as one over the whole batch; their
         # number still decides whether a 'local' KVStore is made, as in MXNet
         self._context = context[:1]
@@ -229,9 +233,14 @@ class Module(BaseModule):
     @property
     def output_shapes(self):
         self._require("output_shapes", params=False)
-        shapes = dict(d[:2] for d in self._data_shapes + (self._label_shapes or []))
-        _, out_shapes, _ = self._symbol.infer_shape(**shapes)
-        return list(zip(self._output_names, [tuple(s) for s in out_shapes]))
+        inputs = [d for d in self._data_shapes + (self._label_shapes or [])
+                  if d.name in self._exec.arg_dict]
+        _, out_shapes, _ = self._symbol.infer_shape(**{d.name: d.shape for d in inputs})
+        _, out_types, _ = self._symbol.infer_type(**{d.name: np.dtype(d.dtype) for d in inputs})
+        # (name, shape) pairs as MXNet's, which also carry the dtype (a SequentialModule
+        # binds the next module in it)
+        return [DataDesc(n, tuple(s), np.dtype(t).type)
+                for n, s, t in zip(self._output_names, out_shapes, out_types)]
 
     @property
     def _exec_group(self):
@@ -276,7 +285,7 @@ class Module(BaseModule):
                     allow_missing=False, force_init=False, allow_extra=False):
         """Give every parameter and auxiliary state a value: from ``arg_params``/
         ``aux_params`` when they hold it, else from ``initializer`` (``allow_missing``), in
-        sorted name order as MXNet.
+        sorted name order as MXNet. Other names in ``arg_params``/``aux_params`` are ignored.
 
         Raises
         ------
@@ -318,13 +327,8 @@ class Module(BaseModule):
             fill(InitDesc(name, attrs.get(name, None)), arr, arg_params, "arg")
         for name, arr in sorted(self._aux_params.items()):
             fill(InitDesc(name, attrs.get(name, None)), arr, aux_params, "aux")
-        extra = sorted(set(arg_params or {}) - set(self._arg_params)) + \
-            sorted(set(aux_params or {}) - set(self._aux_params))
-        if extra and not allow_extra:
-            raise ValueError("Module.init_params: %s are not parameters or auxiliary states of "
-                             "the symbol (parameters: %s, auxiliary states: %s); pass "
-                             "allow_extra=True to ignore them"
-                             % (extra, self._param_names, self._aux_names))
+        # As MXNet, values for names the symbol does not have are ignored here (a bigger
+        # network's checkpoint, a SequentialModule's merged parameters).
         self.params_initialized = True
         self._params_dirty = False
         self._set_exec_params(self._arg_params, self._aux_params, what="init_params")

@@ -221,11 +221,13 @@ def test_set_params_and_init_params_errors():
     with pytest.raises(ValueError, match=r"'fc_weight' has shape \(2, 3\) but the bound "
                                          r"symbol expects \(1, 3\)"):
         mod.set_params({"fc_weight": mx.nd.ones((2, 3)), "fc_bias": mx.nd.ones(1)}, {})
-    with pytest.raises(ValueError, match=r"\['other'\] are not parameters"):
-        mod.set_params({"fc_weight": mx.nd.ones((1, 3)), "fc_bias": mx.nd.ones(1),
-                        "other": mx.nd.ones(1)}, {})
+    # names the symbol does not have: ignored by init_params (as MXNet), refused by
+    # set_params(allow_missing=True) without allow_extra (as MXNet)
     mod.set_params({"fc_weight": mx.nd.ones((1, 3)), "fc_bias": mx.nd.ones(1),
-                    "other": mx.nd.ones(1)}, {}, allow_extra=True)
+                    "other": mx.nd.ones(1)}, {})
+    with pytest.raises(ValueError, match=r"'other' is not a parameter of the symbol"):
+        mod.set_params({"other": mx.nd.ones(1)}, {}, allow_missing=True)
+    mod.set_params({"other": mx.nd.ones(1)}, {}, allow_missing=True, allow_extra=True)
     with pytest.warns(UserWarning, match="init_params call ignored"):
         mod.init_params()
 
@@ -342,9 +344,9 @@ def test_bucketing_module_shares_parameters_between_buckets(tmp_path):
 
 
 def test_unavailable_modules_name_the_alternative():
-    with pytest.raises(NotImplementedError, match="SequentialModule is not available.*"
-                                                  "one mx.mod.Module"):
-        mx.mod.SequentialModule()
+    with pytest.raises(NotImplementedError, match="PythonLossModule is not available.*"
+                                                  "MakeLoss"):
+        mx.mod.PythonLossModule()
 
 
 def test_callbacks_log_as_mxnet(caplog, tmp_path):
@@ -399,3 +401,44 @@ def test_monitor_reports_root_mean_squares(caplog):
         mon.tic()                              # batch 4: collected, reported as step 5
         mon.toc_print()
     assert caplog.records[0].getMessage().startswith("Batch:       5 fc_bias")
+
+
+def test_sequential_module_trains_as_the_composed_symbol():
+    data = mx.sym.var("data")
+    body = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"),
+                             act_type="tanh")
+    head_in = mx.sym.var("data")
+    head = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(head_in, num_hidden=1,
+                                                               name="fc2"), name="lro")
+    whole = mx.sym.LinearRegressionOutput(
+        mx.sym.FullyConnected(body, num_hidden=1, name="fc2"), name="lro")
+    x = RNG.randn(8, 3)
+    y = RNG.randn(8)
+    start = {"fc1_weight": RNG.randn(5, 3), "fc1_bias": RNG.randn(5),
+             "fc2_weight": RNG.randn(1, 5), "fc2_bias": RNG.randn(1)}
+
+    def params():
+        return {k: mx.nd.array(v, dtype="float64") for k, v in start.items()}
+
+    def data_iter():
+        return mx.io.NDArrayIter(mx.nd.array(x, dtype="float64"),
+                                 mx.nd.array(y, dtype="float64"), batch_size=4,
+                                 label_name="lro_label")
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(body, label_names=None))
+    seq.add(mx.mod.Module(head, label_names=["lro_label"]), take_labels=True,
+            auto_wiring=True)
+    seq.fit(data_iter(), num_epoch=2, arg_params=params(), eval_metric="mse",
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    one = mx.mod.Module(whole, label_names=["lro_label"])
+    one.fit(data_iter(), num_epoch=2, arg_params=params(), eval_metric="mse",
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    for k, v in one.get_params()[0].items():
+        np.testing.assert_allclose(seq.get_params()[0][k].asnumpy(), v.asnumpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="unknown options"):
+        seq.add(mx.mod.Module(head, label_names=["lro_label"]), take_label=True)
+
+
+def test_module_refuses_a_gpu_context():
+    with pytest.raises(ValueError, match=r"runs on the CPU only; context names \[gpu\(0\)\]"):
+        mx.mod.Module(linreg(), context=[mx.gpu(0)])
