@@ -24,6 +24,21 @@ def _fresh_autograd_state():
     autograd.set_training(prev_t)
 
 
+@pytest.fixture(autouse=True)
+def _numpy_semantics_restored():
+    """A test that calls ``npx.set_np()`` (MXNet programs do, at their top) leaves the
+    process as it found it: float32 by default, Gluon's Parameters as NDArrays. Without this
+    a later test's names, reprs and array types depend on the order the suite runs in."""
+    from fastgrad import numpy_extension as npx
+    array, shape = npx.is_np_array_requested(), npx._np_shape_requested[0]
+    float64 = npx.is_np_default_dtype()
+    yield
+    npx.reset_np()
+    if array or shape or float64:
+        npx.set_np(shape=shape or array, array=array, dtype=float64)
+        npx._set_np_shape(shape)
+
+
 @pytest.fixture
 def rng():
     return onp.random.default_rng(0)
