@@ -40,6 +40,7 @@ import signal
 import threading
 import time
 import traceback
+import weakref
 
 import numpy as _onp
 
@@ -212,8 +213,16 @@ class _WorkerIter:
     ``prefetch`` batches are requested ahead, and they are returned in order."""
 
     def __init__(self, loader, pool, prefetch):
-        self._loader = loader
+        # What the pass needs is copied and the loader is only referenced weakly: a loader
+        # holding its next pass (auto_reload) would otherwise form a cycle, and only the
+        # garbage collector, at an arbitrary moment, could stop its workers. (The generator
+        # DataLoader.__iter__ returns keeps the loader alive while it is iterated.)
+        self._loader = weakref.ref(loader)
         self._pool = pool
+        self._thread_pool = loader._thread_pool
+        self._dataset = loader._dataset
+        self._batchify_fn = loader._batchify_fn
+        self._timeout = loader._timeout
         self._batches = iter(loader._batch_sampler)
         self._pending = []
         self._prefetch = prefetch
@@ -224,9 +233,9 @@ class _WorkerIter:
         indices = next(self._batches, None)
         if indices is None:
             return False
-        if self._loader._thread_pool:
-            future = self._pool.submit(_thread_worker_batch, self._loader._dataset,
-                                       self._loader._batchify_fn, indices)
+        if self._thread_pool:
+            future = self._pool.submit(_thread_worker_batch, self._dataset,
+                                       self._batchify_fn, indices)
         else:
             future = self._pool.submit(_process_worker_batch, list(indices))
         self._pending.append((future, indices))
@@ -241,15 +250,17 @@ class _WorkerIter:
             raise StopIteration
         future, indices = self._pending.pop(0)
         try:
-            batch = future.result(timeout=self._loader._timeout)
+            batch = future.result(timeout=self._timeout)
         except _futures.TimeoutError:
             self._cancel()
             raise TimeoutError(
                 "DataLoader: a worker took more than timeout=%s seconds to make a batch. A "
-                "slow dataset or transform needs a larger timeout" % self._loader._timeout)
+                "slow dataset or transform needs a larger timeout" % self._timeout)
         except BrokenProcessPool as error:
             self._cancel()
-            self._loader._discard_pool()
+            loader = self._loader()
+            if loader is not None and loader._pool is self._pool:
+                loader._discard_pool()
             raise RuntimeError("DataLoader: a worker process exited unexpectedly (killed, "
                                "out of memory, or a crash) while making a batch; the "
                                "worker pool was shut down") from error
@@ -257,13 +268,13 @@ class _WorkerIter:
             self._cancel()
             if hasattr(error, "add_note"):
                 error.add_note("(raised in a DataLoader worker %s while making the batch of "
-                               "samples %s)" % ("thread" if self._loader._thread_pool
-                                                else "process", _short(indices)))
+                               "samples %s)" % ("thread" if self._thread_pool else "process",
+                                                _short(indices)))
             raise
         except BaseException:
             self._cancel()
             raise
-        if self._loader._thread_pool:
+        if self._thread_pool:
             return batch
         return _unship(batch)
 
