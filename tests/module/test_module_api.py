@@ -442,3 +442,39 @@ def test_sequential_module_trains_as_the_composed_symbol():
 def test_module_refuses_a_gpu_context():
     with pytest.raises(ValueError, match=r"runs on the CPU only; context names \[gpu\(0\)\]"):
         mx.mod.Module(linreg(), context=[mx.gpu(0)])
+
+
+def test_a_kvstore_object_on_one_device_updates_in_the_store_with_the_same_result():
+    x = RNG.randn(8, 3)
+    y = RNG.randn(8)
+    start = {"fc_weight": RNG.randn(1, 3), "fc_bias": RNG.randn(1)}
+
+    def train(kvstore):
+        mod = mx.mod.Module(linreg(), label_names=["lro_label"])
+        mod.fit(mx.io.NDArrayIter(mx.nd.array(x, dtype="float64"),
+                                  mx.nd.array(y, dtype="float64"), batch_size=4,
+                                  label_name="lro_label"),
+                num_epoch=3, kvstore=kvstore, eval_metric="mse",
+                arg_params={k: mx.nd.array(v, dtype="float64") for k, v in start.items()},
+                optimizer="adam", optimizer_params={"learning_rate": 0.05})
+        return mod
+    plain = train("local")                     # one device: no store (MXNet's rule)
+    stored = train(mx.kv.create("device"))     # a store given: the optimizer runs in it
+    assert plain._kvstore is None and stored._update_on_kvstore
+    for k, v in plain.get_params()[0].items():
+        np.testing.assert_allclose(stored.get_params()[0][k].asnumpy(), v.asnumpy(),
+                                   rtol=1e-13)
+
+
+def test_state_inputs_are_set_and_not_trained():
+    data, state = mx.sym.var("data"), mx.sym.var("state", shape=(3, 2))
+    out = mx.sym.make_loss(mx.sym.FullyConnected(data, num_hidden=2, name="fc") * state)
+    mod = mx.mod.Module(out, label_names=None, state_names=["state"])
+    mod.bind([("data", (3, 4))])
+    mod.init_params(mx.init.One())
+    mod.set_states(value=2.0)
+    mod.forward(mx.io.DataBatch([mx.nd.ones((3, 4))]), is_train=False)
+    np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), np.full((3, 2), 8.0))
+    assert mod._exec_group.execs[0].grad_dict["state"] is None
+    mod.set_states(states=[mx.nd.zeros((3, 2))])
+    assert mod.get_states()[0].asnumpy().sum() == 0
