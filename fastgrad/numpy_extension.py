@@ -397,6 +397,8 @@ def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
 
 
 def _update_running(stat, value, momentum):
+    # MXNet's momentum parameter is a C float: float64 statistics move by float32(momentum)
+    momentum = float(_onp.float32(momentum))
     new = momentum * _onp.asarray(unwrap(stat)) + (1 - momentum) * _onp.asarray(unwrap(value))
     if isinstance(stat, ndarray):
         stat[...] = new.astype(stat.dtype)
