@@ -23,6 +23,8 @@ CASES = {
                    "softmax_label", "acc", 1e-5),
     "lenet_bn32": ("float32", 8, "pad", "sgd", {"learning_rate": 0.05, "momentum": 0.9},
                    "softmax_label", "acc", 1e-5),
+    "lenet_bn64": ("float64", 8, "pad", "nag", {"learning_rate": 0.05, "momentum": 0.9,
+                                                "wd": 1e-3}, "softmax_label", "acc", 1e-10),
     "linreg64": ("float64", 10, "pad", "sgd", {"learning_rate": 0.05}, "lin_reg_label", "mse",
                  1e-10),
 }
