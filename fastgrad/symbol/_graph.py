@@ -33,6 +33,7 @@ import numpy as np
 
 from fastgrad._array import Primitive, REQUIRED, ndarray, unwrap, _wrap
 from fastgrad import _derivatives, _registry, autograd
+from fastgrad import numpy_extension as _npx
 from fastgrad.base import MXNetValueError, NotImplementedForSymbol
 from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
 from fastgrad.symbol import _attribute, _legacy, _values
@@ -313,8 +314,28 @@ def _count_outputs(prim, entries, params, num_outputs):
     return len(out)
 
 
+# Note [Symbolic split]: NumPy's split family returns one array per section, a number its
+# arguments give (``sections``, or ``len(indices) + 1``) whatever the input's shape. Called on
+# a symbol it gives a list of one-output symbols, as the imperative call gives a list of
+# arrays, so that ``parts[1:-1]`` and ``np.concatenate(parts)`` in a hybrid_forward trace.
+_SPLITS = frozenset({"np.split", "np.array_split", "np.hsplit", "np.vsplit", "np.dsplit"})
+
+
+def _split_count(opname, args, kwargs):
+    sections = kwargs.get("indices_or_sections", args[1] if len(args) > 1 else None)
+    if isinstance(sections, (int, np.integer)) and not isinstance(sections, bool):
+        return int(sections) if sections > 0 else None
+    if isinstance(sections, (list, tuple)):
+        return len(sections) + 1
+    return None
+
+
 def apply_composite(opname, fn, args, kwargs):
     """The Symbol of a composite function (``np.*``/``npx.*``) called on symbols."""
+    if opname in _SPLITS and "num_outputs" not in kwargs:
+        count = _split_count(opname, args, kwargs)
+        if count is not None:
+            return list(apply_composite(opname, fn, args, dict(kwargs, num_outputs=count)))
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
     attr = kwargs.pop("attr", None)
@@ -693,6 +714,19 @@ class Symbol:
         return (Symbol([e]) for e in self._entries)
 
     def __getitem__(self, index):
+        """An output by position or name, or NumPy indexing of a one-output symbol.
+
+        Note [Symbol indexing]: an MXNet 1.x Symbol's ``sym[i]`` selects output ``i``; a
+        NumPy-mode symbol (MXNet's ``_Symbol``, what a ``hybrid_forward`` receives under
+        ``@use_np``/``npx.set_np()``) indexes its one output as NumPy does. So a key that can
+        only be NumPy indexing (a tuple, ``None``, ``Ellipsis``, a list or array of indices)
+        is always NumPy indexing of a one-output symbol, and an int or slice is too while
+        NumPy array semantics is requested; otherwise ints and slices select outputs."""
+        if self._is_numpy_index(index):
+            if len(self._entries) != 1:
+                raise TypeError("NumPy indexing %r needs a symbol with one output; this one has "
+                                "%d (select an output first)" % (index, len(self._entries)))
+            return apply_primitive(_registry.REGISTRY["getitem"], (self,), {"key": index})
         if isinstance(index, str):
             names = self.list_outputs()
             hits = [i for i, n in enumerate(names) if n == index]
@@ -710,6 +744,13 @@ class Symbol:
         if not -n <= index < n:
             raise IndexError("output %d of a symbol with %d outputs" % (index, n))
         return Symbol([self._entries[index]])
+
+    def _is_numpy_index(self, index):
+        if isinstance(index, str):
+            return False
+        if isinstance(index, (int, np.integer, slice)):
+            return len(self._entries) == 1 and _npx.is_np_array_requested()
+        return isinstance(index, (tuple, list, np.ndarray, type(None), type(Ellipsis)))
 
     def __repr__(self):
         if len(self._entries) == 1:

@@ -1,0 +1,82 @@
+"""NumPy indexing and the split family on symbols, as a hybridized ``hybrid_forward`` under
+``@use_np`` uses them (MXNet 1.9.1's test_numpy_gluon.py: test_symbolic_basic_slicing,
+test_net_symbol_save_load). Note [Symbol indexing], Note [Symbolic split] in
+fastgrad/symbol/_graph.py."""
+
+import numpy as onp
+import pytest
+
+import fastgrad as mx
+from fastgrad import gluon, npx
+
+
+@pytest.fixture(autouse=True)
+def _mxnet_defaults():
+    npx.reset_np()
+    yield
+    npx.reset_np()
+
+
+def _run(sym, x):
+    return sym.bind(mx.cpu(), {"x": mx.np.array(x)}).forward()[0].asnumpy()
+
+
+X = onp.arange(24.0).reshape(2, 3, 4)
+
+
+@pytest.mark.parametrize("key", [(), (slice(None), -1), (Ellipsis, None, 1),
+                                 (0, slice(1, None), slice(None, None, -2)), [1, 0]])
+def test_numpy_keys_index_a_one_output_symbol(key):
+    x = mx.sym.var("x")
+    onp.testing.assert_array_equal(_run(x[key], X), X[key])
+
+
+def test_int_and_slice_select_outputs_in_mxnet_mode_and_index_in_numpy_mode():
+    x = mx.sym.var("x")
+    assert x[0] is not x and x[0].list_outputs() == ["x"]     # output 0: x itself
+    group = mx.sym.Group([x, x + 1])
+    assert group[1].list_outputs() == group.list_outputs()[1:]
+    npx.set_np()
+    onp.testing.assert_array_equal(_run(x[1], X), X[1])
+    onp.testing.assert_array_equal(_run(x[1:], X), X[1:])
+    assert group[1].list_outputs() == group.list_outputs()[1:]   # several outputs: selects
+    with pytest.raises(TypeError, match="one output"):
+        group[:, 0]
+
+
+def test_split_family_gives_one_symbol_per_section():
+    x = mx.sym.var("x")
+    parts = mx.sym.np.split(x, 4, axis=2)
+    assert isinstance(parts, list) and len(parts) == 4
+    joined = mx.sym.np.concatenate(parts[1:-1], axis=2)
+    onp.testing.assert_array_equal(_run(joined, X), X[:, :, 1:3])
+    assert len(mx.sym.np.split(x, [1, 3], axis=2)) == 3
+    assert len(mx.sym.np.array_split(x, 3, axis=2)) == 3
+    onp.testing.assert_array_equal(_run(mx.sym.np.hsplit(x, 3)[2], X), X[:, 2:3])
+
+
+@mx.use_np
+class _SplitSlice(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense = gluon.nn.Dense(3, flatten=False, in_units=4)
+
+    def hybrid_forward(self, F, x, y):
+        x = F.np.split(x, 1)[0]
+        middle = F.np.concatenate(F.np.split(x, 3, axis=1)[1:], axis=1)
+        return self.dense(x[:, -1, :] + y[:, -1, :]) + middle[()][0].sum()
+
+
+def test_hybridized_block_with_numpy_indexing_and_split_matches_imperative():
+    x = mx.np.array(X)
+    y = mx.np.array(X[::-1] * 0.5)
+    net = _SplitSlice()
+    net.initialize(mx.init.Constant(0.25))
+    imperative = net(x, y).asnumpy()
+    net.hybridize()
+    hybrid = net(x, y).asnumpy()
+    want = ((X[:, -1, :] + 0.5 * X[::-1][:, -1, :]) @ onp.full((4, 3), 0.25)   # bias: zeros
+            + X[0, 1:].sum())
+    onp.testing.assert_allclose(imperative, want, rtol=1e-6)
+    onp.testing.assert_allclose(hybrid, want, rtol=1e-6)
