@@ -51,6 +51,7 @@ from fastgrad import util  # noqa: E402,F401 -- mx.util
 from fastgrad.util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: E402,F401
 from fastgrad.util import is_np_array, np_array, use_np_array, use_np  # noqa: E402,F401
 from fastgrad import image  # noqa: E402,F401 -- mx.image
+from fastgrad import recordio  # noqa: E402,F401 -- mx.recordio
 from fastgrad import test_utils  # noqa: E402,F401 -- mx.test_utils
 from fastgrad import functional  # noqa: E402
 from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
@@ -74,4 +75,4 @@ __all__ += ["functional"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
 __all__ += ["registry", "initializer", "init", "metric"]
 __all__ += ["io", "model", "callback", "monitor", "mon", "module", "mod"]
-__all__ += ["image", "test_utils"]
+__all__ += ["image", "test_utils", "recordio"]

@@ -160,9 +160,9 @@ def _unfilter(kind, line, prior, bpp, path):
     return out
 
 
-def write_png(path, pixels):
-    """Write an ``(H, W)``, ``(H, W, 1)``, ``(H, W, 3)`` or ``(H, W, 4)`` uint8 array as a PNG
-    file (filter type 0 on every row); used by tests and examples."""
+def encode_png(pixels):
+    """The bytes of a PNG file of an ``(H, W)``, ``(H, W, 1)``, ``(H, W, 3)`` or
+    ``(H, W, 4)`` uint8 array (filter type 0 on every row)."""
     pixels = _onp.asarray(pixels, _onp.uint8)
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
@@ -175,8 +175,13 @@ def write_png(path, pixels):
         return (struct.pack(">I", len(body)) + kind + body
                 + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
 
+    return (PNG_SIGNATURE
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows.tobytes()))
+            + chunk(b"IEND", b""))
+
+
+def write_png(path, pixels):
+    """Write :func:`encode_png` of ``pixels`` to ``path``; used by tests and examples."""
     with open(path, "wb") as stream:
-        stream.write(PNG_SIGNATURE
-                     + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(rows.tobytes()))
-                     + chunk(b"IEND", b""))
+        stream.write(encode_png(pixels))

@@ -50,7 +50,7 @@ LAYERS = (
       "_dispatch", "_image", "_image_files"]),
     ("namespaces", "the public namespaces np, npx, nd, random, scipy",
      ["numpy", "numpy.*", "numpy_extension", "util", "ndarray", "ndarray.*", "random",
-      "scipy", "scipy.*", "image"]),
+      "scipy", "scipy.*", "image", "recordio"]),
     ("autograd", "the autograd API: record, backward, grad, Function, functional transforms",
      ["_derivative_tools", "functional", "autograd"]),
     ("symbol", "symbolic graphs, their JSON formats and the compiled executor",

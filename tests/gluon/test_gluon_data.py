@@ -119,11 +119,6 @@ def test_take_and_sample():
         a.sample([1, 2])
 
 
-def test_record_file_dataset_says_recordio_is_missing(tmp_path):
-    with pytest.raises(NotImplementedError, match="RecordIO.*x.rec|x.rec.*RecordIO"):
-        data.RecordFileDataset(str(tmp_path / "x.rec"))
-
-
 # ---------------------------------------------------------------- samplers
 
 def test_samplers():

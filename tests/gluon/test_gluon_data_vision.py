@@ -295,9 +295,6 @@ def test_image_list_dataset(tmp_path):
         vision.ImageListDataset(str(tmp_path), "bad.lst")
 
 
-def test_image_record_dataset_says_recordio_is_missing():
-    with pytest.raises(NotImplementedError, match="RecordIO"):
-        vision.ImageRecordDataset("train.rec")
 
 
 # ---------------------------------------------------------------- transforms
@@ -307,16 +304,18 @@ _FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
                          "fixtures")
 
 
-def _load_fixture_module():
+def _load_fixture_module(name):
+    """The fixture script ``tests/fixtures/<name>.py`` (its tables; it imports MXNet only
+    when run)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "gluon_data_transforms_fixture", os.path.join(_FIXTURES, "gluon_data_transforms.py"))
+    spec = importlib.util.spec_from_file_location(name + "_fixture",
+                                                  os.path.join(_FIXTURES, name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-_fixture = _load_fixture_module()
+_fixture = _load_fixture_module("gluon_data_transforms")
 _expected = onp.load(os.path.join(_FIXTURES, "gluon_data_transforms.npz"))
 
 # interpolations computed in fixed point by OpenCV, in float64 here: within 1 grey level
@@ -547,3 +546,70 @@ def test_rotate_shapes_zoom_and_errors():
     data = mx.nd.array(onp.random.RandomState(0).normal(size=(3, 5, 6)).astype(onp.float32))
     same = transforms.RandomRotation([-100., 100.], rotate_with_proba=0.0)(data)
     onp.testing.assert_array_equal(same.asnumpy(), data.asnumpy())
+
+
+def test_recordio_reads_mxnet_files_and_writes_the_same_bytes(tmp_path):
+    fixture = _load_fixture_module("gluon_data_recordio")
+    rec = os.path.join(_FIXTURES, "gluon_data_recordio.rec")
+    idx = os.path.join(_FIXTURES, "gluon_data_recordio.idx")
+    reader = mx.recordio.MXIndexedRecordIO(idx, rec, "r")
+    assert reader.keys == [key for key, _, _ in fixture.records()]
+    for key, label, payload in reversed(fixture.records()):      # random access
+        header, data = mx.recordio.unpack(reader.read_idx(key))
+        assert data == payload and header.id == key
+        onp.testing.assert_allclose(header.label, label)
+    sequential = mx.recordio.MXRecordIO(rec, "r")
+    assert [mx.recordio.unpack(sequential.read())[1] for _ in fixture.records()] \
+        == [payload for _, _, payload in fixture.records()]
+    assert sequential.read() is None
+    # fastgrad writes MXNet's bytes, magic numbers inside payloads included
+    out_rec, out_idx = str(tmp_path / "out.rec"), str(tmp_path / "out.idx")
+    writer = mx.recordio.MXIndexedRecordIO(out_idx, out_rec, "w")
+    for key, label, payload in fixture.records():
+        writer.write_idx(key, mx.recordio.pack(mx.recordio.IRHeader(0, label, key, 0),
+                                               payload))
+    writer.close()
+    with open(out_rec, "rb") as mine, open(rec, "rb") as theirs:
+        assert mine.read() == theirs.read()
+    with open(out_idx) as mine, open(idx) as theirs:
+        assert mine.read() == theirs.read()
+    dataset = gluon.data.RecordFileDataset(rec)
+    assert len(dataset) == 7 and mx.recordio.unpack(dataset[3])[1] == fixture.records()[3][2]
+
+
+def test_recordio_bad_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"missing\.rec not found.*\.idx index"):
+        gluon.data.RecordFileDataset(str(tmp_path / "missing.rec"))
+    bad = tmp_path / "bad.rec"
+    bad.write_bytes(b"\0" * 16)
+    with pytest.raises(ValueError, match="magic number"):
+        mx.recordio.MXRecordIO(str(bad), "r").read()
+    fixture_rec = os.path.join(_FIXTURES, "gluon_data_recordio.rec")
+    with open(fixture_rec, "rb") as stream:
+        (tmp_path / "cut.rec").write_bytes(stream.read()[:20])
+    with pytest.raises(ValueError, match="truncated"):
+        reader = mx.recordio.MXRecordIO(str(tmp_path / "cut.rec"), "r")
+        reader.read()
+        reader.read()
+
+
+def test_image_record_dataset_with_workers(tmp_path):
+    rec, idx = str(tmp_path / "images.rec"), str(tmp_path / "images.idx")
+    images = [onp.random.RandomState(i).randint(0, 256, size=(4, 5, 3)).astype(onp.uint8)
+              for i in range(4)]
+    writer = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for i, image in enumerate(images):     # pack_img takes BGR, as MXNet's (OpenCV's order)
+        header = mx.recordio.IRHeader(0, float(i % 2), i, 0)
+        writer.write_idx(i, mx.recordio.pack_img(header, image[:, :, ::-1]))
+    writer.close()
+    _, bgr = mx.recordio.unpack_img(mx.recordio.MXIndexedRecordIO(idx, rec, "r").read_idx(1))
+    onp.testing.assert_array_equal(bgr, images[1][:, :, ::-1])
+    dataset = vision.ImageRecordDataset(rec)
+    image, label = dataset[2]
+    assert isinstance(image, mx.nd.NDArray) and label == 0.0
+    onp.testing.assert_array_equal(image.asnumpy(), images[2])
+    assert vision.ImageRecordDataset(rec, flag=0)[0][0].shape == (4, 5, 1)
+    loader = gluon.data.DataLoader(dataset.transform_first(transforms.ToTensor()), 2,
+                                   num_workers=2, timeout=30)
+    batches = [(x.shape, y.asnumpy().tolist()) for x, y in loader]
+    assert batches == [((2, 3, 4, 5), [0.0, 1.0]), ((2, 3, 4, 5), [0.0, 1.0])]

@@ -15,6 +15,7 @@ methods ``transform``, ``transform_first``, ``filter``, ``shard``, ``take`` and 
 import os
 
 from fastgrad._array import ndarray as _array_type
+from fastgrad import recordio as _recordio
 from fastgrad.gluon.data import sampler as _sampler
 
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
@@ -170,17 +171,24 @@ class ArrayDataset(Dataset):
 
 
 class RecordFileDataset(Dataset):
-    """MXNet's dataset over a RecordIO (``.rec``) file: not available in fastgrad, which has
-    no RecordIO reader; making one raises ``NotImplementedError`` naming the file."""
+    """The records of a RecordIO file (``filename``, with its index ``<name>.idx`` beside it)
+    as raw bytes, in the index's order (:mod:`fastgrad.recordio`)."""
 
     def __init__(self, filename):
-        self.filename = filename
         self.idx_file = os.path.splitext(filename)[0] + ".idx"
-        raise NotImplementedError(
-            "RecordFileDataset(%r): fastgrad cannot read MXNet's RecordIO (.rec/.idx) files. "
-            "Unpack the records into image files and use "
-            "gluon.data.vision.ImageFolderDataset, or write a Dataset that reads them"
-            % (filename,))
+        self.filename = filename
+        for path in (filename, self.idx_file):
+            if not os.path.exists(path):
+                raise FileNotFoundError("%s: %s not found (a RecordIO dataset needs the .rec "
+                                        "file and its .idx index)" % (type(self).__name__,
+                                                                      path))
+        self._record = _recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)
 
 
 class _DownloadedDataset(Dataset):

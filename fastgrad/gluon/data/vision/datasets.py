@@ -27,6 +27,7 @@ from fastgrad.ndarray import NDArray
 from fastgrad.gluon.data import dataset as _dataset
 from fastgrad.gluon.data.dataloader import _np_arrays_requested
 from fastgrad import _image_files
+from fastgrad import recordio as _recordio
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",
            "ImageFolderDataset", "ImageListDataset"]
@@ -214,13 +215,23 @@ class CIFAR100(CIFAR10):
 
 
 class ImageRecordDataset(_dataset.RecordFileDataset):
-    """MXNet's dataset of images in a RecordIO file: not available in fastgrad (no RecordIO
-    reader); making one raises ``NotImplementedError`` naming the file."""
+    """The images of a RecordIO file made by MXNet's ``im2rec`` or ``recordio.pack_img``:
+    ``(image, label)`` samples, the image an ``(H, W, 3)`` uint8 NDArray (``flag=1``) or
+    ``(H, W, 1)`` (``flag=0``), passed through ``transform(image, label)`` when given. PNG
+    records are decoded by fastgrad; JPEG ones need Pillow or OpenCV."""
 
     def __init__(self, filename, flag=1, transform=None):
+        super().__init__(filename)
         self._flag = flag
         self._transform = transform
-        super().__init__(filename)
+
+    def __getitem__(self, idx):
+        header, encoded = _recordio.unpack(super().__getitem__(idx))
+        image = _as_array(_image_files.decode_image(bytes(encoded), self._flag,
+                                                    "record %d of %s" % (idx, self.filename)))
+        if self._transform is not None:
+            return self._transform(image, header.label)
+        return image, header.label
 
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
