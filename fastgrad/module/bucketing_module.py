@@ -46,11 +46,11 @@ class BucketingModule(BaseModule):
     >>> import fastgrad as mx
     >>> def sym_gen(length):
     ...     data = mx.sym.var('data')
-    ...     w = mx.sym.var('w', shape=(1,))
+    ...     w = mx.sym.var('w', shape=(1,), init=mx.init.One())
     ...     return mx.sym.make_loss(mx.sym.sum(mx.sym.broadcast_mul(data, w))), ('data',), None
     >>> mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4)
     >>> mod.bind(data_shapes=[('data', (2, 4))])
-    >>> mod.init_params(mx.init.One())
+    >>> mod.init_params()
     >>> batch = mx.io.DataBatch([mx.nd.ones((2, 3))], bucket_key=3,
     ...                         provide_data=[mx.io.DataDesc('data', (2, 3))])
     >>> mod.forward(batch)
