@@ -47,7 +47,8 @@ class BucketingModule(BaseModule):
     >>> def sym_gen(length):
     ...     data = mx.sym.var('data')
     ...     w = mx.sym.var('w', shape=(1,), init=mx.init.One())
-    ...     return mx.sym.make_loss(mx.sym.sum(mx.sym.broadcast_mul(data, w))), ('data',), None
+    ...     out = mx.sym.sum(mx.sym.broadcast_mul(data, w), axis=1)
+    ...     return mx.sym.make_loss(out), ('data',), None
     >>> mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4)
     >>> mod.bind(data_shapes=[('data', (2, 4))])
     >>> mod.init_params()
@@ -55,7 +56,7 @@ class BucketingModule(BaseModule):
     ...                         provide_data=[mx.io.DataDesc('data', (2, 3))])
     >>> mod.forward(batch)
     >>> mod.get_outputs()[0].asnumpy()
-    array([6.], dtype=float32)
+    array([3., 3.], dtype=float32)
     """
 
     def __init__(self, sym_gen, default_bucket_key=None, logger=logging, context=None,
