@@ -261,11 +261,13 @@ class MNISTIter(_MemoryBatches):
         return self._batch.index
 
 
-def _record_io_reader(name, what="RecordIO (.rec) files"):
+def _record_io_reader(name, what="RecordIO (.rec) files",
+                      instead="use gluon.data.vision.ImageRecordDataset (it reads .rec files) "
+                              "with a gluon.data.DataLoader, or "):
     def refuse(*args, **kwargs):
         raise NotImplementedError(
-            "mx.io.%s: fastgrad does not read %s; load the examples into arrays and use "
-            "mx.io.NDArrayIter, or gluon.data's datasets with a DataLoader" % (name, what))
+            "mx.io.%s: fastgrad's mx.io has no iterator over %s; %sload the examples into "
+            "arrays for mx.io.NDArrayIter" % (name, what, instead))
     refuse.__name__ = name
     refuse.__qualname__ = name
     refuse.__doc__ = "Not available in fastgrad: raises ``NotImplementedError``."
@@ -278,4 +280,4 @@ ImageRecordInt8Iter = _record_io_reader("ImageRecordInt8Iter")
 ImageDetRecordIter = _record_io_reader("ImageDetRecordIter")
 ImageRecordIter_v1 = _record_io_reader("ImageRecordIter_v1")
 ImageRecordUInt8Iter_v1 = _record_io_reader("ImageRecordUInt8Iter_v1")
-LibSVMIter = _record_io_reader("LibSVMIter", "LibSVM files (sparse storage)")
+LibSVMIter = _record_io_reader("LibSVMIter", "LibSVM files (sparse storage)", instead="")
