@@ -82,6 +82,9 @@ class NDArray(_base):
     def slice_axis(self, axis, begin, end):
         return _slicing.slice_axis(self, axis, begin, end, op="NDArray.slice_axis")
 
+    def slice(self, begin, end, step=()):
+        return _slicing.slice_begin_end(self, begin, end, step, op="NDArray.slice")
+
 
 def array(source_array, ctx=None, dtype=None):
     """An NDArray: float32 unless ``dtype`` is given or ``source_array`` is a fastgrad array

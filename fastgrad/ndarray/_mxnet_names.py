@@ -16,7 +16,7 @@ from fastgrad.ndarray import random as _random
 
 __all__ = [
     "reshape", "split", "SliceChannel", "concat", "Concat", "concatenate", "slice_axis",
-    "slice_like", "flatten", "Flatten", "radians", "degrees", "rcbrt", "squeeze", "moveaxis",
+    "slice", "slice_like", "flatten", "Flatten", "radians", "degrees", "rcbrt", "squeeze", "moveaxis",
     "nansum", "nanprod", "pad", "hard_sigmoid", "softsign", "equal", "not_equal", "greater",
     "greater_equal", "lesser", "lesser_equal", "broadcast_equal", "broadcast_not_equal",
     "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser",
@@ -55,6 +55,12 @@ def concatenate(arrays, axis=0, always_copy=True):
 def slice_axis(data, axis, begin, end):
     """Elements ``begin:end`` along ``axis`` (``nd.slice_axis``)."""
     return _S.slice_axis(data, axis, begin, end, op="nd.slice_axis")
+
+
+def slice(data, begin, end, step=()):
+    """``data[begin[0]:end[0]:step[0], ...]`` over the leading ``len(begin)`` axes
+    (``nd.slice``); ``None`` entries take the default, out-of-range bounds are clipped."""
+    return _S.slice_begin_end(data, begin, end, step, op="nd.slice")
 
 
 def slice_like(data, shape_like, axes=()):

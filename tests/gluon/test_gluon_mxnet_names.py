@@ -122,3 +122,23 @@ def test_sparse_names_import_and_making_one_says_dense_only():
         mxsps.row_sparse_array(onp.ones((2, 3)))
     with pytest.raises(ValueError, match="CSRNDArray"):
         mxsps.CSRNDArray()
+
+
+def test_nd_slice_matches_mxnet():
+    # values printed by MXNet 1.9.1 for the same calls
+    a = mx.nd.arange(24).reshape((2, 3, 4))
+    assert mx.nd.slice(a, begin=(0, 1), end=(2, None)).shape == (2, 2, 4)
+    onp.testing.assert_array_equal(
+        mx.nd.slice(a, (None,) * 3, (None,) * 3, step=(-1, 1, -2))[0, 0].asnumpy(), [15, 13])
+    onp.testing.assert_array_equal(mx.nd.slice(a, (1, -2), (2, -1)).asnumpy(),
+                                   [[[16, 17, 18, 19]]])
+    for begin, end, shape in [((0,), (5,), (2, 3, 4)), ((-5,), (1,), (1, 3, 4)),
+                              ((1,), (1,), (0, 3, 4)), ((2,), (1,), (0, 3, 4))]:
+        assert mx.nd.slice(a, begin, end).shape == shape
+    part = a.slice((0, 1), (1, 3))
+    assert type(part) is mx.nd.NDArray
+    onp.testing.assert_array_equal(part.asnumpy(), onp.arange(24).reshape(2, 3, 4)[0:1, 1:3])
+    with pytest.raises(ValueError, match="same length"):
+        mx.nd.slice(a, (0, 1), (1,))
+    with pytest.raises(ValueError, match="zero entry"):
+        mx.nd.slice(a, (0,), (1,), step=(0,))
