@@ -595,7 +595,7 @@ class Module(BaseModule):
         grads = self._exec.grad_dict
         return [[grads[n]] for n in self._param_names]
 
-    def _load(self, arrays, names, what, batch_name):
+    def _load(self, arrays, names, what):
         args = self._exec.arg_dict
         if len(arrays) != len(names):
             raise ValueError("Module.forward: the batch has %d %s arrays but the module "
@@ -654,12 +654,12 @@ class Module(BaseModule):
             self.reshape(new_dshape, new_lshape)
         if is_train is None:
             is_train = self.for_training
-        self._load(data, [d.name for d in self._data_shapes], "data", None)
+        self._load(data, [d.name for d in self._data_shapes], "data")
         label_names = [d.name for d in self._label_shapes or []
                        if d.name in self._exec.arg_dict]
         if label_names:
             if labels:
-                self._load(labels, label_names, "label", None)
+                self._load(labels, label_names, "label")
             elif is_train:
                 raise ValueError("Module.forward: the batch has no label but the module is "
                                  "bound with label_shapes %s and is_train=True; give the "
