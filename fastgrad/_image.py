@@ -208,12 +208,13 @@ def resize(image, out_h, out_w, method=1):
 # ---------------------------------------------------------------- checks and tensor ops
 # ``where`` names the function or transform the user called, for the error messages.
 
-def check_image(image, where, ndims=(3, 4)):
-    """Raise unless ``image`` has one of the ranks ``ndims`` (3: HWC or CHW, 4: batches)."""
+def check_image(image, where, ndims=(3, 4), layout="HWC"):
+    """Raise unless ``image`` has one of the ranks ``ndims`` (3: an image in ``layout``, 4: a
+    batch of them)."""
     if image.ndim not in ndims:
+        shapes = {3: "(%s)" % ", ".join(layout), 4: "(N, %s)" % ", ".join(layout)}
         raise MXNetValueError("%s expects an image of shape %s, got shape %s"
-                              % (where, " or ".join({3: "(H, W, C)", 4: "(N, H, W, C)"}[n]
-                                                    for n in ndims), image.shape))
+                              % (where, " or ".join(shapes[n] for n in ndims), image.shape))
 
 
 def size_pair(size, where):
@@ -270,7 +271,7 @@ def to_tensor(image, where):
 def normalize(image, mean, std, where):
     """``(x[c] - mean[c]) / std[c]`` over the channels of a (C, H, W) or (N, C, H, W)
     tensor; ``mean``/``std`` are one number or one per channel."""
-    check_image(image, where)
+    check_image(image, where, layout="CHW")
     channels = image.shape[-3]
     mean = _onp.atleast_1d(_onp.asarray(mean, _onp.float32))
     std = _onp.atleast_1d(_onp.asarray(std, _onp.float32))

@@ -44,9 +44,17 @@ def to_tensor(data):
 
 def normalize(data, mean=0.0, std=1.0):
     """``(data[c] - mean[c]) / std[c]`` over the channels of a (C, H, W) or (N, C, H, W)
-    tensor."""
-    return _apply(lambda a: _image.normalize(a, mean, std, "nd.image.normalize"), data,
-                  "nd.image.normalize")
+    tensor; recorded by autograd for a float array."""
+    where = "nd.image.normalize"
+    if isinstance(data, _array_type) and data.dtype.kind == "f":
+        # checked on the values, computed with array operations so that it is differentiable
+        _image.normalize(_onp.broadcast_to(_onp.zeros((), data.dtype), data.shape), mean,
+                         std, where)
+        shape = (-1, 1, 1)
+        mean = _wrap(_onp.asarray(mean, data.dtype).reshape(shape), type(data))
+        std = _wrap(_onp.asarray(std, data.dtype).reshape(shape), type(data))
+        return (data - mean) / std
+    return _apply(lambda a: _image.normalize(a, mean, std, where), data, where)
 
 
 def resize(data, size=(), keep_ratio=False, interp=1):
@@ -62,7 +70,12 @@ def resize(data, size=(), keep_ratio=False, interp=1):
 
 
 def crop(data, x, y, width, height):
-    """The ``width`` x ``height`` box at ``(x, y)`` of (H, W, C) or (N, H, W, C) images."""
+    """The ``width`` x ``height`` box at ``(x, y)`` of (H, W, C) or (N, H, W, C) images
+    (a slice of ``data``: recorded by autograd)."""
+    if isinstance(data, _array_type):
+        _image.crop(_onp.broadcast_to(_onp.zeros((), data.dtype), data.shape), x, y, width,
+                    height, "nd.image.crop")
+        return data[..., y:y + height, x:x + width, :]
     return _apply(lambda a: _image.crop(a, x, y, width, height, "nd.image.crop"), data,
                   "nd.image.crop")
 

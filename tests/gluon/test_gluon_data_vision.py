@@ -613,3 +613,20 @@ def test_image_record_dataset_with_workers(tmp_path):
                                    num_workers=2, timeout=30)
     batches = [(x.shape, y.asnumpy().tolist()) for x, y in loader]
     assert batches == [((2, 3, 4, 5), [0.0, 1.0]), ((2, 3, 4, 5), [0.0, 1.0])]
+
+
+def test_nd_image_crop_and_normalize_are_differentiable():
+    # MXNet has gradients for these two operators (its test_crop_resize checks crop's)
+    x = mx.nd.array(onp.arange(60, dtype=onp.float64).reshape(5, 4, 3), dtype="float64")
+    x.attach_grad()
+    with mx.autograd.record():
+        box = mx.nd.image.crop(x, 1, 2, 2, 3)
+        (box * box).sum().backward()
+    expected = onp.zeros((5, 4, 3))
+    expected[2:5, 1:3] = 2 * x.asnumpy()[2:5, 1:3]             # d(sum b^2)/db = 2b
+    onp.testing.assert_array_equal(x.grad.asnumpy(), expected)
+    t = mx.nd.array(onp.ones((3, 2, 2)), dtype="float64")
+    t.attach_grad()
+    with mx.autograd.record():
+        mx.nd.image.normalize(t, (0.1, 0.2, 0.3), (2.0, 4.0, 8.0)).sum().backward()
+    onp.testing.assert_allclose(t.grad.asnumpy()[:, 0, 0], [0.5, 0.25, 0.125])
