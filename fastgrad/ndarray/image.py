@@ -45,7 +45,11 @@ def to_tensor(data):
 def normalize(data, mean=0.0, std=1.0):
     """``(data[c] - mean[c]) / std[c]`` over the channels of a (C, H, W) or (N, C, H, W)
     tensor; recorded by autograd for a float array."""
-    where = "nd.image.normalize"
+    return normalize_as(data, mean, std, "nd.image.normalize")
+
+
+def normalize_as(data, mean, std, where):
+    """:func:`normalize` with errors naming ``where`` (``transforms.Normalize`` uses it)."""
     if isinstance(data, _array_type) and data.dtype.kind == "f":
         # checked on the values, computed with array operations so that it is differentiable
         _image.normalize(_onp.broadcast_to(_onp.zeros((), data.dtype), data.shape), mean,

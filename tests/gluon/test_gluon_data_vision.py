@@ -630,3 +630,11 @@ def test_nd_image_crop_and_normalize_are_differentiable():
     with mx.autograd.record():
         mx.nd.image.normalize(t, (0.1, 0.2, 0.3), (2.0, 4.0, 8.0)).sum().backward()
     onp.testing.assert_allclose(t.grad.asnumpy()[:, 0, 0], [0.5, 0.25, 0.125])
+
+
+def test_normalize_transform_is_differentiable():
+    t = mx.nd.array(onp.ones((2, 3, 2, 2)), dtype="float64")
+    t.attach_grad()
+    with mx.autograd.record():
+        transforms.Normalize(0.5, (2.0, 4.0, 8.0))(t).sum().backward()
+    onp.testing.assert_allclose(t.grad.asnumpy()[0, :, 1, 1], [0.5, 0.25, 0.125])

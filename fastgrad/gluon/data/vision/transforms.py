@@ -37,6 +37,7 @@ import numpy as _onp
 from fastgrad._array import ndarray as _array_type, _wrap, unwrap
 from fastgrad.base import MXNetTypeError, MXNetValueError
 from fastgrad.ndarray import NDArray
+from fastgrad.ndarray import image as _nd_image
 from fastgrad.gluon.block import Block, HybridBlock
 from fastgrad.gluon.nn import Sequential, HybridSequential
 from fastgrad.gluon.data.dataloader import _np_arrays_requested
@@ -236,6 +237,14 @@ class Normalize(_HybridTransform):
         super().__init__()
         self._mean = mean
         self._std = std
+
+    def forward(self, x, *args):
+        if args:
+            return super().forward(x, *args)
+        if isinstance(x, _array_type):
+            # array arithmetic on a float array: recorded by autograd, as MXNet's operator
+            return _nd_image.normalize_as(x, self._mean, self._std, _where(self))
+        return super().forward(x)
 
     def _apply(self, image):
         return _image.normalize(image, self._mean, self._std, _where(self))
