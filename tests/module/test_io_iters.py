@@ -194,6 +194,7 @@ def test_csv_iter_round_batch_order_is_mxnets(csv_files):
     it.reset()
     batch = it.next()
     np.testing.assert_array_equal(batch.data[0].asnumpy(), [[0, 1, 2, 3], [4, 5, 6, 7]])
+    assert it.getdata().shape == (2, 4)         # one array, as MXNet's C++ iterators
     it = mx.io.CSVIter(data_csv=data, data_shape=(4,), label_csv=label, batch_size=3)
     seen = []
     for _ in range(3):
@@ -202,7 +203,6 @@ def test_csv_iter_round_batch_order_is_mxnets(csv_files):
     assert seen == [[([0, 1, 2], 0), ([3, 4, 0], 1)],          # MXNet 1.9.1
                     [([1, 2, 3], 0), ([4, 0, 1], 2)],
                     [([2, 3, 4], 0)]]
-    assert it.getdata().shape == (2, 4)         # one array, as MXNet's C++ iterators
 
 
 def test_csv_iter_shapes_dtypes_and_errors(csv_files, tmp_path):
