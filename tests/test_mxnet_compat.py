@@ -478,6 +478,21 @@ def test_concat_default_dim_is_one_and_differentiates():
     assert nd.concat(a, a, dim=0).shape == (2, 2)
 
 
+def test_nd_stack_takes_the_arrays_positionally_as_mxnet():
+    a, b = nd.array([1.0, 2.0], dtype="float64"), nd.array([3.0, 4.0], dtype="float64")
+    a.attach_grad()
+    with autograd.record():
+        s = nd.stack(a, b, axis=1)
+        loss = (s * nd.array([[1.0, 2.0], [3.0, 4.0]], dtype="float64")).sum()
+    loss.backward()
+    assert type(s) is nd.NDArray and s.shape == (2, 2)
+    assert_close(s, [[1.0, 3.0], [2.0, 4.0]])
+    assert_close(a.grad, [1.0, 3.0])
+    assert nd.stack([a, b]).shape == (2, 2) and nd.stack(a).shape == (1, 2)
+    with pytest.raises(mx.base.MXNetError, match="nd.stack: num_args=3 but 2"):
+        nd.stack(a, b, num_args=3)
+
+
 def test_slice_axis_and_slice_like():
     data = onp.arange(24.0).reshape(2, 3, 4)
     a = nd.array(data)

@@ -15,7 +15,7 @@ from fastgrad.base import MXNetValueError
 from fastgrad.ndarray import random as _random
 
 __all__ = [
-    "reshape", "split", "SliceChannel", "concat", "Concat", "concatenate", "slice_axis",
+    "reshape", "split", "SliceChannel", "concat", "Concat", "concatenate", "stack", "slice_axis",
     "slice", "slice_like", "flatten", "Flatten", "radians", "degrees", "rcbrt", "squeeze", "moveaxis",
     "nansum", "nanprod", "pad", "hard_sigmoid", "softsign", "equal", "not_equal", "greater",
     "greater_equal", "lesser", "lesser_equal", "broadcast_equal", "broadcast_not_equal",
@@ -45,6 +45,17 @@ def concat(*data, dim=1, num_args=None, **kwargs):
 
 
 Concat = concat
+
+
+def stack(*data, axis=0, num_args=None, **kwargs):
+    """Join arrays along a new ``axis`` (``nd.stack(a, b, axis=0)``, as MXNet: the arrays
+    are positional; a single list of arrays is accepted too, as NumPy's ``stack``)."""
+    arrays = list(data[0]) if len(data) == 1 and isinstance(data[0], (list, tuple)) \
+        else list(data)
+    if num_args is not None and num_args != len(arrays):
+        raise MXNetValueError("nd.stack: num_args=%d but %d arrays were given"
+                              % (num_args, len(arrays)))
+    return F.stack(arrays, axis=axis)
 
 
 def concatenate(arrays, axis=0, always_copy=True):
