@@ -596,6 +596,14 @@ def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):
     return {k: _nd_value(np.asarray(_as_numpy(v)), ctx, dtype) for k, v in aux_states.items()}
 
 
+def _assign(arr, value):
+    """Write ``value`` into the bound array ``arr`` in place (a 0-d array too)."""
+    if arr.ndim == 0:
+        arr[()] = value
+    else:
+        arr[:] = value
+
+
 def simple_forward(sym, ctx=None, is_train=False, **inputs):
     """The outputs of ``sym`` bound to the NumPy arrays ``inputs`` (one array for one
     output)."""
@@ -616,13 +624,13 @@ def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_trai
     location = {k: np.array(v, order="C") for k, v in location.items()}
     approx = {k: np.zeros(v.shape, dtype=dtype) for k, v in location.items()}
     for k, v in location.items():
-        executor.arg_dict[k][:] = nd.array(v, dtype=dtype)
+        _assign(executor.arg_dict[k], nd.array(v, dtype=dtype))
 
     def evaluate(k, v):
-        executor.arg_dict[k][:] = nd.array(v, dtype=dtype)
+        _assign(executor.arg_dict[k], nd.array(v, dtype=dtype))
         if aux_states is not None:
             for name, value in aux_states.items():
-                executor.aux_dict[name][:] = nd.array(value, dtype=dtype)
+                _assign(executor.aux_dict[name], nd.array(value, dtype=dtype))
         executor.forward(is_train=use_forward_train)
         return executor.outputs[0].asnumpy()
 
@@ -639,7 +647,7 @@ def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_trai
             approx[k].reshape(-1)[i] = (above.astype(np.float64)
                                         - below.astype(np.float64)).sum() / eps
             flat[i] = original
-        executor.arg_dict[k][:] = nd.array(v, dtype=dtype)
+        _assign(executor.arg_dict[k], nd.array(v, dtype=dtype))
     return approx
 
 
@@ -823,7 +831,7 @@ def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", 
         exe = sym.simple_bind(grad_req=grad_req, ctx=ctx,
                               **{k: v.shape for k, v in location.items()})
     for name, value in location.items():
-        exe.arg_dict[name][:] = value.astype(exe.arg_dict[name].dtype)
+        _assign(exe.arg_dict[name], value.astype(exe.arg_dict[name].dtype))
     if typ not in ("whole", "forward"):
         raise ValueError('typ can only be "whole" or "forward".')
     train = typ == "whole"
@@ -876,13 +884,13 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
         aux_params.setdefault(name, 0)
     for exe in exes:
         for name, arr in exe.arg_dict.items():
-            arr[:] = arg_params[name]
+            _assign(arr, arg_params[name])
         for name, arr in exe.aux_dict.items():
-            arr[:] = aux_params[name]
+            _assign(arr, aux_params[name])
         if grad_req == "add":
             for arr in exe.grad_arrays:
                 if arr is not None:
-                    arr[:] = 0
+                    _assign(arr, 0)
     dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
     truth_index = int(np.argmax([d.itemsize for d in dtypes]))
     for exe in exes:
@@ -949,7 +957,7 @@ class _NumpyValues(initializer.Initializer):
         self._values = values
 
     def _init_weight(self, name, arr):
-        arr[:] = self._values[name]
+        _assign(arr, self._values[name])
 
     _init_bias = _init_gamma = _init_beta = _init_default = _init_weight
 

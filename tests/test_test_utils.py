@@ -189,6 +189,18 @@ def test_check_numeric_gradient_passes_on_correct_gradients():
                               rtol=1e-2, atol=1e-3)
 
 
+def test_gradient_checks_of_scalars_and_empty_arrays():
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    tu.check_numeric_gradient(x * y, [onp.array(0.7), onp.array(1.3)], dtype=onp.float64)
+    # a 0-d difference is reported without a location, as MXNet's
+    with pytest.raises(AssertionError, match=r"Error 100000\.000000 exceeds tolerance "
+                                             r"rtol=1\.000000e-05, atol=1\.000000e-20\.\n"):
+        tu.check_numeric_gradient(x * mx.sym.BlockGrad(x), [onp.array(0.7)], dtype=onp.float64)
+    tu.check_numeric_gradient(mx.sym.exp(x), {"x": onp.zeros((0, 3))})
+    tu.check_symbolic_backward(mx.sym.sum(x), [onp.ones((0, 2))], [onp.array(1.0)],
+                               [onp.zeros((0, 2))])
+
+
 def test_check_numeric_gradient_fails_on_a_wrong_gradient():
     # x * BlockGrad(x): backward gives x, the function's derivative is 2x. MXNet 1.9.1 with
     # numpy.random.seed(0) reports the same worst element and values.
