@@ -190,6 +190,16 @@ class _TraceScope:
         if hit is not None:
             return hit[0]
         name = self.names.get(id(param)) or getattr(param, "name", "param")
+        if name == getattr(param, "name", None) and name not in self.used and \
+                hasattr(param, "var"):
+            # The Parameter's own variable (made again when its shape, dtype or multipliers
+            # changed): every graph that uses it, each step of an unrolled cell included,
+            # names one argument.
+            v = param.var()
+            self.used.add(name)
+            self.vars[id(param)] = (v, param)
+            self.by_name[name] = param
+            return v
         base, k = name, 1
         while name in self.used:
             name = "%s_%d" % (base, k)

@@ -193,6 +193,7 @@ class Parameter:
         self._allow_deferred_init = allow_deferred_init
         self._grad_req = None
         self._var = None
+        self._var_key = None
         self._trainer = None
         self._np_arrays = None     # True: mx.np arrays; None: decided at initialisation
         self._stype = stype
@@ -547,12 +548,17 @@ class Parameter:
     def var(self):
         """A symbol variable standing for this parameter (``mx.sym.var`` with its name,
         shape, dtype, ``lr_mult``, ``wd_mult`` and ``init``)."""
-        if self._var is None:
-            shape = None if self._shape is None else tuple(d if d > 0 else 0
-                                                           for d in self._shape)
+        shape = None if self._shape is None else tuple(d if d > 0 else 0
+                                                       for d in self._shape)
+        # One variable per parameter, so that every use of it in a graph (the steps of an
+        # unrolled cell) is one argument; made again only when what it declares changed (a
+        # cast, the end of deferred initialisation, new multipliers).
+        key = (self.name, shape, self.dtype, self.lr_mult, self.wd_mult, self.init)
+        if self._var is None or self._var_key != key:
             self._var = _symbol.var(self.name, shape=shape, dtype=self.dtype,
                                     lr_mult=self.lr_mult, wd_mult=self.wd_mult,
                                     init=self.init)     # a symbol's unknown dimension is 0
+            self._var_key = key
         return self._var
 
 

@@ -714,3 +714,30 @@ def test_lstm_language_model_trains_as_mxnet(hybrid):
         losses.append(float(loss.mean().asscalar()))
     expected = FIXTURE["lm.losses.%s" % ("hybrid" if hybrid else "imperative")]
     onp.testing.assert_allclose(losses, expected, rtol=1e-5)
+
+
+def test_a_cell_unrolled_on_symbols_names_each_parameter_once():
+    """Every step of an unrolled cell uses the Parameter's one variable (MXNet's
+    test_gluon_rnn.py::test_residual), and a cast afterwards declares the new dtype."""
+    cell = gluon.rnn.ResidualCell(gluon.rnn.GRUCell(4, prefix="rnn_"))
+    inputs = [mx.sym.var("rnn_t%d_data" % i) for i in range(2)]
+    outputs, _ = cell.unroll(2, inputs)
+    group = mx.sym.Group(outputs)
+    assert sorted(group.list_arguments()) == sorted(
+        ["rnn_t0_data", "rnn_t1_data", "rnn_i2h_weight", "rnn_i2h_bias", "rnn_h2h_weight",
+         "rnn_h2h_bias"])
+    zeros = {"rnn_i2h_weight": (12, 4), "rnn_i2h_bias": (12,), "rnn_h2h_weight": (12, 4),
+             "rnn_h2h_bias": (12,)}
+    args = {k: mx.nd.zeros(s) for k, s in zeros.items()}
+    x = onp.arange(6.0).reshape(3, 2).repeat(2, axis=1)
+    out = group.eval(rnn_t0_data=mx.nd.array(x), rnn_t1_data=mx.nd.array(x), **args)
+    # zero weights: every gate is sigmoid(0) = 0.5 and the candidate tanh(0) = 0, so the
+    # state is half the previous one (0, then 0) and the residual adds the input back
+    onp.testing.assert_allclose(out[0].asnumpy(), x, rtol=0, atol=0)
+    param = cell.base_cell.i2h_weight
+    first = param.var()
+    assert param.var() is first
+    assert first.infer_type()[0] == [onp.dtype("float32")]
+    param.cast("float64")
+    assert param.var() is not first
+    assert param.var().infer_type()[0] == [onp.dtype("float64")]
