@@ -30,7 +30,8 @@ from fastgrad import autograd  # noqa: E402
 from fastgrad import numpy as np  # noqa: E402
 from fastgrad import numpy_extension as npx  # noqa: E402
 from fastgrad import ndarray as nd  # noqa: E402
-from fastgrad.context import Context, Device, cpu, gpu, num_gpus, current_context  # noqa: E402
+from fastgrad.context import (Context, Device, cpu, cpu_pinned, gpu, num_gpus,  # noqa: E402
+                              current_context)
 from fastgrad._registry import list_ops  # noqa: E402
 from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402

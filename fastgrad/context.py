@@ -3,12 +3,24 @@
 from fastgrad.base import MXNetValueError
 
 
+class _DefaultContext:
+    """``Context.default_ctx``: MXNet's deprecated class attribute for the default device,
+    the CPU here (read-only on a device instance)."""
+
+    def __get__(self, instance, owner):
+        return cpu() if owner._default is None else owner._default
+
+    def __set__(self, instance, value):
+        raise AttributeError("set Context.default_ctx on the class, not on an instance")
+
+
 class Context:
     """A device. fastgrad computes on ``cpu(0)``; ``with cpu():`` is accepted and does
     nothing. ``gpu(i)`` can be named, as in MXNet without CUDA, but placing an array there
     raises (:func:`check_device`)."""
 
     _default = None
+    default_ctx = _DefaultContext()
 
     def __init__(self, device_type="cpu", device_id=0):
         if isinstance(device_type, Context):
@@ -43,6 +55,12 @@ Device = Context
 def cpu(device_id=0):
     """The CPU device."""
     return Context("cpu", device_id)
+
+
+def cpu_pinned(device_id=0):
+    """MXNet's page-locked CPU memory for transfers to a GPU: the CPU here
+    (``mx.cpu_pinned``); arrays placed there are ordinary CPU arrays."""
+    return Context("cpu_pinned", device_id)
 
 
 def gpu(device_id=0):

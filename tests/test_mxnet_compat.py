@@ -600,3 +600,15 @@ def test_every_table_op_mxnet_nd_has_is_in_nd():
     assert len(names) > 50
     missing = [n for n in names if not callable(getattr(nd, n, None))]
     assert missing == []
+
+
+def test_default_ctx_and_cpu_pinned_name_the_cpu():
+    """MXNet's deprecated ``Context.default_ctx`` (MXNet's test_gluon_rnn.py reads it) and
+    ``mx.cpu_pinned()`` (DataLoader's pin_memory) are CPU devices here."""
+    assert mx.Context.default_ctx == mx.cpu(0)
+    pinned = mx.cpu_pinned(0)
+    assert repr(pinned) == "cpu_pinned(0)" and pinned != mx.cpu(0)
+    a = nd.array([1.0, 2.0], ctx=pinned)
+    assert a.asnumpy().tolist() == [1.0, 2.0]
+    with pytest.raises(AttributeError, match="on the class"):
+        mx.cpu().default_ctx = mx.cpu(1)
