@@ -14,8 +14,8 @@ from fastgrad import _functions as F
 from fastgrad._reshape_codes import legacy_shape, npx_shape
 from fastgrad.base import MXNetValueError
 
-__all__ = ["nd_reshape", "npx_reshape", "slice_axis", "slice_begin_end", "slice_like", "split",
-           "concat", "flatten"]
+__all__ = ["nd_reshape", "npx_reshape", "slice_axis", "slice_begin_end", "begin_end_key",
+           "slice_like", "split", "concat", "flatten"]
 
 
 def _shape_of(a):
@@ -61,22 +61,28 @@ def slice_begin_end(data, begin, end, step=(), op="slice"):
     """``data[b0:e0:s0, b1:e1:s1, ...]`` for the leading ``len(begin)`` axes, as MXNet's
     ``slice``: ``None`` entries take the default, negatives count from the end and bounds
     outside the axis are clipped (what MXNet 1.9.1 gives, checked), an empty range is empty."""
+    key = begin_end_key(begin, end, step, op)
+    ndim = len(_shape_of(data))
+    if len(key) > ndim:
+        raise MXNetValueError("%s: begin %r has more entries than data has dimensions (%d)"
+                              % (op, tuple(begin), ndim))
+    return data[key]
+
+
+def begin_end_key(begin, end, step=(), op="slice"):
+    """The NumPy index (a tuple of slices) of MXNet's ``slice(begin, end, step)``."""
     begin, end = tuple(begin), tuple(end)
     step = tuple(step) if step is not None else ()
-    shape = _shape_of(data)
     if len(begin) != len(end) or (step and len(step) != len(begin)):
         raise MXNetValueError("%s: begin %r, end %r and step %r must have the same length"
                               % (op, begin, end, step))
-    if len(begin) > len(shape):
-        raise MXNetValueError("%s: begin %r has more entries than data has dimensions (%d)"
-                              % (op, begin, len(shape)))
     steps = step or (None,) * len(begin)
     if any(s == 0 for s in steps):
         raise MXNetValueError("%s: step %r has a zero entry" % (op, step))
 
     def bound(v):
         return None if v is None else int(v)
-    return data[tuple(slice(bound(b), bound(e), bound(s)) for b, e, s in zip(begin, end, steps))]
+    return tuple(slice(bound(b), bound(e), bound(s)) for b, e, s in zip(begin, end, steps))
 
 
 def slice_like(data, shape_like, axes=(), op="slice_like"):

@@ -6,6 +6,7 @@ import types
 import numpy as np
 
 from fastgrad._registry import REGISTRY
+from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_composite,
                                     constant, _auto_name, _as_entry)
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
@@ -167,6 +168,8 @@ def resolve(attr):
         return legacy_op(attr)
     if attr == "split":
         return _split
+    if attr == "slice":
+        return _slice
     if attr in REGISTRY:
         return symbol_op(attr)
     for prefix in ("np.", "npx."):
@@ -186,6 +189,14 @@ def _split(*args, **kwargs):
     if len(args) == 1 and "num_outputs" in kwargs and "indices_or_sections" not in kwargs:
         return legacy_op("SliceChannel")(*args, **kwargs)
     return symbol_op("split")(*args, **kwargs)
+
+
+def _slice(data, begin, end, step=(), name=None):
+    """``sym.slice``: MXNet's ``slice(data, begin, end, step)`` (NumPy slicing of the leading
+    axes; ``None`` entries take the default)."""
+    return apply_primitive(REGISTRY["getitem"], (data,),
+                           {"key": _slicing.begin_end_key(begin, end, step, "sym.slice"),
+                            "name": name})
 
 
 _HIDDEN_KEYS = frozenset(HIDDEN_KEYS)

@@ -34,6 +34,7 @@ import numpy as np
 from fastgrad._array import Primitive, REQUIRED, ndarray, unwrap, _wrap
 from fastgrad import _derivatives, _registry, autograd
 from fastgrad import numpy_extension as _npx
+from fastgrad import _mxnet_slicing as _slicing
 from fastgrad.base import MXNetValueError, NotImplementedForSymbol
 from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
 from fastgrad.symbol import _attribute, _legacy, _values
@@ -744,6 +745,11 @@ class Symbol:
         if not -n <= index < n:
             raise IndexError("output %d of a symbol with %d outputs" % (index, n))
         return Symbol([self._entries[index]])
+
+    def slice(self, begin, end, step=()):
+        """MXNet's ``x.slice(begin, end, step)``: NumPy slicing of the leading axes."""
+        return apply_primitive(_registry.REGISTRY["getitem"], (self,),
+                               {"key": _slicing.begin_end_key(begin, end, step, "Symbol.slice")})
 
     def _is_numpy_index(self, index):
         if isinstance(index, str):

@@ -80,3 +80,41 @@ def test_hybridized_block_with_numpy_indexing_and_split_matches_imperative():
             + X[0, 1:].sum())
     onp.testing.assert_allclose(imperative, want, rtol=1e-6)
     onp.testing.assert_allclose(hybrid, want, rtol=1e-6)
+
+
+class _SliceDense(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense = gluon.nn.Dense(2, in_units=8)
+
+    def hybrid_forward(self, F, x):
+        part = x.slice(begin=(0, 1), end=(2, None))           # MXNet's NDArray/Symbol.slice
+        return self.dense(F.slice(part, begin=(None, None, 3), end=(None, None, None),
+                                  step=(1, -1, -1)))
+
+
+def test_slice_method_and_op_hybridized_match_imperative_values_and_gradients():
+    x_np = onp.arange(24.0, dtype="float32").reshape(2, 3, 4) / 10
+    net = _SliceDense()
+    net.initialize(mx.init.Constant(0.5))
+    grads = []
+    outs = []
+    for hybridize in (False, True):
+        if hybridize:
+            net.hybridize()
+        x = mx.nd.array(x_np)
+        x.attach_grad()
+        with mx.autograd.record():
+            out = net(x)
+        out.backward()
+        outs.append(out.asnumpy())
+        grads.append(x.grad.asnumpy())
+    part = x_np[0:2, 1:][:, ::-1, 3::-1]                     # (2, 2, 4)
+    want = part.reshape(2, -1) @ onp.full((8, 2), 0.5)
+    onp.testing.assert_allclose(outs[0], want, rtol=1e-6)
+    onp.testing.assert_allclose(outs[1], want, rtol=1e-6)
+    want_grad = onp.zeros_like(x_np)
+    want_grad[:, 1:, :] = 1.0                                # each kept element feeds 2 outputs
+    onp.testing.assert_allclose(grads[0], want_grad)
+    onp.testing.assert_allclose(grads[1], want_grad)
