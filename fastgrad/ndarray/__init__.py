@@ -34,6 +34,9 @@ class NDArray(_base):
     def __repr__(self):
         return "\n%s\n<NDArray %s @cpu(0)>" % (unwrap(self), "x".join(map(str, self.shape)))
 
+    # print(x) shows the same text as repr(x), as MXNet's NDArray (which has no __str__).
+    __str__ = __repr__
+
     def asscalar(self):
         if self.size != 1:
             raise ValueError("asscalar: the array has %d elements, not 1" % self.size)
@@ -71,6 +74,11 @@ class NDArray(_base):
         if kwargs:
             raise TypeError("NDArray.reshape: unexpected argument(s) %s" % ", ".join(kwargs))
         return _slicing.nd_reshape(self, shape, reverse, op="NDArray.reshape")
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of length one (all, or ``axis``). MXNet's ``inplace=True`` returns a view
+        sharing this array's memory; the values and shape are the same either way."""
+        return _base.squeeze(self, axis=axis)
 
     def flatten(self, inplace=False):
         """Collapse every axis but the first (MXNet's ``flatten``, not NumPy's ``ravel``)."""

@@ -142,3 +142,14 @@ def test_nd_slice_matches_mxnet():
         mx.nd.slice(a, (0, 1), (1,))
     with pytest.raises(ValueError, match="zero entry"):
         mx.nd.slice(a, (0,), (1,), step=(0,))
+
+
+def test_ndarray_str_is_mxnet_repr_and_squeeze_takes_inplace():
+    x = mx.nd.array([[1.5], [2.0], [-3.0]])
+    # MXNet 1.9.1: print(mx.nd.array([[1.5], [2], [-3]]).squeeze()) shows these lines
+    assert str(x.squeeze(inplace=True)) == "\n[ 1.5  2.  -3. ]\n<NDArray 3 @cpu(0)>"
+    assert str(x) == repr(x)
+    assert x.shape == (3, 1)                   # the array itself keeps its shape, as in MXNet
+    out = x.squeeze(axis=1, inplace=False)
+    assert type(out) is mx.nd.NDArray and out.shape == (3,)
+    onp.testing.assert_array_equal(out.asnumpy(), [1.5, 2.0, -3.0])
