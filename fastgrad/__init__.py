@@ -49,6 +49,7 @@ mod = module
 mon = monitor
 from fastgrad import base, device, random  # noqa: E402,F401  (mx.base.MXNetError, mx.device, ...)
 from fastgrad import util  # noqa: E402,F401 -- mx.util
+from fastgrad.base import MXNetError  # noqa: E402,F401 -- mx.MXNetError, as MXNet
 from fastgrad.util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: E402,F401
 from fastgrad.util import is_np_array, np_array, use_np_array, use_np  # noqa: E402,F401
 from fastgrad import image  # noqa: E402,F401 -- mx.image

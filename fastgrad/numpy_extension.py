@@ -702,6 +702,14 @@ def load(file):
     return _params_format.wrap_all(_params_format.load(file), ndarray)
 
 
+# Defined last: the name is Python's builtin slice, which no code of this module may need after.
+def slice(a, begin, end, step=None):  # noqa: A001 -- MXNet's npx.slice
+    """``a[begin[0]:end[0]:step[0], ...]`` over the leading ``len(begin)`` axes
+    (``npx.slice``): ``None`` entries take the default, out-of-range bounds are clipped."""
+    return _slicing.slice_begin_end(a, begin, end, () if step is None else step,
+                                    op="npx.slice")
+
+
 # The table's names and the public functions defined here (Note [Generated namespaces]), and
 # the functions imported from the modules below that MXNet's npx has.
 __all__ = _namespaces.public_names(globals(), _TABLE_NAMES)

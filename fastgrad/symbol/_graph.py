@@ -813,8 +813,16 @@ class Symbol:
             raise AttributeError("'Symbol' object has no attribute %r" % attr)
         op = _hooks["symbol_op"](attr if is_primitive(fn) and fn.name == attr else
                             ("np." + attr if ("np." + attr) in composites() else "npx." + attr))
+        # The table op of a NumPy method may lack some of NumPy's keywords (x.var(dtype=),
+        # x.cumsum(dtype=)); a call using one goes to the NumPy function, as x.var does on
+        # arrays.
+        numpy_fn = composites().get("np." + attr)
+        if not (is_primitive(fn) and numpy_fn is not None and not is_primitive(numpy_fn)):
+            numpy_fn = None
 
         def method(*args, **kwargs):
+            if numpy_fn is not None and set(kwargs) - set(fn.param_names) - {"name", "attr"}:
+                return _hooks["symbol_op"]("np." + attr)(self, *args, **kwargs)
             if is_primitive(fn) and fn.n_in < 0:
                 return op([self] + list(args[0]) if args else [self], *args[1:], **kwargs)
             return op(self, *args, **kwargs)

@@ -118,3 +118,40 @@ def test_slice_method_and_op_hybridized_match_imperative_values_and_gradients():
     want_grad[:, 1:, :] = 1.0                                # each kept element feeds 2 outputs
     onp.testing.assert_allclose(grads[0], want_grad)
     onp.testing.assert_allclose(grads[1], want_grad)
+
+
+class _Method(gluon.HybridBlock):
+    def __init__(self, name, **kwargs):
+        super().__init__(**kwargs)
+        self._method, self._kwargs = name, kwargs_of[name]
+
+    def hybrid_forward(self, F, a):
+        return getattr(a, self._method)(**self._kwargs)
+
+
+kwargs_of = {"var": {"axis": 0, "dtype": "float64", "ddof": 1},
+             "cumsum": {"axis": 1, "dtype": "float64"},
+             "std": {"axis": None, "dtype": "float64"}}
+
+
+@pytest.mark.parametrize("method", sorted(kwargs_of))
+def test_symbol_methods_take_numpys_dtype_keyword_hybridized(method):
+    # MXNet 1.9.1's test_numpy_op.py test_np_moment / test_np_cumsum call a.var(dtype=...)
+    x = onp.arange(6.0, dtype="float32").reshape(2, 3) ** 2
+    net = _Method(method)
+    net.hybridize()
+    out = net(mx.np.array(x))
+    want = getattr(onp, method)(x.astype("float64"), **{k: v for k, v in kwargs_of[method].items()
+                                                      if k != "dtype"})
+    assert out.dtype == onp.float64
+    onp.testing.assert_allclose(out.asnumpy(), want, rtol=1e-12)
+
+
+def test_npx_slice_arrays_and_symbols_and_mx_mxneterror():
+    a = onp.arange(24.0).reshape(2, 3, 4)
+    got = mx.npx.slice(mx.np.array(a), begin=(0, 1), end=(1, None), step=(None, 2))
+    onp.testing.assert_array_equal(got.asnumpy(), a[0:1, 1::2])
+    y = mx.sym.npx.slice(mx.sym.var("x"), begin=(1, None, -1), end=(None, 0, None),
+                         step=(1, -1, -1))
+    onp.testing.assert_array_equal(_run(y, a), a[1:, :0:-1, -1::-1])
+    assert mx.MXNetError is mx.base.MXNetError
