@@ -22,6 +22,7 @@ import warnings
 import numpy as _onp
 
 from fastgrad import _update_ops as ops
+from fastgrad import numpy_extension as _npx
 from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad._state import set_recording
 
@@ -102,6 +103,9 @@ class Optimizer:
         self._index_update_count = self._all_index_update_counts[0]
         self.clip_gradient = clip_gradient
         self.multi_precision = multi_precision
+        # MXNet's flag: whether NumPy array semantics was requested when the optimizer was
+        # made (npx.set_np, @use_np); fastgrad's updates do not depend on it.
+        self.allow_np_array = _npx.is_np_array_requested()
         self.aggregate_num = 0
         if param_idx2name is None:
             param_idx2name = {}

@@ -153,3 +153,19 @@ def test_ndarray_str_is_mxnet_repr_and_squeeze_takes_inplace():
     out = x.squeeze(axis=1, inplace=False)
     assert type(out) is mx.nd.NDArray and out.shape == (3,)
     onp.testing.assert_array_equal(out.asnumpy(), [1.5, 2.0, -3.0])
+
+
+def test_optimizer_allow_np_array_and_updater_without_it():
+    assert mx.optimizer.SGD().allow_np_array is False
+
+    @mx.use_np
+    def make_and_update():
+        optimizer = mx.optimizer.SGD(learning_rate=0.1)
+        assert optimizer.allow_np_array is True          # as MXNet 1.9.1 under @use_np
+        del optimizer.allow_np_array                     # an optimizer pickled by older MXNet
+        updater = mx.optimizer.Updater(optimizer)
+        weight = mx.np.array([1.0, 2.0])
+        updater(0, mx.np.array([1.0, -1.0]), weight)
+        updater(1, mx.np.ones((0, 0)), mx.np.zeros((0, 0)))
+        return weight.asnumpy()
+    onp.testing.assert_allclose(make_and_update(), [0.9, 2.1], rtol=1e-6)
