@@ -124,6 +124,8 @@ class _Namespace(types.ModuleType):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
+        if attr == "_Symbol":
+            return Symbol       # MXNet's NumPy-mode symbol class (mx.sym.np._Symbol)
         full = self._prefix + "." + attr
         if full in composites():
             fn = composites()[full]

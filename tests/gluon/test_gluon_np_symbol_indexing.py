@@ -155,3 +155,11 @@ def test_npx_slice_arrays_and_symbols_and_mx_mxneterror():
                          step=(1, -1, -1))
     onp.testing.assert_array_equal(_run(y, a), a[1:, :0:-1, -1::-1])
     assert mx.MXNetError is mx.base.MXNetError
+
+
+def test_sym_np_symbol_class_is_the_symbol_type():
+    # MXNet's test_numpy_op.py test_np_stack: type(F.np.stack(...)) == mx.sym.np._Symbol
+    x = mx.sym.var("x")
+    stacked = mx.sym.np.stack([x, x * 2], axis=1)
+    assert type(stacked) is mx.sym.np._Symbol
+    onp.testing.assert_array_equal(_run(stacked, X[0]), onp.stack([X[0], 2 * X[0]], axis=1))
