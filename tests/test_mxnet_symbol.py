@@ -793,3 +793,17 @@ def test_errors_mxnet_raises_as_mxnet_error_are_catchable_both_ways():
         sym.load_json(bad)
     with pytest.raises(ValueError):
         sym.load_json(bad)
+
+
+def test_symbol_repr_names_nodes_as_mxnet():
+    # MXNet 1.9.1 prints a symbol by its node's name, not its output's (D2L's hybridize
+    # chapter shows "<Symbol hybridnet0_relu0>"); a group lists its nodes' names.
+    x = mx.sym.var("x")
+    r = mx.sym.relu(x, name="r")
+    fc = mx.sym.FullyConnected(x, num_hidden=3, name="fc")
+    sp = mx.sym.split(x, num_outputs=2, name="sp")
+    assert repr(x) == "<Symbol x>"
+    assert repr(r) == "<Symbol r>" and r.list_outputs() == ["r_output"]
+    assert repr(fc) == "<Symbol fc>"
+    assert repr(sp) == "<Symbol sp>" and repr(sp[0]) == "<Symbol sp>"
+    assert repr(mx.sym.Group([r, fc])) == "<Symbol group [r, fc]>"

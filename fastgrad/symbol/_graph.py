@@ -759,9 +759,13 @@ class Symbol:
         return isinstance(index, (tuple, list, np.ndarray, type(None), type(Ellipsis)))
 
     def __repr__(self):
-        if len(self._entries) == 1:
-            return "<Symbol %s>" % self._entries[0][0].output_name(self._entries[0][1])
-        return "<Symbol group [%s]>" % ", ".join(self.list_outputs())
+        # MXNet 1.9.1's: the node's name (``<Symbol fc>``, also for a node's several
+        # outputs), else the group's node names (``<Symbol group [r, fc]>``).
+        name = self.name
+        if name is None:
+            return "<%s group [%s]>" % (type(self).__name__,
+                                        ", ".join(n.name for n, _ in self._entries))
+        return "<%s %s>" % (type(self).__name__, name)
 
     def __hash__(self):
         return hash(tuple((n.id, i) for n, i in self._entries))

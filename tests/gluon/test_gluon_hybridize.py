@@ -599,7 +599,7 @@ def test_export_after_one_deferred_call_and_float64(tmp_path):
     assert block.params["lazy_weight"].dtype == np.float64
     block.collect_params().load(path + "-0000.params")
     assert np.array_equal(block(x).asnumpy(), y.asnumpy())
-    assert repr(block).splitlines() == ["SymbolBlock(", "<Symbol lazy_fullyconnected0_output> "
+    assert repr(block).splitlines() == ["SymbolBlock(", "<Symbol lazy_fullyconnected0> "
                                         ": 1 -> 1", ")"]
     # without a declared input dtype the Parameters are float32, as in MXNet
     assert SymbolBlock.imports(path + "-symbol.json", "data").params["lazy_bias"].dtype \
