@@ -72,6 +72,28 @@ def weak_scalar(x, g):
     return x
 
 
+def rule_error(exc, op, names, k):
+    """Note the op and the argument on an error raised by a derivative rule.
+
+    Note [Errors name the op]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~
+    An error raised inside a rule (NumPy's broadcast error, an IndexError of a scatter, a
+    helper op's own error) would name nothing the user called. Every compiled rule
+    (``_registry._compile``) therefore runs its formulas in a ``try`` whose handler adds a note,
+    ``in the derivative of fastgrad.<op> with respect to its argument k (name)``, before the
+    error propagates unchanged (its type and message are the original's), as the forward's
+    errors get ``in fastgrad.<op>(...)`` (``_annotate`` in ``_array_recording.pxi``). A message
+    that names the op already gets no note. ``tests/test_error_names.py`` checks every op."""
+    text = " ".join([str(exc)] + [str(n) for n in getattr(exc, "__notes__", ())])
+    if "fastgrad.%s" % op in text:
+        return
+    try:
+        exc.add_note("in the derivative of fastgrad.%s with respect to its argument %d (%s)"
+                     % (op, k, names[k] if k < len(names) else names[-1]))
+    except AttributeError:      # Python < 3.11: no notes
+        pass
+
+
 def numpy_namespace():
     """NumPy's names with the rule helpers: the numpy binding (without the table's own ops,
     which ``_registry.build`` adds with ``dual`` as it creates them)."""
@@ -85,6 +107,7 @@ def numpy_namespace():
     ns["len"] = len
     ns["tuple"] = tuple
     ns["weak_scalar"] = weak_scalar
+    ns["rule_error"] = rule_error
     return ns
 
 

@@ -106,16 +106,23 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
         kinds = "float, complex" + (", int" if numeric else "")
         weak += "    if type(%s) in (%s):\n        %s = weak_scalar(%s, g)\n" % (
             n, kinds, n, n)
+    # Note [Errors name the op]: the body runs in a try whose handler notes the op and the
+    # argument whose formula raised (``rule_error``), unless the message names the op already.
     if variadic:
-        body = "    return tuple(%s)\n" % exprs[names[0]]
+        body = "        return tuple(%s)\n" % exprs[names[0]]
     elif len(names) == 1:
-        body = "    return (%s,)\n" % exprs[names[0]]
+        body = "        return (%s,)\n" % exprs[names[0]]
     else:
-        items = []
+        body = ""
         for i, name in enumerate(names):
-            items.append("(%s) if needs & %d else None" % (exprs[name], 1 << i)
-                         if name in exprs else "None")
-        body = "    return (%s,)\n" % ", ".join(items)
+            if name in exprs:
+                body += ("        _fg_arg = %d\n" % i if body else "") \
+                    + "        _fg_%d = (%s) if needs & %d else None\n" % (i, exprs[name], 1 << i)
+        body += "        return (%s,)\n" % ", ".join(
+            "_fg_%d" % i if name in exprs else "None" for i, name in enumerate(names))
+    body = ("    _fg_arg = 0\n    try:\n%s    except Exception as _fg_exc:\n"
+            "        rule_error(_fg_exc, %r, %r, _fg_arg)\n        raise\n"
+            % (body, op.name, tuple(names)))
     source = "def %s(%s):\n%s%s" % (fname, ", ".join(args), weak, body)
     filename = "<fastgrad %sderivative of %s>" % (kind, op.name)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
