@@ -144,12 +144,15 @@ class _Namespace(types.ModuleType):
 
 np_ns = _Namespace("np")
 npx_ns = _Namespace("npx")
+image_ns = _Namespace("image")      # mx.sym.image: nd.image's functions as symbol ops
 
 
 def op_names():
     """Every name ``fastgrad.sym`` resolves to an op (registry names and compositions)."""
     names = set(REGISTRY)
     for full, fn in composites().items():
+        if not full.startswith(("np.", "npx.")):
+            continue
         short = full.split(".", 1)[1]
         if "." not in short and short not in names:
             names.add(short)
@@ -172,6 +175,8 @@ def resolve(attr):
         return _split
     if attr == "slice":
         return _slice
+    if attr == "image":
+        return image_ns
     if attr in REGISTRY:
         return symbol_op(attr)
     for prefix in ("np.", "npx."):

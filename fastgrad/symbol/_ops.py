@@ -31,6 +31,7 @@ import types
 from fastgrad._array import Primitive
 from fastgrad._registry import REGISTRY
 from fastgrad import numpy as numpy_namespace, numpy_extension
+from fastgrad.ndarray import image as image_namespace
 from fastgrad.symbol import _legacy
 
 VARIABLE = "null"
@@ -75,6 +76,7 @@ def composites():
                 out = {}
                 _walk("np.", numpy_namespace, out)
                 _walk("npx.", numpy_extension, out)
+                _walk("image.", image_namespace, out)       # sym.image (MXNet's F.image)
                 out.update(_legacy.functions())
                 _composites = out
     return _composites
