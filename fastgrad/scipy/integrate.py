@@ -24,6 +24,7 @@ The gradient is computed once: it has no history, so ``create_graph=True`` throu
 
 import numpy as _onp
 
+from fastgrad import _engine
 from fastgrad._array import ndarray, unwrap, _wrap
 from fastgrad._function import Function
 from fastgrad._state import is_recording, set_recording
@@ -41,7 +42,6 @@ def _call(func, y, t, args, shape):
 
 def _vjp(func, y, t, args, shape, array_pos, cot):
     """``f(y, t, args)`` and ``cot^T df/dy``, ``cot^T df/dt``, ``cot^T df/dargs[k]`` (flat)."""
-    from fastgrad import autograd
     yv = _wrap(y.reshape(shape).copy())
     tv = _wrap(_onp.asarray(t, dtype=y.dtype))
     call = [a for a in args]
@@ -59,8 +59,9 @@ def _vjp(func, y, t, args, shape, array_pos, cot):
     finally:
         set_recording(prev)
     value = _onp.asarray(unwrap(out), dtype=y.dtype).reshape(-1)
-    grads = autograd.grad(out, variables, head_grads=_wrap(cot.reshape(out.shape)),
-                          allow_unused=True)
+    # autograd.grad's backward pass (the engine's, a layer below this one), no graph kept
+    grads = _engine.run_backward([out], [_wrap(cot.reshape(out.shape))], variables,
+                                 False, False, True, True)  # retain, create, train, unused
     flat = [_onp.asarray(unwrap(g), dtype=y.dtype).reshape(-1) for g in grads]
     return value, flat
 

@@ -16,6 +16,7 @@ from fastgrad._array import unwrap, _wrap
 from fastgrad._function import Function
 from fastgrad._linalg import linalg as _np_linalg
 from fastgrad._registry import REGISTRY as _P
+from fastgrad._table_special import _scipy
 from fastgrad.scipy.stats._common import as_array
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
@@ -100,7 +101,6 @@ class _SolveBanded(Function):
         self.l, self.u = l, u
 
     def forward(self, ab, b):
-        from fastgrad._table_special import _scipy
         x = _scipy("linalg").solve_banded((self.l, self.u), unwrap(ab), unwrap(b))
         x = _wrap(_onp.asarray(x, dtype=_onp.result_type(unwrap(ab), unwrap(b))))
         self.save_for_backward(ab, x)
