@@ -305,7 +305,23 @@ def test_expm_and_sqrtm_third_order_along_a_direction():
                                 rtol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["gamma", "digamma", "erf", "erfc"])
+@pytest.mark.parametrize("name, sign", [("erf", 1.0), ("erfc", -1.0)])
+def test_complex_erf_and_erfc_are_differentiable_with_the_conjugate_convention(name, sign):
+    """erf is entire: for a real loss Re(sum erf(z)) the gradient is conj(erf'(z)), erf'(z) =
+    2/sqrt(pi) exp(-z^2), PyTorch's convention (Note [Complex gradients])."""
+    z = onp.array([0.5 + 0.5j, -1.2 + 0.3j])
+    x = np.array(z)
+    x.attach_grad()
+    with mx.autograd.record():
+        out = getattr(special, name)(x)
+        loss = np.real(out).sum()
+    loss.backward()
+    onp.testing.assert_allclose(onp.asarray(out), getattr(ssp, name)(z), rtol=1e-14)
+    expected = onp.conj(sign * 2 / onp.sqrt(onp.pi) * onp.exp(-z * z))
+    onp.testing.assert_allclose(x.grad.asnumpy(), expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["gamma", "digamma"])
 def test_complex_input_gives_scipys_complex_value_and_refuses_to_differentiate(name):
     # A complex value is never cast to real in the forward; differentiating it raises, since
     # these rules are not checked for complex values (Note [Complex gradients]).
