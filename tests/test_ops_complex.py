@@ -161,6 +161,9 @@ def test_ops_not_checked_for_complex_refuse_complex_values_when_recording(name):
     spec = SPECS[name]
     case = spec.cases[0]
     c = base.Case(name, spec, case)
+    if not c.diff:
+        pytest.skip("its spec differentiates no input (ctc_loss_grad: its own derivative "
+                    "raises), so no complex value is recorded")
     rng = onp.random.default_rng(7)
     values = [_complexify(rng, v) if i in c.diff else v for i, v in enumerate(c.values)]
     arrs = [mx.np.array(onp.asarray(v), dtype=onp.asarray(v).dtype) for v in values]
