@@ -317,7 +317,25 @@ class _BatchNorm(HybridBlock):
             ch=in_channels if in_channels else None)
 
 
-class BatchNorm(_BatchNorm):
+class _BatchNormFixedFusion(_BatchNorm):
+    """The public constructor of ``BatchNorm`` and ``BatchNormReLU``: ``fuse_relu`` is not an
+    argument but the subclass's ``_fuse_relu``."""
+
+    _fuse_relu = False
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
+                 running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels=0, **kwargs):
+        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center,
+                         scale=scale, use_global_stats=use_global_stats, fuse_relu=self._fuse_relu,
+                         beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
+                         running_mean_initializer=running_mean_initializer,
+                         running_variance_initializer=running_variance_initializer,
+                         in_channels=in_channels, **kwargs)
+
+
+class BatchNorm(_BatchNormFixedFusion):
     """Batch normalization (Ioffe and Szegedy, 2014) over every axis but ``axis``.
 
     In training mode (inside ``autograd.record()``) the batch's mean and variance normalize
@@ -345,31 +363,13 @@ class BatchNorm(_BatchNorm):
     <NDArray 2 @cpu(0)>
     """
 
-    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
-                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels=0, **kwargs):
-        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center,
-                         scale=scale, use_global_stats=use_global_stats, fuse_relu=False,
-                         beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
-                         running_mean_initializer=running_mean_initializer,
-                         running_variance_initializer=running_variance_initializer,
-                         in_channels=in_channels, **kwargs)
+    _fuse_relu = False
 
 
-class BatchNormReLU(_BatchNorm):
+class BatchNormReLU(_BatchNormFixedFusion):
     """``BatchNorm`` followed by a ReLU (MXNet's fused layer)."""
 
-    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
-                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels=0, **kwargs):
-        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center,
-                         scale=scale, use_global_stats=use_global_stats, fuse_relu=True,
-                         beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
-                         running_mean_initializer=running_mean_initializer,
-                         running_variance_initializer=running_variance_initializer,
-                         in_channels=in_channels, **kwargs)
+    _fuse_relu = True
 
 
 class Embedding(HybridBlock):
