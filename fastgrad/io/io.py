@@ -127,7 +127,24 @@ class DataIter:
         """The number of padding examples in the current batch."""
 
 
-class ResizeIter(DataIter):
+class _CurrentBatchIter(DataIter):
+    """A :class:`DataIter` whose ``iter_next`` keeps the batch it moves to in
+    ``self.current_batch``: ``getdata``, ``getlabel``, ``getindex`` and ``getpad`` read it."""
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_CurrentBatchIter):
     """``data_iter`` cut or extended to ``size`` batches per epoch (restarting it when it
     runs out); ``reset_internal`` resets it at every :meth:`reset`.
 
@@ -168,18 +185,6 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
 
 def _renamed(descs, renames):
     out = []
@@ -194,7 +199,7 @@ def _renamed(descs, renames):
     return out
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_CurrentBatchIter):
     """Reads the next batch of each of ``iters`` on a background thread while the current one
     is used; the batches of several iterators are joined (their data, then their labels).
 
@@ -323,18 +328,6 @@ class PrefetchingIter(DataIter):
         if self.iter_next():
             return self.current_batch
         raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 # ------------------------------------------------------------ NDArrayIter
