@@ -59,7 +59,9 @@ def _read_csv(path, shape, dtype, what):
 
 
 class _MemoryBatches(DataIter):
-    """Batches served in order from arrays in memory (the file iterators' common part)."""
+    """Batches served in order from arrays in memory (the file iterators' common part):
+    a subclass's ``iter_next`` keeps the batch it moves to in ``self._batch``, which ``next``
+    returns and ``getdata``, ``getlabel`` and ``getindex`` read."""
 
     def __init__(self, data, label, batch_size, data_name="data", label_name="softmax_label"):
         super().__init__(batch_size)
@@ -80,6 +82,22 @@ class _MemoryBatches(DataIter):
         return DataBatch([nd.array(self._data[index], dtype=self._data.dtype)],
                          [nd.array(self._label[index], dtype=self._label.dtype)],
                          pad=pad, index=index)
+
+    def next(self):
+        if self.iter_next():
+            return self._batch
+        raise StopIteration
+
+    def getdata(self):
+        """The current batch's data array (one array, as MXNet's C++ iterators)."""
+        return self._batch.data[0]
+
+    def getlabel(self):
+        """The current batch's label array (one array, as MXNet's C++ iterators)."""
+        return self._batch.label[0]
+
+    def getindex(self):
+        return self._batch.index
 
 
 class CSVIter(_MemoryBatches):
@@ -152,24 +170,8 @@ class CSVIter(_MemoryBatches):
         self._cursor += self.batch_size
         return True
 
-    def next(self):
-        if self.iter_next():
-            return self._batch
-        raise StopIteration
-
-    def getdata(self):
-        """The current batch's data array (one array, as MXNet's C++ iterators)."""
-        return self._batch.data[0]
-
-    def getlabel(self):
-        """The current batch's label array (one array, as MXNet's C++ iterators)."""
-        return self._batch.label[0]
-
     def getpad(self):
         return self._batch.pad
-
-    def getindex(self):
-        return self._batch.index
 
 
 def _read_idx(path, magic, what):
@@ -241,24 +243,8 @@ class MNISTIter(_MemoryBatches):
         self._cursor += self.batch_size
         return True
 
-    def next(self):
-        if self.iter_next():
-            return self._batch
-        raise StopIteration
-
-    def getdata(self):
-        """The current batch's data array (one array, as MXNet's C++ iterators)."""
-        return self._batch.data[0]
-
-    def getlabel(self):
-        """The current batch's label array (one array, as MXNet's C++ iterators)."""
-        return self._batch.label[0]
-
     def getpad(self):
         return 0
-
-    def getindex(self):
-        return self._batch.index
 
 
 def _record_io_reader(name, what="RecordIO (.rec) files",
