@@ -263,7 +263,7 @@ def measure(
     t0 = time.perf_counter()
     out = _call(step, backend)
     result.first_time = time.perf_counter() - t0
-    grads = [backend.to_numpy(g) for g in out]
+    grads = result.workload.gradients(backend, out)
     if reference is not None:
         result.check = wl.check_gradients(grads, reference, result.workload.rtol)
 
@@ -497,7 +497,8 @@ def table_rows(results: Sequence[Result]) -> tuple[list[tuple[str, list[tuple[st
 
 
 FOOTER = [
-    "median: median over the samples of the wall time of one forward+backward step, after one warm-up run.",
+    "median: median over the samples of the wall time of one forward+backward step, after one warm-up run"
+    " (fastgrad-sgd, gluon-fastgrad*, torch-nn: a whole training step, with the SGD update).",
     "per op: median divided by the number of recorded operations (op chains only).",
     "vs NumPy, vs torch: median divided by that of hand-written NumPy, of PyTorch,"
     " on the same workload (below 1 = faster).",
@@ -516,6 +517,12 @@ FOOTER = [
 PAIRS = (
     ("fastgrad-exec", "fastgrad", "fastgrad bound Executor / imperative (record + backward)"),
     ("jax-jit", "jax", "JAX jit / JAX eager"),
+    # Note [Training-step backends] in workloads.py: Gluon's own overhead, hybridize's gain
+    ("gluon-fastgrad", "fastgrad-sgd", "fastgrad Gluon imperative / hand-written step + SGD"),
+    ("gluon-fastgrad-hybrid", "fastgrad-sgd", "fastgrad Gluon hybridized / hand-written step + SGD"),
+    ("gluon-fastgrad-hybrid", "gluon-fastgrad", "fastgrad Gluon hybridized / imperative"),
+    ("gluon-fastgrad", "torch-nn", "fastgrad Gluon imperative / PyTorch nn.Module + optim.SGD"),
+    ("gluon-fastgrad-hybrid", "torch-nn", "fastgrad Gluon hybridized / PyTorch nn.Module + optim.SGD"),
 )
 
 
@@ -765,7 +772,8 @@ def run_cells(
 def _describe_blas(b: wl.Backend) -> None:
     """Add the BLAS facts of this process that concern backend ``b`` to its details."""
     kernel = blas_kernel()
-    if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "autograd"):
+    if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "fastgrad-sgd", "gluon-fastgrad",
+                             "gluon-fastgrad-hybrid", "autograd"):
         b.details["BLAS"] = kernel
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     if b.name == "mxnet" and coretype:

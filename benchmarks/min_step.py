@@ -1,8 +1,10 @@
 """The fastest step time of one workload on fastgrad, for before/after comparisons of builds.
 
-Run with ``python benchmarks/min_step.py WORKLOAD [--seconds 4] [--steps N]``: the workload's
-fastgrad step (the one ``compare.py`` times) runs in batches of ``--steps`` for ``--seconds``
-of wall time, and the script prints the fastest batch's time per step, in microseconds.
+Run with ``python benchmarks/min_step.py WORKLOAD [--seconds 4] [--steps N] [--backend NAME]``:
+the workload's fastgrad step (the one ``compare.py`` times; ``--backend`` another of its
+fastgrad backends, e.g. ``gluon-fastgrad`` or ``fastgrad-sgd`` on workloads 2 and 8) runs in
+batches of ``--steps`` for ``--seconds`` of wall time, and the script prints the fastest
+batch's time per step, in microseconds.
 
 A minimum over many batches moves by a few percent between runs where medians move by tens of
 percent on a shared machine, so comparing two builds is best done with this script run in
@@ -20,10 +22,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
 
-def min_step_seconds(key, seconds, steps=None):
-    """The fastest time per step of workload ``key``'s fastgrad step over ``seconds``."""
+def min_step_seconds(key, seconds, steps=None, backend="fastgrad"):
+    """The fastest time per step of workload ``key``'s step on ``backend`` over ``seconds``."""
     workload = workloads.get_workload(key)
-    backend = workloads.get_backend("fastgrad")
+    backend = workloads.get_backend(backend)
     backend.load()
     step = workload.build(backend, workload.make_inputs())
     t0 = time.perf_counter()
@@ -49,8 +51,11 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=4.0, help="wall time to measure (default 4)")
     p.add_argument("--steps", type=int, default=None,
                    help="steps per timed batch (default: about 20 ms worth)")
+    p.add_argument("--backend", default="fastgrad", choices=workloads.BACKEND_NAMES,
+                   help="the backend whose step is timed (default fastgrad)")
     args = p.parse_args(argv)
-    print("%.1f" % (min_step_seconds(args.workload, args.seconds, args.steps) * 1e6))
+    print("%.1f" % (min_step_seconds(args.workload, args.seconds, args.steps, args.backend)
+                    * 1e6))
     return 0
 
 

@@ -8,7 +8,11 @@ checks the gradients it returned (values, never timing):
   difference of the loss (this validates the reference itself);
 * ``[fastgrad]``: fastgrad's gradients equal the hand-written NumPy ones
   within the workload's tolerance, with the same shapes and dtypes;
-* ``[fastgrad-exec]`` (workloads 2, 8 and 9): the same for the bound ``Executor``.
+* ``[fastgrad-exec]`` (workloads 2, 8 and 9): the same for the bound ``Executor``;
+* ``test_training_step`` (workloads 2 and 8): the whole training steps of ``fastgrad-sgd``
+  (hand-written step and SGD), ``gluon-fastgrad`` and ``gluon-fastgrad-hybrid`` (Gluon with
+  ``Trainer``, imperative and hybridized) compute the hand-written NumPy gradients and update
+  every weight by ``-lr`` times them.
 
 The LeNet and LSTM steps (workloads 8 and 9) run at smaller sizes here (see
 :data:`SIZES`), so that the suite stays quick as a CI check; ``compare.py``
@@ -94,7 +98,7 @@ def _bench(benchmark, key: str, backend_name: str) -> None:
         benchmark.extra_info["n_ops"] = work.n_ops
     out = benchmark(step)
     backend.block(out)
-    grads = [backend.to_numpy(g) for g in out]
+    grads = work.gradients(backend, out)
 
     if backend_name == "numpy":
         err = work.finite_difference_error(inputs, grads)
@@ -132,6 +136,61 @@ CASES = [
 def test_workload(benchmark, workload, backend):
     """One workload on one backend: timed, then its gradients checked (see _bench)."""
     _bench(benchmark, WORKLOADS[workload], backend)
+
+
+#: The training-step backends that need nothing but fastgrad (Note [Training-step backends] in
+#: workloads.py; ``torch-nn`` needs PyTorch, which CI does not install).
+TRAINING_BACKENDS = ("fastgrad-sgd", "gluon-fastgrad", "gluon-fastgrad-hybrid")
+
+
+@pytest.mark.parametrize("backend_name", TRAINING_BACKENDS)
+@pytest.mark.parametrize("key", ["2", "8"])
+def test_training_step(benchmark, key, backend_name):
+    """A whole training step (forward, backward, SGD update) of workload 2 or 8: its first
+    call's gradients equal the hand-written NumPy ones (in their layout and scale, see
+    ``Workload.gradients``), and every weight moved by ``-SGD_LR`` times its gradient, as the
+    hand-written update moves it; then it is timed."""
+    work = _workload(key)
+    backend = wl.get_backend(backend_name)
+    if not backend.load():
+        pytest.fail(f"{backend_name} cannot be imported: {backend.error}")
+    inputs = work.make_inputs()
+    step = work.build(backend, inputs)
+    before = [backend.to_numpy(w) for w in step.arrays]
+    out = step()
+    grads = work.gradients(backend, out)
+    check = wl.check_gradients(grads, _reference(work, inputs), work.rtol)
+    assert check.ok and not check.note, f"{backend_name} gradients differ from NumPy's: {check}"
+    scale = 1.0 / work.batch if getattr(backend, "sums_over_batch", False) else 1.0
+    for w0, w1, g in zip(before, step.arrays, out):
+        w1, g = backend.to_numpy(w1), backend.to_numpy(g).astype(onp.float64) * scale
+        assert w1.dtype == w0.dtype == onp.float32
+        expected = w0 - wl.SGD_LR * g
+        assert onp.allclose(w1, expected, rtol=1e-6, atol=1e-6 * onp.max(onp.abs(w0))), \
+            f"{backend_name}: the update is not w - lr * grad"
+        assert not onp.array_equal(w1, w0)
+
+    benchmark.group = f"[{work.key}] {work.title}, training step"
+    benchmark(step)
+
+
+def test_compare_script_gluon(capsys):
+    """``compare.py`` runs the Gluon steps beside the hand-written one on workload 2 and
+    prints Gluon's ratios to it and hybridized over imperative."""
+    import compare
+
+    code = compare.main(
+        ["--quick", "--workloads", "2", "--in-process", "--repeat", "1", "--memory", "none",
+         "--backends", "numpy,fastgrad-sgd,gluon-fastgrad,gluon-fastgrad-hybrid"])
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = [line.split() for line in out.split("\nmedian:")[0].splitlines()
+            if line.startswith(("  numpy ", "  fastgrad-sgd ", "  gluon-fastgrad"))]
+    assert [(row[0], row[-2]) for row in rows] == [
+        ("numpy", "ref"), ("fastgrad-sgd", "ok"), ("gluon-fastgrad", "ok"),
+        ("gluon-fastgrad-hybrid", "ok")], out
+    assert "fastgrad Gluon imperative / hand-written step + SGD: [2] " in out
+    assert "fastgrad Gluon hybridized / imperative: [2] " in out
 
 
 def test_compare_script_runs(capsys):

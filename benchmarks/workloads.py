@@ -26,6 +26,12 @@ inputs.  It is implemented once for each *backend*:
 ``mxnet``
     Apache MXNet 1.9 through ``mx.np``/``mx.npx``/``mx.autograd``, usually run
     with the interpreter of its own environment (``compare.py --mxnet-python``).
+``fastgrad-sgd``, ``gluon-fastgrad``, ``gluon-fastgrad-hybrid``, ``torch-nn``
+    Whole training steps, for workloads 2 and 8 only (Note [Training-step backends]): the
+    hand-written ``fastgrad`` step followed by a hand-written SGD update; the same network
+    written with fastgrad's Gluon (``gluon.nn`` blocks, ``SoftmaxCrossEntropyLoss``,
+    ``gluon.Trainer('sgd')``), imperative and hybridized; and PyTorch's ``nn.Module`` with
+    ``nn.CrossEntropyLoss`` and ``torch.optim.SGD``.
 
 A backend that cannot be imported is *missing*; it is reported, never an
 error.
@@ -70,7 +76,15 @@ __all__ = [
 ]
 
 #: Backends in the order in which they are run and printed.
-BACKEND_NAMES = ("numpy", "fastgrad", "fastgrad-exec", "autograd", "torch", "jax", "jax-jit", "mxnet")
+BACKEND_NAMES = ("numpy", "fastgrad", "fastgrad-exec", "fastgrad-sgd", "gluon-fastgrad",
+                 "gluon-fastgrad-hybrid", "autograd", "torch", "torch-nn", "jax", "jax-jit",
+                 "mxnet")
+
+#: Learning rate of the training-step backends' SGD update (Note [Training-step backends]).
+SGD_LR = 0.01
+
+#: The backends that run whole training steps (workloads 2 and 8 only).
+TRAINING_BACKENDS = ("fastgrad-sgd", "gluon-fastgrad", "gluon-fastgrad-hybrid", "torch-nn")
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -273,7 +287,108 @@ class FastgradBackend(Backend):
             out.backward()
             return tuple(x.grad for x in xs)
 
+        step.arrays = xs            # the differentiated arrays (``fastgrad-sgd`` updates them)
         return step
+
+
+# Note [Training-step backends]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Workloads 2 and 8 also run as whole training steps, as a user of a framework's training API
+# writes them: ``gluon-fastgrad`` (fastgrad's Gluon, imperative), ``gluon-fastgrad-hybrid``
+# (the same network hybridized) and ``torch-nn`` (PyTorch's ``nn.Module`` and
+# ``torch.optim.SGD``). A step also updates the weights (SGD, learning rate SGD_LR), so its
+# reference is ``fastgrad-sgd``: the hand-written ``fastgrad`` step followed by
+# ``w -= lr * w.grad`` for every weight; Gluon's own overhead is the ratio of the Gluon step's
+# time to that one's. Every network starts from the workload's own inputs (a dense weight set
+# to the transpose of the hand-written ``X @ W`` one, since ``nn.Dense`` and ``nn.Linear``
+# hold (out, in)), the loss is the same mean softmax cross-entropy, and the step returns the
+# gradients of its first call, which are checked against the hand-written NumPy ones after
+# ``Workload.gradients`` brought them to the reference's layout: Gluon's ``loss.backward()``
+# sums the per-sample losses (``trainer.step(batch)`` divides by the batch), so its gradients
+# are divided by the batch there. Later steps train on, from the updated weights (the timed
+# steps do not reset them; the update is part of what is timed).
+
+
+class FastgradSGDBackend(FastgradBackend):
+    """The hand-written ``fastgrad`` step followed by a hand-written SGD update of every
+    differentiated array (``w -= lr * w.grad``): the reference of the Gluon steps (Note
+    [Training-step backends])."""
+
+    name = "fastgrad-sgd"
+    label = "fastgrad step + SGD by hand"
+    generic = False
+
+    def sgd(self, step: Step, lr: float = SGD_LR) -> Step:
+        """``step`` (a ``fastgrad`` step with its ``arrays``) followed by ``w -= lr * grad``."""
+        ws = step.arrays
+
+        def train():
+            grads = step()
+            for w, g in zip(ws, grads):
+                w -= lr * g
+            return grads
+
+        train.arrays = ws
+        return train
+
+
+class GluonBackend(FastgradBackend):
+    """fastgrad's Gluon: ``gluon.nn`` blocks, a ``gluon.loss``, ``gluon.Trainer('sgd')``; one
+    step is ``with autograd.record(): loss = loss_fn(net(X), y)``, ``loss.backward()``,
+    ``trainer.step(batch)``, as a Gluon user writes it (Note [Training-step backends])."""
+
+    name = "gluon-fastgrad"
+    label = "fastgrad Gluon, imperative"
+    generic = False
+    hybridize = False
+    #: The step's gradients are of the loss summed over the batch (Note [Training-step
+    #: backends]); dense weights are (out, in).
+    sums_over_batch = True
+    dense_out_in = True
+
+    def _load(self) -> None:
+        super()._load()
+        from fastgrad import gluon
+
+        self.gluon, self.nn = gluon, gluon.nn
+
+    def train_step(self, net, loss_fn, X, y, batch: int, weights: dict[str, onp.ndarray],
+                   lr: float = SGD_LR) -> Step:
+        """The training step of ``net`` (a ``HybridSequential`` with known shapes), its
+        parameters set to ``weights`` (in the order of ``collect_params()``).
+
+        The step returns the parameters' gradients as the engine left them: those of the
+        per-sample loss summed over the batch (``trainer.step(batch)`` divides by ``batch``).
+        """
+        fg, autograd = self.fg, self.autograd
+        params = list(net.collect_params().values())
+        if len(params) != len(weights):
+            raise ValueError(f"{len(params)} parameters, {len(weights)} values")
+        net.initialize()
+        for p, value in zip(params, weights.values()):
+            p.set_data(fg.nd.array(value, dtype=value.dtype))
+        if self.hybridize:
+            net.hybridize()
+        trainer = self.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": lr})
+        ws = [p.data() for p in params]
+
+        def step():
+            with autograd.record():
+                loss = loss_fn(net(X), y)
+            loss.backward()
+            trainer.step(batch)
+            return tuple(w.grad for w in ws)
+
+        step.arrays = ws
+        return step
+
+
+class GluonHybridBackend(GluonBackend):
+    """:class:`GluonBackend` with the network hybridized (traced once, run on the Executor)."""
+
+    name = "gluon-fastgrad-hybrid"
+    label = "fastgrad Gluon, hybridized"
+    hybridize = True
 
 
 class HipsAutogradBackend(Backend):
@@ -356,6 +471,40 @@ class TorchBackend(Backend):
             out = loss(ops, *xs, *cs)
             return torch.autograd.grad(out, xs)
 
+        return step
+
+
+class TorchNNBackend(TorchBackend):
+    """PyTorch as its users train: an ``nn.Module``, ``nn.CrossEntropyLoss`` and
+    ``torch.optim.SGD``; one step is ``opt.zero_grad()``, ``loss_fn(model(X), y).backward()``,
+    ``opt.step()`` (Note [Training-step backends])."""
+
+    name = "torch-nn"
+    label = "PyTorch nn.Module + optim.SGD"
+    generic = False
+    dense_out_in = True
+
+    def train_step(self, model, X, y, weights: dict[str, onp.ndarray], lr: float = SGD_LR) -> Step:
+        """The training step of ``model``, its parameters set to ``weights`` (in the order of
+        ``model.parameters()``); it returns the gradients (of the mean loss)."""
+        torch = self.torch
+        params = list(model.parameters())
+        if len(params) != len(weights):
+            raise ValueError(f"{len(params)} parameters, {len(weights)} values")
+        with torch.no_grad():
+            for p, value in zip(params, weights.values()):
+                p.copy_(torch.from_numpy(onp.ascontiguousarray(value)))
+        loss_fn = torch.nn.CrossEntropyLoss()
+        opt = torch.optim.SGD(params, lr=lr)
+
+        def step():
+            opt.zero_grad()
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            opt.step()
+            return tuple(p.grad for p in params)
+
+        step.arrays = params
         return step
 
 
@@ -556,8 +705,9 @@ NUMPY_OPS = SimpleNamespace(
 
 _BACKEND_CLASSES = {
     cls.name: cls
-    for cls in (NumpyBackend, FastgradBackend, FastgradExecutorBackend, HipsAutogradBackend,
-                TorchBackend, JaxBackend, JaxJitBackend, MxnetBackend)
+    for cls in (NumpyBackend, FastgradBackend, FastgradExecutorBackend, FastgradSGDBackend,
+                GluonBackend, GluonHybridBackend, HipsAutogradBackend, TorchBackend,
+                TorchNNBackend, JaxBackend, JaxJitBackend, MxnetBackend)
 }
 _BACKENDS: dict[str, Backend] = {}
 
@@ -785,6 +935,14 @@ class Workload:
             [inputs[n] for n in self.consts],
         )
 
+    def gradients(self, backend: Backend, out: Sequence[Any]) -> list[onp.ndarray]:
+        """The gradients a step of ``backend`` returned, as NumPy arrays in the layout and
+        scale of the hand-written ones (Note [Training-step backends])."""
+        grads = [backend.to_numpy(g) for g in out]
+        if getattr(backend, "sums_over_batch", False):
+            grads = [(g / self.batch).astype(g.dtype) for g in grads]
+        return grads
+
     def value(self, inputs: dict[str, onp.ndarray]) -> float:
         """Evaluate the loss in float64 NumPy (no gradient)."""
         arrays = [onp.asarray(inputs[n], dtype=onp.float64) for n in self.params + self.consts]
@@ -905,7 +1063,7 @@ class MLPStep(Workload):
     rtol = 1e-4
     sizes = (784, 256, 256, 10)
     batch = 128
-    optional_backends = ("fastgrad-exec", "jax-jit")
+    optional_backends = ("fastgrad-exec", "jax-jit") + TRAINING_BACKENDS
 
     @property
     def title(self):
@@ -928,6 +1086,45 @@ class MLPStep(Workload):
         h = ops.relu(h @ W2 + b2)
         logp = ops.log_softmax(h @ W3 + b3)
         return -ops.sum(logp * onehot) / X.shape[0]
+
+    def gradients(self, backend, out):
+        grads = super().gradients(backend, out)
+        if getattr(backend, "dense_out_in", False):       # (out, in) back to X @ W's (in, out)
+            grads = [g.T.copy() if n.startswith("W") else g for n, g in zip(self.params, grads)]
+        return grads
+
+    def _out_in_weights(self, inputs):
+        """The parameters in the layout of ``nn.Dense``/``nn.Linear``: weights (out, in)."""
+        return {n: onp.ascontiguousarray(inputs[n].T) if n.startswith("W") else inputs[n]
+                for n in self.params}
+
+    def fastgrad_sgd_step(self, backend, inputs):
+        return backend.sgd(backend.gradient_step(
+            self.loss, [inputs[n] for n in self.params], [inputs[n] for n in self.consts]))
+
+    def gluon_fastgrad_step(self, backend, inputs):
+        nn, fg = backend.nn, backend.fg
+        net = nn.HybridSequential()
+        sizes = self.sizes
+        for k, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
+            net.add(nn.Dense(n_out, activation="relu" if k < len(sizes) - 1 else None,
+                             in_units=n_in))
+        X = fg.nd.array(inputs["X"], dtype=onp.float32)
+        y = fg.nd.array(inputs["onehot"].argmax(axis=1), dtype=onp.float32)
+        loss_fn = backend.gluon.loss.SoftmaxCrossEntropyLoss()
+        return backend.train_step(net, loss_fn, X, y, self.batch, self._out_in_weights(inputs))
+
+    gluon_fastgrad_hybrid_step = gluon_fastgrad_step
+
+    def torch_nn_step(self, backend, inputs):
+        nn = backend.torch.nn
+        layers = []
+        for n_in, n_out in zip(self.sizes[:-1], self.sizes[1:]):
+            layers += [nn.Linear(n_in, n_out), nn.ReLU()]
+        model = nn.Sequential(*layers[:-1])
+        X = backend.tensor(inputs["X"])
+        y = backend.tensor(inputs["onehot"].argmax(axis=1))
+        return backend.train_step(model, X, y, self._out_in_weights(inputs))
 
     def fastgrad_exec_step(self, backend, inputs):
         sym = backend.sym
@@ -1361,7 +1558,7 @@ class LeNetStep(Workload):
     consts = ("X", "labels")
     rtol = 1e-4
     batch = 64
-    optional_backends = ("fastgrad-exec", "jax-jit")
+    optional_backends = ("fastgrad-exec", "jax-jit") + TRAINING_BACKENDS
     quick_overrides = {"batch": 16}
 
     @property
@@ -1486,7 +1683,38 @@ class LeNetStep(Workload):
             loss.backward()
             return tuple(p.grad for p in ps)
 
+        step.arrays = ps
         return step
+
+    def fastgrad_sgd_step(self, backend, inputs):
+        return backend.sgd(self.fastgrad_step(backend, inputs))
+
+    def gluon_fastgrad_step(self, backend, inputs):
+        nn, fg = backend.nn, backend.fg
+        net = nn.HybridSequential()
+        net.add(nn.Conv2D(6, kernel_size=5, padding=2, in_channels=1, activation="relu"),
+                nn.MaxPool2D(pool_size=2),
+                nn.Conv2D(16, kernel_size=5, in_channels=6, activation="relu"),
+                nn.MaxPool2D(pool_size=2),
+                nn.Dense(120, activation="relu", in_units=400),
+                nn.Dense(84, activation="relu", in_units=120),
+                nn.Dense(10, in_units=84))
+        X = fg.nd.array(inputs["X"], dtype=onp.float32)
+        y = fg.nd.array(inputs["labels"], dtype=onp.float32)
+        loss_fn = backend.gluon.loss.SoftmaxCrossEntropyLoss()
+        weights = {n: inputs[n] for n in self.params}
+        return backend.train_step(net, loss_fn, X, y, self.batch, weights)
+
+    gluon_fastgrad_hybrid_step = gluon_fastgrad_step
+
+    def torch_nn_step(self, backend, inputs):
+        nn = backend.torch.nn
+        model = nn.Sequential(
+            nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+        X, y = backend.tensor(inputs["X"]), backend.tensor(inputs["labels"])
+        return backend.train_step(model, X, y, {n: inputs[n] for n in self.params})
 
     def fastgrad_exec_step(self, backend, inputs):
         sym = backend.sym

@@ -65,7 +65,7 @@ def _array_arg(op, name, a):
     if not isinstance(a, ndarray):
         raise TypeError("%s: %s must be a fastgrad array, got %s" % (op, name, type(a).__name__))
     data = unwrap(a)
-    if not _onp.issubdtype(data.dtype, _onp.floating):
+    if data.dtype.kind != "f":          # issubdtype(dtype, floating), without its ~1 us
         raise TypeError("%s: %s must have a floating-point dtype, got %s" % (op, name, data.dtype))
     return data
 
@@ -157,10 +157,13 @@ def sgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
     """
     lr, wd = _scalar("sgd_update", "lr", lr), _scalar("sgd_update", "wd", wd)
 
+    decay = 1.0 - lr * wd
+
     def body(w, o):
         g = _grad("sgd_update", weight, grad, rescale_grad, clip_gradient)
         g *= lr
-        _onp.multiply(w, 1.0 - lr * wd, out=o)
+        if decay != 1.0 or o is not w:     # w * 1.0 is w: no pass over the weight without wd
+            _onp.multiply(w, decay, out=o)
         _onp.subtract(o, g, out=o)
     return _run("sgd_update", body, weight, grad, (), out)
 
