@@ -337,6 +337,23 @@ class BaseModule:
                          allow_missing=allow_missing, force_init=force_init,
                          allow_extra=allow_extra)
 
+    def _set_params_settled_by_init_or_ignored(self, arg_params, aux_params, allow_missing,
+                                               force_init, allow_extra):
+        """The start of ``set_params`` in a module that assigns values itself: without
+        ``allow_missing`` the call is :meth:`init_params` without an initializer, and on
+        initialized parameters without ``force_init`` it is ignored with a warning (as MXNet).
+        Whether either settled the call (else the caller assigns the values)."""
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return True
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "set_params call ignored.", stacklevel=3)
+            return True
+        return False
+
     def init_params(self, initializer=Uniform(0.01), arg_params=None, aux_params=None,
                     allow_missing=False, force_init=False, allow_extra=False):
         raise NotImplementedError()

@@ -14,7 +14,6 @@ and updater (one state per parameter). ``sym_gen`` runs inside a fresh
 """
 
 import logging
-import warnings
 
 import numpy as np
 
@@ -153,14 +152,8 @@ class BucketingModule(BaseModule):
 
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "set_params call ignored.", stacklevel=2)
+        if self._set_params_settled_by_init_or_ignored(arg_params, aux_params, allow_missing,
+                                                       force_init, allow_extra):
             return
         self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing,
                                      force_init=force_init, allow_extra=allow_extra)
