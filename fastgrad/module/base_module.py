@@ -362,6 +362,16 @@ class BaseModule:
              force_rebind=False, shared_module=None, grad_req="write"):
         raise NotImplementedError()
 
+    def _skip_init_optimizer(self, force_init):
+        """The start of ``init_optimizer`` in a module of modules: the module must be bound
+        with parameters; whether to return at once, as an optimizer is already initialized
+        and not ``force_init`` (logged)."""
+        self._require("init_optimizer")
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning("optimizer already initialized, ignoring.")
+            return True
+        return False
+
     def init_optimizer(self, kvstore="local", optimizer="sgd",
                        optimizer_params=(("learning_rate", 0.01),), force_init=False):
         raise NotImplementedError()
