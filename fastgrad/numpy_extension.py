@@ -417,7 +417,8 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
     with ``use_global_stats=True``, the running statistics are used and left alone.
     ``fix_gamma=True`` (MXNet's default) treats ``gamma`` as ones, and in training mode
     writes ones into it, as MXNet's operator does (so a Gluon ``BatchNorm(scale=False)``
-    saves ``gamma`` as ones after training, as in MXNet).
+    saves ``gamma`` as ones after training, as in MXNet). ``output_mean_var=True`` also
+    returns the mean and the inverse standard deviation ``1 / sqrt(var + eps)`` used.
     """
     if fix_gamma and is_training():
         raw = unwrap(gamma)
@@ -440,7 +441,9 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
         out = out * F.reshape(gamma, view)
     out = out + F.reshape(beta, view)
     if output_mean_var:
-        return out, F.reshape(mean, (-1,)), F.reshape(var, (-1,))
+        # MXNet's second extra output is the inverse standard deviation 1/sqrt(var + eps)
+        # (checked against MXNet 1.9.1 in training, predict and use_global_stats modes).
+        return out, F.reshape(mean, (-1,)), F.reshape(1 / F.sqrt(var + eps), (-1,))
     return out
 
 

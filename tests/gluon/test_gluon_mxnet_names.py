@@ -169,3 +169,24 @@ def test_optimizer_allow_np_array_and_updater_without_it():
         updater(1, mx.np.ones((0, 0)), mx.np.zeros((0, 0)))
         return weight.asnumpy()
     onp.testing.assert_allclose(make_and_update(), [0.9, 2.1], rtol=1e-6)
+
+
+def test_batch_norm_output_mean_var_gives_inverse_std_as_mxnet():
+    # MXNet 1.9.1, nd.BatchNorm(x, ones, zeros, [0.5, 1], [4, 9], output_mean_var=True,
+    # fix_gamma=False, eps=1e-3) on x = arange(8).reshape(4, 2):
+    x = mx.nd.array(onp.arange(8.0).reshape(4, 2))
+
+    def run(**kwargs):
+        return mx.nd.BatchNorm(x, mx.nd.ones(2), mx.nd.zeros(2), mx.nd.array([0.5, 1.0]),
+                               mx.nd.array([4.0, 9.0]), output_mean_var=True,
+                               fix_gamma=False, eps=1e-3, **kwargs)
+    _, mean, inv_std = run()
+    onp.testing.assert_allclose(mean.asnumpy(), [0.5, 1.0])
+    onp.testing.assert_allclose(inv_std.asnumpy(), [0.49993753, 0.3333148], rtol=1e-6)
+    with mx.autograd.record(train_mode=True):
+        _, mean, inv_std = run()
+    onp.testing.assert_allclose(mean.asnumpy(), [3.0, 4.0])
+    onp.testing.assert_allclose(inv_std.asnumpy(), [0.44716886, 0.44716886], rtol=1e-6)
+    with mx.autograd.record(train_mode=True):
+        _, mean, inv_std = run(use_global_stats=True)
+    onp.testing.assert_allclose(inv_std.asnumpy(), [0.49993753, 0.3333148], rtol=1e-6)
