@@ -73,13 +73,19 @@ def load_params(prefix, epoch):
         raise FileNotFoundError("load_params: no parameter file %r (prefix %r, epoch %d)"
                                 % (fname, prefix, epoch))
     saved = nd.load(fname)
-    arg_params, aux_params = {}, {}
     if not saved:
         logging.warning("Params file '%s' is empty", fname)
-        return arg_params, aux_params
+        return {}, {}
+    return _split_arg_aux(saved, fname)
+
+
+def _split_arg_aux(saved, fname):
+    """``(arg_params, aux_params)`` from what ``nd.load`` read from the parameter file
+    ``fname``: a dict keyed ``'arg:<name>'`` and ``'aux:<name>'``; anything else raises."""
     if not isinstance(saved, dict):
         raise ValueError("load_params: %r holds %d unnamed arrays, not a checkpoint's "
                          "'arg:<name>'/'aux:<name>' dict" % (fname, len(saved)))
+    arg_params, aux_params = {}, {}
     for key, value in saved.items():
         kind, _, name = key.partition(":")
         if kind == "arg" and name:

@@ -25,7 +25,7 @@ from fastgrad import metric as _metric
 from fastgrad import ndarray as nd
 from fastgrad.initializer import Uniform
 from fastgrad.io import DataBatch, DataIter
-from fastgrad.model import BatchEndParam
+from fastgrad.model import BatchEndParam, _split_arg_aux
 
 __all__ = ["BaseModule"]
 
@@ -281,20 +281,7 @@ class BaseModule:
 
     def load_params(self, fname):
         """Read parameters written by :meth:`save_params` (or a checkpoint's ``.params``)."""
-        saved = nd.load(fname)
-        if not isinstance(saved, dict):
-            raise ValueError("load_params: %r holds unnamed arrays, not 'arg:'/'aux:' "
-                             "parameters" % (fname,))
-        arg_params, aux_params = {}, {}
-        for key, value in saved.items():
-            kind, _, name = key.partition(":")
-            if kind == "arg" and name:
-                arg_params[name] = value
-            elif kind == "aux" and name:
-                aux_params[name] = value
-            else:
-                raise ValueError("load_params: invalid parameter file %r: the key %r does not "
-                                 "start with 'arg:' or 'aux:'" % (fname, key))
+        arg_params, aux_params = _split_arg_aux(nd.load(fname), fname)
         self.set_params(arg_params, aux_params)
 
     # ------------------------------------------------------------ what a module defines
