@@ -347,13 +347,14 @@ class HybridRecurrentCell(RecurrentCell, HybridBlock):
 class _GatedCell(HybridRecurrentCell):
     """The parameters and checks shared by RNNCell, LSTMCell and GRUCell: ``gates`` blocks of
     ``hidden_size`` rows in ``i2h``/``h2h`` (Note [RNN parameter layout] in
-    ``fastgrad/_rnn.py``)."""
+    ``fastgrad/_rnn.py``). Its constructor is GRUCell's (the others add arguments)."""
 
     _gates = 1
     _num_states = 1
 
-    def __init__(self, hidden_size, i2h_weight_initializer, h2h_weight_initializer,
-                 i2h_bias_initializer, h2h_bias_initializer, input_size, prefix, params):
+    def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
+                 prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
         self._hidden_size = hidden_size
         self._input_size = input_size
@@ -527,12 +528,6 @@ class GRUCell(_GatedCell):
     """
 
     _gates = 3
-
-    def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
-                 prefix=None, params=None):
-        super().__init__(hidden_size, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, input_size, prefix, params)
 
     def _alias(self):
         return "gru"
