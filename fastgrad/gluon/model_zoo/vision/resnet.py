@@ -24,6 +24,17 @@ def _shortcut_v1(channels, stride, in_channels):
     return path
 
 
+def _shortcut_v2(channels, stride, in_channels):
+    return nn.Conv2D(channels, 1, stride, use_bias=False, in_channels=in_channels)
+
+
+def _preactivate_v2(F, block, x):
+    """A V2 block's start: ``x`` through ``block.bn1`` and a ReLU, and the shortcut (``x``
+    itself, or ``block.downsample`` of the activated ``x``)."""
+    activated = F.Activation(block.bn1(x), act_type="relu")
+    return activated, (block.downsample(activated) if block.downsample else x)
+
+
 class BasicBlockV1(HybridBlock):
     """Two 3x3 convolutions with batch normalization, added to the (projected) input, then a
     ReLU."""
@@ -68,14 +79,10 @@ class BasicBlockV2(HybridBlock):
         self.conv1 = _conv3x3(channels, stride, in_channels)
         self.bn2 = nn.BatchNorm()
         self.conv2 = _conv3x3(channels, 1, channels)
-        self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False,
-                                    in_channels=in_channels) if downsample else None
+        self.downsample = _shortcut_v2(channels, stride, in_channels) if downsample else None
 
     def hybrid_forward(self, F, x):
-        residual = x
-        x = F.Activation(self.bn1(x), act_type="relu")
-        if self.downsample:
-            residual = self.downsample(x)
+        x, residual = _preactivate_v2(F, self, x)
         x = self.conv1(x)
         x = F.Activation(self.bn2(x), act_type="relu")
         return self.conv2(x) + residual
@@ -92,14 +99,10 @@ class BottleneckV2(HybridBlock):
         self.conv2 = _conv3x3(channels // 4, stride, channels // 4)
         self.bn3 = nn.BatchNorm()
         self.conv3 = nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False)
-        self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False,
-                                    in_channels=in_channels) if downsample else None
+        self.downsample = _shortcut_v2(channels, stride, in_channels) if downsample else None
 
     def hybrid_forward(self, F, x):
-        residual = x
-        x = F.Activation(self.bn1(x), act_type="relu")
-        if self.downsample:
-            residual = self.downsample(x)
+        x, residual = _preactivate_v2(F, self, x)
         x = F.Activation(self.bn2(self.conv1(x)), act_type="relu")
         x = F.Activation(self.bn3(self.conv2(x)), act_type="relu")
         return self.conv3(x) + residual
