@@ -359,10 +359,22 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape):
-    """Broadcast an array to a new shape (``numpy.broadcast_to``); the gradient sums back."""
+    """Broadcast an array to a new shape (``numpy.broadcast_to``); the gradient sums back.
+
+    As in MXNet's ``np.broadcast_to``, ``-2`` in ``shape`` keeps the input's size of that
+    dimension (dimensions aligned from the right): ``(3, 4)`` to ``(1, 2, 3, -2)`` gives
+    ``(1, 2, 3, 4)``."""
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
-    return _P["broadcast_to"](array, tuple(int(s) for s in shape))
+    shape = tuple(int(s) for s in shape)
+    if -2 in shape:
+        source = _np.shape(unwrap(array))
+        offset = len(shape) - len(source)
+        if offset < 0 or -2 in shape[:offset]:
+            raise ValueError("broadcast_to: -2 in shape %s keeps an input dimension, but the "
+                             "input of shape %s has none there" % (shape, source))
+        shape = tuple(source[i - offset] if s == -2 else s for i, s in enumerate(shape))
+    return _P["broadcast_to"](array, shape)
 
 
 def where(condition, x=None, y=None):

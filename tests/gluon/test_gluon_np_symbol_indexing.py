@@ -184,3 +184,35 @@ def test_sym_image_ops_forward_and_backward():
     assert "crop" not in op_names()          # image ops live under sym.image only
     with pytest.raises(AttributeError):
         mx.sym.crop
+
+
+class _BroadcastTo(gluon.HybridBlock):
+    def __init__(self, shape, **kwargs):
+        super().__init__(**kwargs)
+        self._shape = shape
+
+    def hybrid_forward(self, F, a):
+        return F.np.broadcast_to(a, self._shape)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+@pytest.mark.parametrize("shape,want", [((1, 2, 3, -2), (1, 2, 3, 4)),
+                                        ((1, 0, -2, 4), (1, 0, 3, 4)), ((2, -2, -2), (2, 3, 4))])
+def test_broadcast_to_minus_two_keeps_the_input_dimension(hybridize, shape, want):
+    # MXNet's np.broadcast_to extension (MXNet 1.9.1 test_numpy_op.py test_np_broadcast_to)
+    a_np = onp.arange(12.0, dtype="float32").reshape(3, 4)
+    net = _BroadcastTo(shape)
+    if hybridize:
+        net.hybridize()
+    a = mx.np.array(a_np)
+    a.attach_grad()
+    with mx.autograd.record():
+        out = net(a)
+    out.backward()
+    onp.testing.assert_array_equal(out.asnumpy(), onp.broadcast_to(a_np, want))
+    onp.testing.assert_array_equal(a.grad.asnumpy(), onp.full((3, 4), onp.prod(want) / 12))
+
+
+def test_broadcast_to_minus_two_without_an_input_dimension_is_an_error():
+    with pytest.raises(ValueError, match="keeps an input dimension"):
+        mx.np.broadcast_to(mx.np.ones((3, 4)), (-2, 3, 4))
