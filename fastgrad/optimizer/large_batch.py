@@ -89,11 +89,7 @@ class LARS(Optimizer):
         decayed by default (not ``_gamma``), as in MXNet's LARS."""
         self.wd_mult = {name: 0.0 for name in self.idx2name.values()
                         if not name.endswith("_weight")}
-        if self.sym_info:
-            attr, names = self.sym_info
-            for name in names:
-                if name in attr and "__wd_mult__" in attr[name]:
-                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+        self.wd_mult.update(self._symbol_mults("__wd_mult__"))
         self.wd_mult.update(args_wd_mult)
 
     def create_state(self, index, weight):

@@ -202,14 +202,20 @@ class Optimizer:
                               "lr_scheduler; change the scheduler instead")
         self.lr = lr
 
-    def set_lr_mult(self, args_lr_mult):
-        """Per-parameter learning-rate multipliers, by index or name."""
-        self.lr_mult = {}
+    def _symbol_mults(self, attr_key):
+        """``{name: float}`` of the attribute ``attr_key`` (``"__lr_mult__"`` or
+        ``"__wd_mult__"``) of the symbol arguments in ``sym_info`` that set it."""
+        mults = {}
         if self.sym_info:
             attr, names = self.sym_info
             for name in names:
-                if name in attr and "__lr_mult__" in attr[name]:
-                    self.lr_mult[name] = float(attr[name]["__lr_mult__"])
+                if name in attr and attr_key in attr[name]:
+                    mults[name] = float(attr[name][attr_key])
+        return mults
+
+    def set_lr_mult(self, args_lr_mult):
+        """Per-parameter learning-rate multipliers, by index or name."""
+        self.lr_mult = self._symbol_mults("__lr_mult__")
         self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult):
@@ -219,11 +225,7 @@ class Optimizer:
         for name in self.idx2name.values():
             if not (name.endswith("_weight") or name.endswith("_gamma")):
                 self.wd_mult[name] = 0.0
-        if self.sym_info:
-            attr, names = self.sym_info
-            for name in names:
-                if name in attr and "__wd_mult__" in attr[name]:
-                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+        self.wd_mult.update(self._symbol_mults("__wd_mult__"))
         self.wd_mult.update(args_wd_mult)
 
     def set_lr_scale(self, args_lrscale):
