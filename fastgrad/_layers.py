@@ -56,11 +56,11 @@ LAYERS = (
     ("symbol", "symbolic graphs, their JSON formats and the compiled executor",
      ["symbol", "symbol.*", "_plan", "executor", "visualization"]),
     ("tools", "optimizers, key-value stores, the launcher, stubs",
-     ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "_layers", "_stubgen"]),
+     ["optimizer", "optimizer.*", "kvstore", "kvstore.*", "launch", "_layers"]),
     ("gluon", "initializers, metrics, Gluon's parameters, blocks, layers, losses, Trainer, data",
      ["registry", "initializer", "metric", "gluon", "gluon.*", "io", "io.*", "model",
       "callback", "monitor", "module", "module.*", "test_utils"]),
-    ("package", "the package itself and its demo", ["demo", ""]),
+    ("package", "the package itself, its demo and its stub generator", ["demo", "_stubgen", ""]),
 )
 
 # (lower module, its register function, the one module that calls it)
