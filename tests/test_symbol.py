@@ -46,8 +46,9 @@ def test_every_registry_op_is_a_symbol_op():
     for name in REGISTRY:
         assert callable(mx.sym.symbol_op(name)), name
         # sym.var is MXNet's variable constructor; sym.split also takes MXNet's num_outputs=;
-        # sym.dot, sym.concat and sym.flatten are MXNet's operators (tests/test_mxnet_symbol.py)
-        if name not in ("var", "split", "dot", "concat", "flatten"):
+        # sym.dot, sym.concat, sym.flatten and sym.pad are MXNet's operators
+        # (tests/test_mxnet_symbol.py)
+        if name not in ("var", "split", "dot", "concat", "flatten", "pad"):
             assert getattr(mx.sym, name) is mx.sym.symbol_op(name), name
     assert "softmax" in dir(mx.sym.npx) and callable(mx.sym.npx.softmax)
     assert callable(mx.sym.np.sum)
