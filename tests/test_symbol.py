@@ -51,6 +51,10 @@ def test_every_registry_op_is_a_symbol_op():
         if name not in ("var", "split", "dot", "concat", "flatten", "pad"):
             assert getattr(mx.sym, name) is mx.sym.symbol_op(name), name
     assert "softmax" in dir(mx.sym.npx) and callable(mx.sym.npx.softmax)
+    # MXNet's layer operators are listed too (the stubs and tab completion read dir()), and
+    # sym.image's functions only under sym.image
+    assert {"FullyConnected", "Activation", "BatchNorm"} <= set(dir(mx.sym))
+    assert "crop" in dir(mx.sym.image) and "to_tensor" not in dir(mx.sym)
     assert callable(mx.sym.np.sum)
     with pytest.raises(AttributeError):
         mx.sym.no_such_op_here

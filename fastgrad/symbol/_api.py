@@ -151,8 +151,8 @@ def op_names():
     """Every name ``fastgrad.sym`` resolves to an op (registry names and compositions)."""
     names = set(REGISTRY)
     for full, fn in composites().items():
-        if not full.startswith(("np.", "npx.")):
-            continue
+        if full.startswith("image."):
+            continue            # sym.image.<name> (image_ns), not sym.<name>
         short = full.split(".", 1)[1]
         if "." not in short and short not in names:
             names.add(short)
