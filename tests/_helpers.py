@@ -1,9 +1,16 @@
 """Small helpers shared by the autograd tests.
 
 Everything here works on plain NumPy arrays (imported as ``onp``) so that the
-reference values never go through fastgrad itself.
+reference values never go through fastgrad itself. At the end: running a test's program
+on MPI ranks (the distributed tests).
 """
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as onp
+import pytest
 
 import fastgrad as mx
 
@@ -113,3 +120,41 @@ class SquareFunction(mx.autograd.Function):
     def backward(self, dy):
         (x,) = self.saved_tensors
         return 2 * x * dy
+
+
+# ------------------------------------------------------------ programs on 2 MPI ranks
+MPI_TIMEOUT = 180
+
+
+def _mpi_missing():
+    """Why programs cannot run on MPI ranks here (mpi4py or mpiexec missing), or ``None``."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py is not installed (pip install \"fastgrad[distributed]\")"
+    from fastgrad.launch import find_mpiexec
+    return "mpiexec not found" if find_mpiexec() is None else None
+
+
+MPI_MISSING = _mpi_missing()
+# ``pytestmark = requires_mpi`` in a module of tests that run programs on MPI ranks.
+requires_mpi = pytest.mark.skipif(MPI_MISSING is not None, reason=MPI_MISSING or "")
+
+
+def run_ranks(tmp_path, source, n=2, timeout=MPI_TIMEOUT, args=()):
+    """Run ``source`` (dedented) on ``n`` ranks through ``python -m fastgrad.launch``, with a
+    timeout so that a hang fails the test; the completed process (output captured)."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(source))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "fastgrad.launch", "-n", str(n),
+                           sys.executable, str(prog), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=str(tmp_path))
+
+
+def expect_ok(proc, n=2):
+    """The ranks' program exited 0 and every rank printed ``rank <r> ok``."""
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(n):
+        assert "rank %d ok" % r in proc.stdout, proc.stdout + proc.stderr

@@ -9,40 +9,15 @@ them and checks that they import.
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from fastgrad.launch import find_mpiexec
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _helpers import MPI_TIMEOUT as TIMEOUT, expect_ok, requires_mpi, run_ranks  # noqa: E402
 
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI = find_mpiexec() is not None
-    WHY = "mpiexec not found"
-except ImportError:
-    HAVE_MPI, WHY = False, "mpi4py is not installed (pip install \"fastgrad[distributed]\")"
+pytestmark = requires_mpi
 
-pytestmark = pytest.mark.skipif(not HAVE_MPI, reason=WHY)
-
-TIMEOUT = 180
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_ranks(tmp_path, source, n=2, timeout=TIMEOUT, args=()):
-    """Run ``source`` on ``n`` ranks; the completed process (output captured)."""
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(source))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.run([sys.executable, "-m", "fastgrad.launch", "-n", str(n),
-                           sys.executable, str(prog), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=str(tmp_path))
-
-
-def expect_ok(proc, n=2):
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for r in range(n):
-        assert "rank %d ok" % r in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_data_parallel_sgd_equals_one_process(tmp_path):

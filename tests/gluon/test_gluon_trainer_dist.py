@@ -7,24 +7,14 @@ tests/test_distributed.py.
 """
 
 import os
-import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from fastgrad.launch import find_mpiexec
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _helpers import expect_ok, requires_mpi, run_ranks  # noqa: E402
 
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI = find_mpiexec() is not None
-    WHY = "mpiexec not found"
-except ImportError:
-    HAVE_MPI, WHY = False, "mpi4py is not installed (pip install \"fastgrad[distributed]\")"
-
-pytestmark = pytest.mark.skipif(not HAVE_MPI, reason=WHY)
-
-TIMEOUT = 180
+pytestmark = requires_mpi
 
 PROGRAM = """
 import sys
@@ -133,13 +123,6 @@ def test_dist_sync_trainer_equals_one_process_on_the_whole_batch(tmp_path, kind,
     """float64, 8 steps of a 2-layer MLP, half of each batch per rank: every parameter
     equals the 1-process run within 1e-12 on both ranks; a rank started from other weights
     gets rank 0's at the first step."""
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(PROGRAM))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([sys.executable, "-m", "fastgrad.launch", "-n", "2", sys.executable,
-                           str(prog), optimizer, repr(options), repr(update_on_kvstore), kind],
-                          capture_output=True, text=True, timeout=TIMEOUT, env=env,
-                          cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for rank in range(2):
-        assert "rank %d ok" % rank in proc.stdout, proc.stdout + proc.stderr
+    proc = run_ranks(tmp_path, PROGRAM,
+                     args=(optimizer, repr(options), repr(update_on_kvstore), kind))
+    expect_ok(proc)

@@ -5,22 +5,12 @@ broadcasts rank 0's, as MXNet's _initialize_kvstore). Skipped without mpi4py/mpi
 tests/test_distributed.py."""
 
 import os
-import subprocess
 import sys
-import textwrap
 
-import pytest
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _helpers import expect_ok, requires_mpi, run_ranks  # noqa: E402
 
-from fastgrad.launch import find_mpiexec
-
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI = find_mpiexec() is not None
-    WHY = "mpiexec not found"
-except ImportError:
-    HAVE_MPI, WHY = False, "mpi4py is not installed (pip install \"fastgrad[distributed]\")"
-
-pytestmark = pytest.mark.skipif(not HAVE_MPI, reason=WHY)
+pytestmark = requires_mpi
 
 PROGRAM = """
     import numpy as onp
@@ -61,11 +51,4 @@ PROGRAM = """
 
 
 def test_dist_sync_fit_equals_one_process(tmp_path):
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(PROGRAM))
-    proc = subprocess.run([sys.executable, "-m", "fastgrad.launch", "-n", "2", sys.executable,
-                           str(prog)], capture_output=True, text=True, timeout=180,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for rank in range(2):
-        assert "rank %d ok" % rank in proc.stdout, proc.stdout + proc.stderr
+    expect_ok(run_ranks(tmp_path, PROGRAM))
