@@ -146,6 +146,22 @@ class HybridSequential(_Stack, HybridBlock):
         return x
 
 
+def _optional_bias(params, use_bias, size, init, **kwargs):
+    """A layer's ``bias`` Parameter of shape ``(size,)`` (deferred init) from ``params``, or
+    ``None`` without ``use_bias``; ``kwargs`` go to ``params.get`` (``dtype``)."""
+    if not use_bias:
+        return None
+    return params.get("bias", shape=(size,), init=init, allow_deferred_init=True, **kwargs)
+
+
+def _optional_activation(activation):
+    """The ``Activation`` block a layer applies to its output (prefix ``<activation>_``), or
+    ``None`` when ``activation`` is ``None``. Call it in the layer's name scope."""
+    if activation is None:
+        return None
+    return Activation(activation, prefix=activation + "_")
+
+
 class Dense(HybridBlock):
     """A densely-connected layer: ``activation(dot(x, weight.T) + bias)``.
 
@@ -191,15 +207,9 @@ class Dense(HybridBlock):
             self.weight = self.params.get("weight", shape=(units, in_units),
                                           init=weight_initializer, dtype=dtype,
                                           allow_deferred_init=True)
-            if use_bias:
-                self.bias = self.params.get("bias", shape=(units,), init=bias_initializer,
-                                            dtype=dtype, allow_deferred_init=True)
-            else:
-                self.bias = None
-            if activation is not None:
-                self.act = Activation(activation, prefix=activation + "_")
-            else:
-                self.act = None
+            self.bias = _optional_bias(self.params, use_bias, units, bias_initializer,
+                                       dtype=dtype)
+            self.act = _optional_activation(activation)
 
     def _input_units(self, shape):
         if not self._flatten:

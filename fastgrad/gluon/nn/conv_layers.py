@@ -12,8 +12,8 @@ from numbers import Number
 
 from fastgrad.base import MXNetValueError
 from fastgrad.gluon.block import HybridBlock
-from fastgrad.gluon.nn.activations import Activation
-from fastgrad.gluon.nn.basic_layers import check_input_size, _is_symbol
+from fastgrad.gluon.nn.basic_layers import (check_input_size, _is_symbol, _optional_activation,
+                                            _optional_bias)
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
            "Conv3DTranspose", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D",
@@ -57,15 +57,8 @@ class _Conv(HybridBlock):
                 self._kwargs["adj"] = adj
             self.weight = self.params.get("weight", shape=self._weight_shape(in_channels),
                                           init=weight_initializer, allow_deferred_init=True)
-            if use_bias:
-                self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
-                                            allow_deferred_init=True)
-            else:
-                self.bias = None
-            if activation is not None:
-                self.act = Activation(activation, prefix=activation + "_")
-            else:
-                self.act = None
+            self.bias = _optional_bias(self.params, use_bias, channels, bias_initializer)
+            self.act = _optional_activation(activation)
 
     def _transposed(self):
         return self._op_name == "Deconvolution"
