@@ -349,6 +349,16 @@ class BaseModule:
              force_rebind=False, shared_module=None, grad_req="write"):
         raise NotImplementedError()
 
+    def _skip_bind(self, force_rebind):
+        """The start of ``bind`` in a module with ``_reset_bind``: ``force_rebind`` drops the
+        current binding; whether to return at once, as the module is still bound (logged)."""
+        if force_rebind:
+            self._reset_bind()
+        if self.binded:
+            self.logger.warning("Already bound, ignoring bind()")
+            return True
+        return False
+
     def _skip_init_optimizer(self, force_init):
         """The start of ``init_optimizer`` in a module of modules: the module must be bound
         with parameters; whether to return at once, as an optimizer is already initialized

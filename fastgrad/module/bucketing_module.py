@@ -185,10 +185,7 @@ class BucketingModule(BaseModule):
         """Bind the default bucket's module for ``data_shapes``/``label_shapes``."""
         if self.params_initialized:
             arg_params, aux_params = self.get_params()
-        if force_rebind:
-            self._reset_bind()
-        if self.binded:
-            self.logger.warning("Already bound, ignoring bind()")
+        if self._skip_bind(force_rebind):
             return
         if shared_module is not None:
             raise ValueError("BucketingModule.bind: shared_module is not supported")

@@ -427,10 +427,7 @@ class Module(BaseModule):
         shared_module : Module, optional
             Share its parameters (and optimizer).
         """
-        if force_rebind:
-            self._reset_bind()
-        if self.binded:
-            self.logger.warning("Already bound, ignoring bind()")
+        if self._skip_bind(force_rebind):
             return
         if not for_training and inputs_need_grad:
             raise ValueError("Module.bind: inputs_need_grad=True needs for_training=True")
