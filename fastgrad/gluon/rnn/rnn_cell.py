@@ -344,6 +344,33 @@ class HybridRecurrentCell(RecurrentCell, HybridBlock):
         raise NotImplementedError("%s must define hybrid_forward" % type(self).__name__)
 
 
+def _step_features(inputs):
+    """The number of input features of one step: ``inputs.shape[1:]`` flattened, as
+    ``FullyConnected`` flattens them."""
+    size = 1
+    for d in inputs.shape[1:]:
+        size *= int(d)
+    return size
+
+
+def _add_gate_weights(cell, rows, input_size, state_size, i2h_weight_initializer,
+                      h2h_weight_initializer):
+    """Register ``cell``'s ``i2h_weight`` ``(rows, input_size)`` and ``h2h_weight``
+    ``(rows, state_size)`` (deferred while a size is 0)."""
+    cell.i2h_weight = cell.params.get("i2h_weight", shape=(rows, input_size),
+                                      init=i2h_weight_initializer, allow_deferred_init=True)
+    cell.h2h_weight = cell.params.get("h2h_weight", shape=(rows, state_size),
+                                      init=h2h_weight_initializer, allow_deferred_init=True)
+
+
+def _add_gate_biases(cell, rows, i2h_bias_initializer, h2h_bias_initializer):
+    """Register ``cell``'s ``i2h_bias`` and ``h2h_bias``, both ``(rows,)``."""
+    cell.i2h_bias = cell.params.get("i2h_bias", shape=(rows,), init=i2h_bias_initializer,
+                                    allow_deferred_init=True)
+    cell.h2h_bias = cell.params.get("h2h_bias", shape=(rows,), init=h2h_bias_initializer,
+                                    allow_deferred_init=True)
+
+
 class _GatedCell(HybridRecurrentCell):
     """The parameters and checks shared by RNNCell, LSTMCell and GRUCell: ``gates`` blocks of
     ``hidden_size`` rows in ``i2h``/``h2h`` (Note [RNN parameter layout] in
@@ -359,16 +386,9 @@ class _GatedCell(HybridRecurrentCell):
         self._hidden_size = hidden_size
         self._input_size = input_size
         rows = self._gates * hidden_size
-        self.i2h_weight = self.params.get("i2h_weight", shape=(rows, input_size),
-                                          init=i2h_weight_initializer,
-                                          allow_deferred_init=True)
-        self.h2h_weight = self.params.get("h2h_weight", shape=(rows, hidden_size),
-                                          init=h2h_weight_initializer,
-                                          allow_deferred_init=True)
-        self.i2h_bias = self.params.get("i2h_bias", shape=(rows,), init=i2h_bias_initializer,
-                                        allow_deferred_init=True)
-        self.h2h_bias = self.params.get("h2h_bias", shape=(rows,), init=h2h_bias_initializer,
-                                        allow_deferred_init=True)
+        _add_gate_weights(self, rows, input_size, hidden_size, i2h_weight_initializer,
+                          h2h_weight_initializer)
+        _add_gate_biases(self, rows, i2h_bias_initializer, h2h_bias_initializer)
 
     def state_info(self, batch_size=0):
         return [{"shape": (batch_size, self._hidden_size), "__layout__": "NC"}
@@ -377,10 +397,7 @@ class _GatedCell(HybridRecurrentCell):
     def infer_shape(self, inputs, states=None, *args):
         """The input size from the first step's features (``inputs.shape[1:]`` flattened, as
         ``FullyConnected`` does)."""
-        size = 1
-        for d in inputs.shape[1:]:
-            size *= int(d)
-        self.i2h_weight.shape = (self.i2h_weight.shape[0], size)
+        self.i2h_weight.shape = (self.i2h_weight.shape[0], _step_features(inputs))
 
     def _mapping(self):
         shape = self.i2h_weight.shape
@@ -388,9 +405,7 @@ class _GatedCell(HybridRecurrentCell):
 
     def _check_input(self, F, inputs, i2h_weight):
         if F is _nd:
-            size = 1
-            for d in inputs.shape[1:]:
-                size *= int(d)
+            size = _step_features(inputs)
             if size != i2h_weight.shape[1]:
                 raise ValueError("%s %s: the input step has shape %s (%d features) but "
                                  "%si2h_weight has shape %s, for %d input features"

@@ -5,7 +5,8 @@ sym] in ``fastgrad/gluon/rnn/rnn_cell.py``)."""
 from fastgrad.gluon.parameter import tensor_types
 from fastgrad.gluon.rnn.rnn_cell import (BidirectionalCell, ModifierCell, HybridRecurrentCell,
                                          _format_sequence, _get_begin_state, _named, _as_list,
-                                         _mask_sequence_variable_length, mx_like)
+                                         _mask_sequence_variable_length, mx_like,
+                                         _add_gate_biases, _add_gate_weights, _step_features)
 
 __all__ = ["VariationalDropoutCell", "LSTMPCell"]
 
@@ -121,19 +122,13 @@ class LSTMPCell(HybridRecurrentCell):
         self._input_size = input_size
         self._projection_size = projection_size
         rows = 4 * hidden_size
-        self.i2h_weight = self.params.get("i2h_weight", shape=(rows, input_size),
-                                          init=i2h_weight_initializer,
-                                          allow_deferred_init=True)
-        self.h2h_weight = self.params.get("h2h_weight", shape=(rows, projection_size),
-                                          init=h2h_weight_initializer,
-                                          allow_deferred_init=True)
+        # MXNet's order of the parameters: h2r_weight between the weights and the biases.
+        _add_gate_weights(self, rows, input_size, projection_size, i2h_weight_initializer,
+                          h2h_weight_initializer)
         self.h2r_weight = self.params.get("h2r_weight", shape=(projection_size, hidden_size),
                                           init=h2r_weight_initializer,
                                           allow_deferred_init=True)
-        self.i2h_bias = self.params.get("i2h_bias", shape=(rows,), init=i2h_bias_initializer,
-                                        allow_deferred_init=True)
-        self.h2h_bias = self.params.get("h2h_bias", shape=(rows,), init=h2h_bias_initializer,
-                                        allow_deferred_init=True)
+        _add_gate_biases(self, rows, i2h_bias_initializer, h2h_bias_initializer)
 
     def state_info(self, batch_size=0):
         return [{"shape": (batch_size, self._projection_size), "__layout__": "NC"},
@@ -148,10 +143,7 @@ class LSTMPCell(HybridRecurrentCell):
                                        shape[0], self.h2r_weight.shape[0])
 
     def infer_shape(self, inputs, states=None, *args):
-        size = 1
-        for d in inputs.shape[1:]:
-            size *= int(d)
-        self.i2h_weight.shape = (self.i2h_weight.shape[0], size)
+        self.i2h_weight.shape = (self.i2h_weight.shape[0], _step_features(inputs))
 
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, h2r_weight, i2h_bias,
                        h2h_bias):
