@@ -5,6 +5,7 @@ import numpy as _onp
 from fastgrad._array import unwrap, _wrap
 from fastgrad.optimizer.optimizer import (Optimizer, register, _check_arrays, _writing,
                                           _preprocessed_grad)
+from fastgrad.optimizer.sgd import _each
 
 __all__ = ["GroupAdaGrad"]
 
@@ -31,11 +32,8 @@ class GroupAdaGrad(Optimizer):
                              "accumulator per row), got shape %s" % (index, weight.shape))
         return _wrap(_onp.zeros((weight.shape[0], 1), unwrap(weight).dtype), type(weight))
 
+    @_each
     def update(self, index, weight, grad, state):
-        if isinstance(index, (list, tuple)):
-            for i, w, g, s in zip(index, weight, grad, state):
-                self.update(i, w, g, s)
-            return
         _check_arrays("GroupAdaGrad", weight, grad)
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)

@@ -8,6 +8,7 @@ import numpy as _onp
 from fastgrad import _update_ops as ops
 from fastgrad._array import unwrap, _wrap
 from fastgrad.optimizer.optimizer import Optimizer, register, zeros_like_weight, _check_arrays
+from fastgrad.optimizer.sgd import _each
 
 __all__ = ["LARS", "LBSGD"]
 
@@ -189,11 +190,8 @@ class LBSGD(Optimizer):
         self.cumgrads[index] = entry
         return entry
 
+    @_each
     def update(self, index, weight, grad, state):
-        if isinstance(index, (list, tuple)):
-            for i, w, g, s in zip(index, weight, grad, state):
-                self.update(i, w, g, s)
-            return
         _check_arrays("LBSGD", weight, grad)
         ops._check_like("LBSGD.update", unwrap(weight), "grad", grad)
         lr, wd = self._get_lr(index), self._get_wd(index)
