@@ -114,6 +114,8 @@ class L2Loss(Loss):
     weight : float or None, default 1.
     batch_axis : int, default 0
 
+    Notes
+    -----
     Inputs ``pred``, ``label`` (same number of elements as ``pred``), optional
     ``sample_weight`` (broadcastable to ``pred``'s shape); output of shape ``(batch_size,)``.
 
@@ -164,6 +166,8 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
     weight : float or None
     batch_axis : int, default 0
 
+    Notes
+    -----
     Inputs ``pred``, ``label`` (values in ``[0, 1]``), optional ``sample_weight`` and
     ``pos_weight`` (broadcastable, e.g. ``(1, num_classes)``); output ``(batch_size,)``.
     """
@@ -420,6 +424,8 @@ class TripletLoss(Loss):
     weight : float or None
     batch_axis : int, default 0
 
+    Notes
+    -----
     Inputs ``pred``, ``positive``, ``negative`` (each with ``pred``'s number of elements);
     output ``(batch_size,)``.
     """
@@ -452,6 +458,8 @@ class PoissonNLLLoss(Loss):
     batch_axis : int, default 0
     compute_full : bool, default False
 
+    Notes
+    -----
     Inputs ``pred``, ``target``, optional ``sample_weight`` and ``epsilon`` (default 1e-8).
     """
 
@@ -490,6 +498,8 @@ class CosineEmbeddingLoss(Loss):
     batch_axis : int, default 0
     margin : float, default 0
 
+    Notes
+    -----
     Inputs ``input1``, ``input2`` (shape ``(batch_size, dim)``), ``label`` (``batch_size``
     values), optional ``sample_weight``; the output has shape ``(batch_size, 1)``, as in
     MXNet 1.9.1.
@@ -529,6 +539,8 @@ class SDMLLoss(Loss):
     weight : float or None, default 1.
     batch_axis : int, default 0
 
+    Notes
+    -----
     Inputs ``x1``, ``x2`` of shape ``(batch_size, dim)``; output ``(batch_size,)``. It needs
     the batch size, so it runs imperatively only (as in MXNet).
     """

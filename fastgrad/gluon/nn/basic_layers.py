@@ -182,6 +182,8 @@ class Dense(HybridBlock):
         The input size; ``0`` (the default) defers it to the first forward pass (Note
         [Deferred input dimensions]).
 
+    Notes
+    -----
     Parameters are ``<prefix>weight`` of shape ``(units, in_units)`` and ``<prefix>bias`` of
     shape ``(units,)``.
 
