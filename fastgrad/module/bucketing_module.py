@@ -23,7 +23,7 @@ from fastgrad.context import cpu
 from fastgrad.initializer import Uniform
 from fastgrad.model import load_params
 from fastgrad.module.base_module import BaseModule
-from fastgrad.module.module import Module, _check_input_names
+from fastgrad.module.module import Module, _checked_input_names
 from fastgrad.symbol.name import NameManager
 
 __all__ = ["BucketingModule"]
@@ -68,14 +68,8 @@ class BucketingModule(BaseModule):
         self._default_bucket_key = default_bucket_key
         self._sym_gen = sym_gen
         symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
-        data_names = list(data_names) if data_names is not None else []
-        label_names = list(label_names) if label_names is not None else []
-        state_names = list(state_names) if state_names is not None else []
-        fixed_param_names = list(fixed_param_names) if fixed_param_names is not None else []
-        _check_input_names(symbol, data_names, "data", True)
-        _check_input_names(symbol, label_names, "label", False)
-        _check_input_names(symbol, state_names, "state", True)
-        _check_input_names(symbol, fixed_param_names, "fixed_param", True)
+        data_names, label_names, state_names, fixed_param_names = _checked_input_names(
+            symbol, data_names, label_names, state_names, fixed_param_names)
         self._compression_params = compression_params
         self._fixed_param_names = fixed_param_names
         self._state_names = state_names

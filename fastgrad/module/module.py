@@ -49,7 +49,18 @@ def _check_input_names(symbol, names, typename, throw):
                % (typename, list(names), name, candidates))
         if throw:
             raise ValueError(msg)
-        warnings.warn(msg, stacklevel=3)
+        warnings.warn(msg, stacklevel=4)
+
+
+def _checked_input_names(symbol, data_names, label_names, state_names, fixed_param_names):
+    """A module's ``data_names``, ``label_names``, ``state_names`` and ``fixed_param_names``
+    as lists (``None``: empty), checked against the symbol's arguments: an unknown name is an
+    error, but a label name only warns (as MXNet)."""
+    names = [list(n) if n is not None else []
+             for n in (data_names, label_names, state_names, fixed_param_names)]
+    for kind, kind_names in zip(("data", "label", "state", "fixed_param"), names):
+        _check_input_names(symbol, kind_names, kind, kind != "label")
+    return names
 
 
 def _as_desc(x, what):
@@ -150,14 +161,8 @@ class Module(BaseModule):
         self._num_devices = len(context)
         self._work_load_list = work_load_list or [1]
         self._symbol = symbol
-        data_names = list(data_names) if data_names is not None else []
-        label_names = list(label_names) if label_names is not None else []
-        state_names = list(state_names) if state_names is not None else []
-        fixed_param_names = list(fixed_param_names) if fixed_param_names is not None else []
-        _check_input_names(symbol, data_names, "data", True)
-        _check_input_names(symbol, label_names, "label", False)
-        _check_input_names(symbol, state_names, "state", True)
-        _check_input_names(symbol, fixed_param_names, "fixed_param", True)
+        data_names, label_names, state_names, fixed_param_names = _checked_input_names(
+            symbol, data_names, label_names, state_names, fixed_param_names)
         input_names = data_names + label_names + state_names
         self._param_names = [x for x in symbol.list_arguments() if x not in input_names]
         self._fixed_param_names = fixed_param_names
