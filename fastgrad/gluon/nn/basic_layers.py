@@ -268,6 +268,16 @@ def _kwargs_repr(kwargs):
     return ", ".join("=".join([k, repr(v)]) for k, v in kwargs.items())
 
 
+def _gamma_beta(params, size, scale, center, gamma_initializer, beta_initializer):
+    """A normalization layer's ``gamma`` and ``beta`` Parameters of shape ``(size,)``
+    (deferred init), each trained only when ``scale`` / ``center`` is set."""
+    gamma = params.get("gamma", grad_req="write" if scale else "null", shape=(size,),
+                       init=gamma_initializer, allow_deferred_init=True)
+    beta = params.get("beta", grad_req="write" if center else "null", shape=(size,),
+                      init=beta_initializer, allow_deferred_init=True)
+    return gamma, beta
+
+
 class _BatchNorm(HybridBlock):
     """What ``BatchNorm`` and ``BatchNormReLU`` share (MXNet's private base class)."""
 
@@ -439,12 +449,8 @@ class _ChannelNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _gamma_beta(self.params, in_channels, scale, center,
+                                            gamma_initializer, beta_initializer)
 
     def infer_shape(self, x, *args):
         self.gamma.shape = self.beta.shape = (x.shape[self._axis],)
@@ -512,12 +518,8 @@ class GroupNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(num_groups,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(num_groups,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _gamma_beta(self.params, num_groups, scale, center,
+                                            gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         if not _is_symbol(data) and (len(data.shape) < 2
