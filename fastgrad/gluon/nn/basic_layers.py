@@ -56,6 +56,20 @@ class _Stack:
     """What ``Sequential`` and ``HybridSequential`` share: ``add``, indexing and slicing
     (a slice is a new container of the same type holding the same blocks), ``len``, repr."""
 
+    def _chain_children(self, x, *args):
+        """The children applied in order, each to the previous one's output: a tuple or list
+        output passes its first item as ``x`` and the rest as extra arguments (the first
+        child gets ``args``); extra outputs of the last child are returned after ``x``."""
+        for block in self._children.values():
+            x = block(x, *args)
+            args = []
+            if isinstance(x, (tuple, list)):
+                args = x[1:]
+                x = x[0]
+        if args:
+            x = tuple([x] + list(args))
+        return x
+
     def add(self, *blocks):
         """Add blocks on top of the stack."""
         for block in blocks:
@@ -97,15 +111,7 @@ class Sequential(_Stack, Block):
         super().__init__(prefix=prefix, params=params)
 
     def forward(self, x, *args):
-        for block in self._children.values():
-            x = block(x, *args)
-            args = []
-            if isinstance(x, (tuple, list)):
-                args = x[1:]
-                x = x[0]
-        if args:
-            x = tuple([x] + list(args))
-        return x
+        return self._chain_children(x, *args)
 
     def hybridize(self, active=True, **kwargs):
         """Hybridize the children that are HybridBlocks (warning that a HybridSequential
@@ -135,15 +141,7 @@ class HybridSequential(_Stack, HybridBlock):
         super().__init__(prefix=prefix, params=params)
 
     def hybrid_forward(self, F, x, *args):
-        for block in self._children.values():
-            x = block(x, *args)
-            args = []
-            if isinstance(x, (tuple, list)):
-                args = x[1:]
-                x = x[0]
-        if args:
-            x = tuple([x] + list(args))
-        return x
+        return self._chain_children(x, *args)
 
 
 def _optional_bias(params, use_bias, size, init, **kwargs):
