@@ -940,8 +940,42 @@ def svd_backward(g, result):
     out = np.matmul(u, np.matmul(core, vt))
     if m > k:
         proj = gu - np.matmul(u, su)
-        out = out + np.matmul(proj / srow, vt)
+        out = out + np.matmul(proj * _used_inverse(s, gu, "U"), vt)
     if n > k:
         proj = gv - np.matmul(v, sv)
-        out = out + np.matmul(u / srow, mH(proj))
+        out = out + np.matmul(u * _used_inverse(s, gv, "V"), mH(proj))
     return out
+
+
+def _used_inverse(s, grad, which):
+    """``1 / s`` as a row, for the terms of a non-square svd's gradient that leave the span of
+    ``U`` (``V``): 0 in the columns of ``grad`` the loss does not use, whose terms are exactly
+    0 (not ``0 / 0``: Note [Zero singular values]), and an error at a zero ``s`` whose column
+    is used.
+
+    Note [Zero singular values]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    For a non-square matrix the gradient has the terms ``(I - U U^H) gU diag(1/s) V^H`` and
+    ``U diag(1/s) ((I - V V^H) gV)^H``, linear in each column of ``gU`` (``gV``). The
+    gradient of ``norm(a, 2) = s[0]`` is ``u_0 v_0^H``; differentiating it again gives a
+    ``gU`` and ``gV`` whose only non-zero column is the first, at every point (the
+    selection of ``s[0]`` is constant). Dividing the other, exactly zero, columns by a zero
+    singular value of a rank-deficient matrix gave ``0 / 0``, a NaN second derivative,
+    although ``s[0]`` is smooth wherever it is simple. Those columns now contribute their
+    exact 0. A loss that does use the vector of a zero singular value of a non-square
+    matrix has no derivative there (the vector is not differentiable: ``s`` behaves as
+    ``|t|``), and that is an error, never a NaN.
+    """
+    zero = _numeric(s) == 0
+    if not np.any(zero):
+        return np.expand_dims(1 / s, -2)
+    used = np.zeros(zero.shape, dtype=bool) if absent(grad) \
+        else np.any(_numeric(grad) != 0, axis=-2)
+    if np.any(zero & used):
+        raise ValueError(
+            "fastgrad.linalg.svd: the loss uses the singular vectors (columns of %s) of a zero "
+            "singular value of a non-square matrix, which have no derivative there (the "
+            "singular value behaves as |t|); use a full-rank matrix, or a function of the "
+            "nonzero singular values only (norm(a, 2) of a matrix whose largest singular "
+            "value is simple is fine)" % which)
+    return np.expand_dims(np.where(zero, 0, 1 / np.where(zero, 1, s)), -2)

@@ -42,6 +42,48 @@ def _special(fname):
     return kernel
 
 
+def rgamma_taylor(x, k):
+    """The ``k``-th derivative of ``rgamma`` (1/Gamma) at the pole ``x = -n`` of Gamma
+    (``n = 0, 1, ...``), in the shape and dtype of ``x``; 0 where ``x`` is not one. rgamma's
+    rule selects it there (Note [rgamma at the poles]).
+
+    Note [rgamma at the poles]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    1/Gamma is entire, but its rule ``-result * digamma(x)`` is ``0 * inf`` at ``x = -n``.
+    There the rule takes ``rgamma_taylor(x, 1)``, an op whose value is the k-th derivative
+    at the pole and whose own rule is ``rgamma_taylor(x, k + 1)`` (as ``sinc_maclaurin``,
+    Note [sinc at 0] in _rules.py), so every order is exact. The coefficients come from the
+    reflection formula: with ``x = -n + t``,
+    ``1/Gamma(x) = (-1)**n n! * (sin(pi t)/pi) * exp(L(t))``, where
+    ``L(t) = log(Gamma(n + 1 - t)/n!) = sum_j (-1)**j psi^(j-1)(n + 1) t**j / j!``
+    (``psi^(j-1)`` the polygamma functions); ``exp`` of the series by the usual recurrence.
+    So ``rgamma'(-n) = (-1)**n n!`` and ``rgamma''(-n) = -2 (-1)**n n! digamma(n + 1)``.
+    """
+    special = _scipy("special")
+    x = np.asarray(x)
+    wide = x.astype(np.float64)
+    pole = (wide <= 0) & (wide == np.floor(wide))
+    out = np.zeros(wide.shape)
+    for n in np.unique(-wide[pole]):
+        # L's coefficients a_j, j = 1..k
+        a = [0.0] + [(-1) ** j * float(special.polygamma(j - 1, n + 1)) / _factorial(j)
+                     for j in range(1, k + 1)]
+        e = [1.0]
+        for m in range(1, k + 1):
+            e.append(sum(j * a[j] * e[m - j] for j in range(1, m + 1)) / m)
+        # sin(pi t)/pi = sum over odd i of (-1)**((i-1)/2) pi**(i-1) t**i / i!
+        c = sum((-1) ** ((i - 1) // 2) * np.pi ** (i - 1) / _factorial(i) * e[k - i]
+                for i in range(1, k + 1, 2))
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = c * _factorial(k) * (-1) ** int(n) * special.gamma(n + 1) if c else 0.0
+        out[wide == -n] = value
+    return out.astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
+
+
+def _factorial(j):
+    return float(np.prod(np.arange(1, j + 1, dtype=np.float64)))
+
+
 def _same_float(out, *inputs):
     """SciPy's result in the floating dtype of the inputs (float32 stays float32); a complex
     result (of complex inputs) stays complex, never cast to real."""
@@ -168,7 +210,13 @@ def entries(Op, NONDIFF):
         # ------------------------------------------------ gamma family
         Op("gamma", S("gamma"), "x", x="g * result * digamma(x)", npx=True),
         Op("gammaln", S("gammaln"), "x", x="g * digamma(x)", npx=True),
-        Op("rgamma", S("rgamma"), "x", x="-g * result * digamma(x)"),
+        # At the poles of Gamma the rule takes rgamma_taylor (Note [rgamma at the poles]);
+        # elsewhere x stands in for a point away from them, whose branch is not taken.
+        Op("rgamma", S("rgamma"), "x",
+           x="where((x <= 0) & (x == floor(x)), g * rgamma_taylor(x, 1), -g * rgamma("
+             "where((x <= 0) & (x == floor(x)), 0.5, x)) * digamma(where((x <= 0) & "
+             "(x == floor(x)), 0.5, x)))"),
+        Op("rgamma_taylor", rgamma_taylor, "x; k=1", x="g * rgamma_taylor(x, k + 1)"),
         Op("digamma", S("digamma"), "x", x="g * polygamma(1, x)", npx=True),
         # The order n has no derivative: no rule (an error if it is a variable).
         Op("polygamma", S("polygamma"), "n, x", x="g * polygamma(n + 1, x)"),
@@ -178,10 +226,12 @@ def entries(Op, NONDIFF):
         Op("betaln", S("betaln"), "a, b",
            a="g * (digamma(a) - digamma(a + b))", b="g * (digamma(b) - digamma(a + b))"),
         # Regularized incomplete gamma and beta: differentiable in x only.
+        # x ** (a - 1) as power, whose rule is exact at x == 0 to every order (Note [The
+        # slope of a power]); exp((a - 1) * log(x)) gave NaN there (0 * inf).
         Op("gammainc", S("gammainc"), "a, x",
-           x="g * exp((a - 1) * log(x) - x - gammaln(a))"),
+           x="g * power(x, a - 1) * exp(-x - gammaln(a))"),
         Op("gammaincc", S("gammaincc"), "a, x",
-           x="-g * exp((a - 1) * log(x) - x - gammaln(a))"),
+           x="-g * power(x, a - 1) * exp(-x - gammaln(a))"),
         Op("betainc", S("betainc"), "a, b, x",
            x="g * exp((a - 1) * log(x) + (b - 1) * log1p(-x) - betaln(a, b))"),
 

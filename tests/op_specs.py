@@ -798,6 +798,21 @@ def _special(names, domain=(0.5, 3.0), cases=None, **kw):
 
 
 _special("gamma gammaln rgamma digamma")
+
+
+def _with_gamma_poles(rng, shape):
+    """Every other element a pole of Gamma (0, -1, -2, -3), the rest in (0.5, 3); a 0-d
+    input is a pole."""
+    a = rng.uniform(0.5, 3.0, shape)
+    a.flat[::2] = -rng.integers(0, 4, a.flat[::2].shape).astype(float)
+    return a
+
+
+# rgamma_taylor is only ever taken at the poles of Gamma, by rgamma's rule (Note [rgamma at
+# the poles]): it is checked through rgamma at inputs that hold poles.
+SPECS["rgamma_taylor"] = Spec([C((3, 4)), C(())], make={0: _with_gamma_poles},
+                              ref=_ssp.rgamma, call=lambda x: REGISTRY["rgamma"](x),
+                              called="rgamma")
 _special("beta betaln", cases=[C((3, 4), (4,))])
 _special("erfc j0 j1", domain=(-2.0, 2.0))
 _special("erfcinv", domain=(0.1, 1.9))

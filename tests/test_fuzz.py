@@ -815,12 +815,11 @@ def empty_axes(found):
 
 
 # ---------------------------------------------------------------- the tests
-# Found by these checks and not fixed yet (issue 25): each a NaN where the derivative is a
-# number or infinite. rgamma at 0, -1, ...: -result * digamma(x) is 0 * inf (the slope is
-# (-1)^n n!); gammainc/gammaincc at x = 0: exp((a - 1) log x ...) differentiated is 0 * inf
-# (the second derivative is 0 or inf by a); norm(ord=2) of a rank-deficient matrix: the
-# second derivative goes through svd's rule, which divides by the zero singular values.
-KNOWN_SPECIAL = ("rgamma at", "gammainc at", "gammaincc at", "np.linalg.norm_2 at")
+# Found by these checks and not fixed yet: none. Fixed (closed forms in
+# tests/test_special_points.py): rgamma at 0, -1, ... (Note [rgamma at the poles]),
+# gammainc/gammaincc at x = 0 (their rules use power, exact at 0), norm(ord=2) of a
+# rank-deficient matrix (Note [Zero singular values]).
+KNOWN_SPECIAL = ()
 
 
 def _report(found, what):

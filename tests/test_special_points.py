@@ -102,3 +102,138 @@ def test_negative_order_norm_with_a_zero_component_is_flat():
     n.backward()
     assert float(n) == 0.0
     assert onp.array_equal(v.grad.asnumpy(), onp.zeros(3))
+
+
+# ---------------------------------------------------------------- rgamma at the poles of Gamma
+# 1/Gamma is entire; with x = -n + t, 1/Gamma(x) = (-1)^n n! (sin(pi t)/pi) Gamma(n + 1 - t)/n!
+# (Note [rgamma at the poles]), so with psi = digamma(n + 1), psi1 = polygamma(1, n + 1):
+# rgamma'(-n) = (-1)^n n!, rgamma''(-n) = -2 (-1)^n n! psi,
+# rgamma'''(-n) = (-1)^n n! (3 psi^2 + 3 psi1 - pi^2).
+def _psi(n):
+    return -0.5772156649015329 + sum(1.0 / k for k in range(1, n + 1))
+
+
+def _psi1(n):
+    return math.pi ** 2 / 6 - sum(1.0 / k ** 2 for k in range(1, n + 1))
+
+
+def _rgamma_at_pole(n, k):
+    sign_fact = (-1) ** n * math.factorial(n)
+    return {0: 0.0, 1: sign_fact, 2: -2 * sign_fact * _psi(n),
+            3: sign_fact * (3 * _psi(n) ** 2 + 3 * _psi1(n) - math.pi ** 2)}[k]
+
+
+# Orders 4 to 6 at 0, -1, -2: mpmath.diff(mpmath.rgamma, -n, k) at 40 digits.
+RGAMMA_HIGH = {(0, 4): -1.0080632408182857, (0, 5): 19.984633365874977,
+               (0, 6): -30.382368879991922, (1, 4): -14.733010475667808,
+               (1, 5): -25.024949569966406, (1, 6): 150.2901690752418,
+               (2, 4): 59.0602706254585, (2, 5): -23.615153238406222,
+               (2, 6): -450.73003557028204}
+
+
+def _rgamma(x):
+    from fastgrad.scipy import special
+    return special.rgamma(x)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_rgamma_derivatives_at_the_poles_follow_the_reflection_formula(k):
+    poles = [0.0, -1.0, -2.0, -3.0, -6.0]
+    got = nth_derivative(_rgamma, poles, k)
+    want = [_rgamma_at_pole(int(-p), k) for p in poles]
+    assert onp.allclose(got, want, rtol=1e-13, atol=0), (got, want)
+
+
+@pytest.mark.parametrize("k", range(4, 7))
+def test_rgamma_higher_derivatives_at_the_poles(k):
+    got = nth_derivative(_rgamma, [0.0, -1.0, -2.0], k)
+    want = [RGAMMA_HIGH[n, k] for n in range(3)]
+    assert onp.allclose(got, want, rtol=1e-12, atol=0), (got, want)
+
+
+def test_rgamma_derivatives_are_continuous_through_a_pole():
+    for k in (1, 2, 3):
+        near = nth_derivative(_rgamma, [-2.0 + 1e-6, -2.0 - 1e-6], k)
+        at = nth_derivative(_rgamma, [-2.0], k)
+        assert onp.allclose(near, at, rtol=1e-4), (k, near, at)
+
+
+# ---------------------------------------------------------------- gammainc at x = 0
+# gammainc(m, x)' = x^(m-1) e^-x / (m-1)!, so for an integer m the k-th derivative at 0 is
+# C(k-1, m-1) (-1)^(k-m) for k >= m and 0 below; gammaincc = 1 - gammainc.
+def _gammainc_at_zero(m, k):
+    return math.comb(k - 1, m - 1) * (-1) ** (k - m) if k >= m else 0.0
+
+
+@pytest.mark.parametrize("k", range(1, 5))
+@pytest.mark.parametrize("name, sign", [("gammainc", 1), ("gammaincc", -1)])
+def test_regularized_incomplete_gamma_derivatives_at_zero(name, sign, k):
+    from fastgrad.scipy import special
+    shapes = np.array([1.0, 2.0, 3.0, 4.0], dtype="float64")
+    got = nth_derivative(lambda x: getattr(special, name)(shapes, x), [0.0] * 4, k)
+    want = [sign * _gammainc_at_zero(m, k) for m in (1, 2, 3, 4)]
+    assert onp.array_equal(got, want), (got, want)
+
+
+def test_gammainc_at_zero_with_a_fractional_shape_is_zero_then_infinite():
+    # x^(a-1) with a = 2.5: the first two derivatives are 0, the third +inf (never NaN).
+    from fastgrad.scipy import special
+    shapes = np.array([2.5], dtype="float64")
+    got = [nth_derivative(lambda x: special.gammainc(shapes, x), [0.0], k)[0]
+           for k in (1, 2, 3)]
+    assert got == [0.0, 0.0, math.inf], got
+
+
+# ---------------------------------------------------------------- norm(ord=2) of rank-deficient
+def _norm2_hessian_times(a, w):
+    """The Hessian of norm(a, 2) applied to ``w``: the gradient of <grad, w>."""
+    x = np.array(a, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        slope = autograd.grad(np.linalg.norm(x, 2), x, create_graph=True)[0]
+        along = (slope * np.array(w, dtype="float64")).sum()
+    along.backward()
+    return x.grad.asnumpy()
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4, 3), (2, 2)])
+def test_spectral_norm_hessian_of_a_rank_one_matrix(shape):
+    # a = s u v^T: H[w] = ((I - u u^T) w v v^T + u u^T w (I - v v^T)) / s, every other singular
+    # value 0 (the fuzzer's point for (3, 4): NaN before).
+    rng = onp.random.default_rng(1)
+    u, v = rng.standard_normal(shape[0]), rng.standard_normal(shape[1])
+    u, v = u / onp.linalg.norm(u), v / onp.linalg.norm(v)
+    a, w = 2.5 * onp.outer(u, v), rng.standard_normal(shape)
+    pu, pv = onp.outer(u, u), onp.outer(v, v)
+    want = ((onp.eye(shape[0]) - pu) @ w @ pv + pu @ w @ (onp.eye(shape[1]) - pv)) / 2.5
+    got = _norm2_hessian_times(a, w)
+    assert onp.allclose(got, want, rtol=1e-12, atol=1e-14), (got, want)
+    got_fuzz_point = _norm2_hessian_times(onp.full((3, 4), 0.75), onp.ones((3, 4)))
+    assert onp.all(onp.isfinite(got_fuzz_point))
+
+
+def test_spectral_norm_hessian_with_a_zero_and_a_nonzero_other_singular_value():
+    # a = diag(3, 1, 0) in 3 x 4: w^T H w = (3 (w01^2 + w10^2) + 2 * 1 * w01 w10) / (9 - 1)
+    # + (w02^2 + w20^2 + w03^2) / 3 (the zero singular value and the extra right vector).
+    a = onp.zeros((3, 4))
+    a[0, 0], a[1, 1] = 3.0, 1.0
+    w = onp.arange(1.0, 13.0).reshape(3, 4)
+    want = (3 * (w[0, 1] ** 2 + w[1, 0] ** 2) + 2 * w[0, 1] * w[1, 0]) / 8 \
+        + (w[0, 2] ** 2 + w[2, 0] ** 2 + w[0, 3] ** 2) / 3
+    got = (_norm2_hessian_times(a, w) * w).sum()
+    assert math.isclose(got, want, rel_tol=1e-13), (got, want)
+
+
+def test_spectral_norm_second_derivative_at_a_repeated_top_value_is_an_error():
+    with pytest.raises(ValueError, match="svd.*repeated singular value"):
+        _norm2_hessian_times(onp.diag([2.0, 2.0, 1.0]), onp.ones((3, 3)))
+
+
+def test_singular_vectors_of_a_zero_singular_value_of_a_non_square_matrix_are_an_error():
+    x = np.array([[3.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        u, s, vh = np.linalg.svd(x, full_matrices=False)
+        loss = (vh[1] * np.array([1.0, 2.0, 3.0], dtype="float64")).sum()
+    with pytest.raises(ValueError, match="svd.*zero singular value of a non-square"):
+        loss.backward()
