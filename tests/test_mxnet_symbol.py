@@ -807,3 +807,18 @@ def test_symbol_repr_names_nodes_as_mxnet():
     assert repr(fc) == "<Symbol fc>"
     assert repr(sp) == "<Symbol sp>" and repr(sp[0]) == "<Symbol sp>"
     assert repr(mx.sym.Group([r, fc])) == "<Symbol group [r, fc]>"
+
+
+@pytest.mark.parametrize("op", ["_rnn_param_concat", "_npi_rnn_param_concat"])
+def test_rnn_param_concat_of_mxnet_rnn_exports_loads_as_concat(op):
+    # MXNet 1.9.1's fused RNN layers join their flattened weights with _rnn_param_concat
+    # (_npi_rnn_param_concat under npx.set_np()) in the graphs they export
+    doc = {"nodes": [{"op": "null", "name": "a", "inputs": []},
+                     {"op": "null", "name": "b", "inputs": []},
+                     {"op": op, "name": "cat", "attrs": {"dim": "0", "num_args": "2"},
+                      "inputs": [[0, 0, 0], [1, 0, 0]]}],
+           "arg_nodes": [0, 1], "node_row_ptr": [0, 1, 2, 3], "heads": [[2, 0, 0]],
+           "attrs": {"mxnet_version": ["int", 10901]}}
+    net = sym.load_json(json.dumps(doc))
+    out = net.eval(a=mx.nd.array([1.0, 2.0]), b=mx.nd.array([3.0]))[0]
+    assert out.asnumpy().tolist() == [1.0, 2.0, 3.0]

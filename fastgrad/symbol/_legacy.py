@@ -751,7 +751,9 @@ _register(LegacyOp("Flatten", ["data"], {}, lambda x, p: npx.batch_flatten(x[0])
                    aliases=("flatten",)))
 _register(LegacyOp("Concat", None, {"num_args": (_I, REQUIRED), "dim": (_I, 1)},
                    lambda x, p: F.concatenate(x, axis=p["dim"]), variadic=True,
-                   aliases=("concat",)))
+                   # MXNet's fused RNN layers join their flattened weights with
+                   # _rnn_param_concat (Concat with a laxer shape inference) in their exports
+                   aliases=("concat", "_rnn_param_concat", "_npi_rnn_param_concat")))
 _register(LegacyOp("add_n", None, {"num_args": (_I, REQUIRED)},
                    lambda x, p: _add_all(x), variadic=True, aliases=("ElementWiseSum",)))
 _SOFTMAX_OUTPUT = {"grad_scale": (_F, 1.0), "ignore_label": (_F, -1.0),
