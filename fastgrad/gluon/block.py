@@ -851,6 +851,10 @@ class HybridBlock(Block):
         try:
             if not self._np_style:
                 out = self.forward(x, *args)
+            elif _has_symbol((x,) + args):
+                # a 2.x block inside a traced 1.x parent (hybridized or not): the parent's
+                # trace learns it cannot trace this block and runs imperatively
+                out = _hybrid.symbolic_call(self, (x,) + args)
             elif self._active:
                 out = self._call_cached_op(x, *args)
             else:

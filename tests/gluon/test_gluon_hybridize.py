@@ -392,6 +392,42 @@ def test_2x_block_runs_imperatively_with_one_warning():
         net.export("/nonexistent/never")
 
 
+def test_2x_block_inside_a_hybridized_1x_container():
+    # MXNet 2.x's model zoo style: 2.x blocks (forward) held by a HybridSequential; the
+    # container's trace meets the 2.x child on Symbols and runs imperatively (it raised
+    # "a hybridized block takes arrays (or None), got a Symbol")
+    class Residual2(HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.body = mx.gluon.nn.Dense(3, in_units=3)
+
+        def forward(self, x):
+            return mx.npx.relu(x + self.body(x))
+
+    mx.npx.set_np()
+    try:
+        with mx.name.NameManager():
+            seq = mx.gluon.nn.HybridSequential()
+            seq.add(Residual2(), mx.gluon.nn.Dense(2, in_units=3))
+        seq.initialize(mx.init.Xavier())
+        x = mx.np.array(np.random.RandomState(0).randn(4, 3))
+        expected = seq(x).asnumpy()
+        seq.hybridize()
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            y = seq(x)
+        # the container (for its child) and the child itself, each once
+        assert sorted(str(w.message).split(":")[0] for w in rec) == [
+            "HybridBlock hybridsequential0 (HybridSequential)",
+            "HybridBlock residual20 (Residual2)"]
+        assert "its child residual20 (Residual2) defines forward()" in str(rec[0].message) + \
+            str(rec[1].message)
+        assert np.array_equal(y.asnumpy(), expected)
+        assert np.array_equal(seq(x).asnumpy(), expected)
+    finally:
+        mx.npx.reset_np()
+
+
 # ---------------------------------------------------------------- export and SymbolBlock
 
 def test_export_imports_round_trip(tmp_path):
