@@ -8,6 +8,7 @@ that kill processes run in a child interpreter so that a hang fails instead of s
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import textwrap
 import time
@@ -364,9 +365,15 @@ def test_worker_exception_reaches_main_process(thread_pool):
         == [[0, 1], [2, 3]]
 
 
+# A child runs in the system's temporary folder: ``python -c`` puts its working directory
+# first on sys.path, and from a checkout's root that would import the uncompiled source tree
+# instead of the installed fastgrad (Note [The source tree shadows the installed package]).
+CHILD_CWD = tempfile.gettempdir()
+
+
 def _run_child(source, timeout=60):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(source)],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, cwd=CHILD_CWD)
 
 
 def _alive(pid):
@@ -439,7 +446,7 @@ def test_no_orphaned_workers_after_exit_or_kill():
     assert _wait_dead([int(p) for p in result.stdout.split()]) == []
     # 2. a main process killed with SIGKILL leaves no worker behind
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(source), "hang"],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, cwd=CHILD_CWD)
     try:
         pids = [int(p) for p in child.stdout.readline().split()]
         assert pids and all(_alive(p) for p in pids)

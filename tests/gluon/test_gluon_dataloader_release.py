@@ -4,6 +4,7 @@ while writing a batch left half a message in the result pipe). Run in a child pr
 regression fails on the timeout instead of hanging the suite."""
 
 import subprocess
+import tempfile
 import sys
 import textwrap
 
@@ -24,8 +25,9 @@ CHILD = textwrap.dedent("""
 
 
 def test_dropping_a_loader_of_large_batches_after_one_batch_does_not_hang():
+    # in the temporary folder: from a checkout's root, python -c would import the source tree
     done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, cwd=tempfile.gettempdir())
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "released"
     assert "Error" not in done.stderr, done.stderr[-2000:]
