@@ -377,9 +377,9 @@ class BatchNorm(_BatchNormFixedFusion):
     >>> bn.initialize()
     >>> with mx.autograd.record():
     ...     y = bn(mx.nd.array([[1.0, 2.0], [3.0, 6.0]]))
-    >>> bn.running_mean.data()
+    >>> bn.running_mean.data()      # 0.1 * the batch mean, in float32 as MXNet computes it
     <BLANKLINE>
-    [0.2 0.4]
+    [0.20000005 0.4000001 ]
     <NDArray 2 @cpu(0)>
     """
 
