@@ -45,6 +45,10 @@ from fastgrad import _derivatives, _large, _memo, _rules
 from fastgrad._array import ndarray
 
 
+# The gradient dtypes that make weak_scalar convert (Note [Weak scalars]).
+NARROW_DTYPES = frozenset(map(np.dtype, ("float16", "float32", "complex64")))
+
+
 def weak_scalar(x, g):
     """A Python number ``x`` that a rule reads as an input, in the precision of the gradient
     ``g`` when that is single or half.
@@ -56,10 +60,13 @@ def weak_scalar(x, g):
     NumPy, but a rule may compute with the number alone first (``safe_log(0.5)``,
     ``copysign(1, y)``), which NumPy does in float64 and returns as a float64 NumPy scalar,
     no longer weak: the gradient came out float64 (cast back by the engine, and a float64
-    subgraph under ``create_graph``). So every compiled rule (``_registry._compile``) starts
-    by giving a Python float or complex input (an int too where the input has a rule or the
-    op is a ufunc, so never an index) the precision of the gradient when that is float32, float16 or
-    complex64, the precision the forward computed in; a float64 gradient leaves it alone.
+    subgraph under ``create_graph``). So a compiled rule (``_registry._compile``) first gives
+    a Python float or complex input (an int too where the input has a rule or the op is a
+    ufunc, so never an index) the precision of the gradient when that is float32, float16 or
+    complex64, the precision the forward computed in; a float64 gradient leaves it alone. The
+    per-op path pays for this only where it can matter: a single-output rule tests the
+    gradient's dtype once before its inputs, and a rule of one array input (which records
+    only when that input is an array) has no test.
     ``tests/test_float32_promotion.py`` scans every op for gradients that widen."""
     if type(g) is tuple or type(g) is list:
         g = next((e for e in g if e is not None), None)
@@ -109,6 +116,7 @@ def numpy_namespace():
     ns["len"] = len
     ns["tuple"] = tuple
     ns["weak_scalar"] = weak_scalar
+    ns["NARROW_DTYPES"] = NARROW_DTYPES
     ns["rule_error"] = rule_error
     return ns
 

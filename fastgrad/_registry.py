@@ -100,12 +100,19 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
     args += list(pnames)
     fname = "%s_%sbackward" % (op.name, kind)
     # Note [Weak scalars]: a Python number saved as an input takes the gradient's precision.
+    # The test costs a float64 pass (the common case) one dtype lookup per rule: a
+    # single-output rule looks at the gradient's dtype first and at its saved inputs only
+    # when that is narrow. An op of one array input records only when that input is an
+    # array with history, so its rule never sees a Python number and gets no test at all.
     weak = ""
-    for n in saved:
+    for n in (saved if len(names) > 1 or variadic else ()):
         numeric = op.ufunc is not None or diff[names.index(n)] == int(Derivative.HAS_RULE)
         kinds = "float, complex" + (", int" if numeric else "")
         weak += "    if type(%s) in (%s):\n        %s = weak_scalar(%s, g)\n" % (
             n, kinds, n, n)
+    if weak and op.n_out == 1:
+        weak = "    if getattr(g, 'dtype', None) in NARROW_DTYPES:\n" + "".join(
+            "    " + line + "\n" for line in weak.splitlines())
     # Note [Errors name the op]: the body runs in a try whose handler notes the op and the
     # argument whose formula raised (``rule_error``), unless the message names the op already.
     if variadic:
@@ -120,10 +127,12 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
                     + "        _fg_%d = (%s) if needs & %d else None\n" % (i, exprs[name], 1 << i)
         body += "        return (%s,)\n" % ", ".join(
             "_fg_%d" % i if name in exprs else "None" for i, name in enumerate(names))
-    body = ("    _fg_arg = 0\n    try:\n%s    except Exception as _fg_exc:\n"
+    # (the weak-scalar test inside the try too: reading an odd gradient's dtype may raise)
+    weak = "".join("    " + line + "\n" for line in weak.splitlines())
+    body = ("    _fg_arg = 0\n    try:\n%s%s    except Exception as _fg_exc:\n"
             "        rule_error(_fg_exc, %r, %r, _fg_arg)\n        raise\n"
-            % (body, op.name, tuple(names)))
-    source = "def %s(%s):\n%s%s" % (fname, ", ".join(args), weak, body)
+            % (weak, body, op.name, tuple(names)))
+    source = "def %s(%s):\n%s" % (fname, ", ".join(args), body)
     filename = "<fastgrad %sderivative of %s>" % (kind, op.name)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
