@@ -184,7 +184,7 @@ def build(table):
             prim._set_passes_g()        # Note [Pass-through rules] in _engine.pyx
         if fn is not None:
             rules.append(op.name)
-        overrides = _complex.COMPLEX_RULES.get(op.name) if fn is not None else None
+        overrides = op.complex if fn is not None else None
         if overrides is not None and not (has_conj or overrides):
             prim._set_complex(1)
         elif overrides is not None:

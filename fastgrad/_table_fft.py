@@ -73,10 +73,10 @@ HELPERS = {"dual_norm": dual_norm, "pad_axis": pad_axis, "irfft_weights": irfft_
 def entries(Op, NONDIFF):
     return [
         Op("fftn_c2c", fftn_c2c, "x; axes, norm, inverse",
-           x="fftn_c2c(g, axes, dual_norm(norm), not inverse)"),
+           x="fftn_c2c(g, axes, dual_norm(norm), not inverse)", complex=True),
         Op("rfftn", rfftn, "x; axes, norm",
            x="real(fftn_c2c(pad_axis(g, x.shape[axes[-1]], axes[-1]), axes, dual_norm(norm), "
-             "True))"),
+             "True))", complex=True),
         Op("irfftn", irfftn, "x; axes, n, norm",
-           x="rfftn(g, axes, dual_norm(norm)) * irfft_weights(g, n, axes[-1])"),
+           x="rfftn(g, axes, dual_norm(norm)) * irfft_weights(g, n, axes[-1])", complex=True),
     ]
