@@ -27,8 +27,8 @@ class _Ops:
 
     Like the NumPy functions the helpers call, each runs its kernel directly on NumPy values
     and the recorded op on fastgrad arrays. Looked up on first use in ``_array.PRIMITIVES``,
-    which the registry fills when it has built the table (it compiles these helpers into the
-    rules, so they are imported before it: Note [Layers] in _layers.py).
+    which start-up fills with the registry's primitives (Note [Bootstrap] in _bootstrap.py;
+    the registry compiles these helpers into the rules, so they are imported before it).
     """
 
     def __getattr__(self, name):
