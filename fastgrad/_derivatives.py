@@ -3,7 +3,7 @@
 Each entry is ``Op(name, forward, signature, **rules)``:
 
 ``forward``
-    The NumPy kernel, called as ``forward(*inputs, *params)``.
+    The NumPy kernel, called as ``forward(*inputs, *params)``, or as ``call`` says.
 ``signature``
     ``"x, y"`` names the array inputs; ``"x; axis=None, keepdims=False"`` adds parameters
     with defaults; ``"*xs; axis=0"`` takes any number of arrays.
@@ -13,6 +13,12 @@ Each entry is ``Op(name, forward, signature, **rules)``:
     parameters and ``result`` (the output). ``NONDIFF`` marks an input that is not
     differentiable (an index, a condition); an input with no formula has no rule, and
     recording it with a variable raises an error naming the op.
+``call``
+    How ``forward`` takes the inputs and parameters, when not in the signature's order: its
+    argument list, written with their names, as in ``call="x, axis=axis, keepdims=keepdims"``
+    for ``np.var``, whose third positional parameter is not ``keepdims``. The registry compiles
+    it into the kernel the op calls (Note [Kernel calls] in _registry.py), so a NumPy routine
+    needs no adapter function.
 ``complex``
     Whether the op differentiates complex values (Note [Complex gradients] in _complex.py):
     ``True`` when its formulas, written with ``conj`` where the complex rule needs it, serve
@@ -27,6 +33,8 @@ only as ``x.shape`` or ``x.ndim`` keeps only its shape, not its values. Formulas
 functions and the helpers of ``_rules.py`` (Note [Differentiable rules]).
 """
 
+import operator
+
 import numpy as np
 
 from fastgrad import _kernels as K
@@ -40,11 +48,11 @@ class Op:
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
                  "order", "views", "zero", "differentiable_outputs", "aliases", "npx",
-                 "complex")
+                 "complex", "call")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
                  order=-1, views=False, zero=False, differentiable_outputs=None, aliases=(),
-                 npx=False, complex=None, **rules):
+                 npx=False, complex=None, call=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -67,6 +75,7 @@ class Op:
         # None: not checked for complex values; else {input: formula} replacing the table's
         # for complex values ({} when the formulas serve both: Note [Complex gradients]).
         self.complex = {} if complex is True else (None if complex is False else complex)
+        self.call = call     # forward's argument list, if not (*inputs, *params)
 
 
 def nondiff(name, forward, signature, **options):
@@ -167,9 +176,10 @@ TABLE = [
     Op("conjugate", np.conjugate, "x", x="conj(g)", aliases=["conj"], complex=True),
     Op("real", K.real, "x", views=True,
        x="g", complex=True),
-    Op("nan_to_num", K.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
+    Op("nan_to_num", np.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
+       call="x, nan=nan, posinf=posinf, neginf=neginf",
        x="g * isfinite(x)", complex=True),
-    Op("sinc", K.sinc, "x", x="sinc_backward(g, x)"),
+    Op("sinc", np.sinc, "x", x="sinc_backward(g, x)"),
     # The k-th derivative of sinc at 0, which sinc's rule selects there (Note [sinc at 0]).
     Op("sinc_maclaurin", K.sinc_maclaurin, "x; k=0", x="g * sinc_maclaurin(x, k + 1)"),
     # erf (and erfc) are entire: conj of the same derivative (Note [Complex gradients]).
@@ -205,118 +215,127 @@ TABLE = [
        x="unreduce(g, x.shape, axis, keepdims)", complex=True),
     Op("mean", K.reduce_mean, "x; axis=None, keepdims=False",
        x="mean_backward(g, x.shape, axis, keepdims)", complex=True),
-    Op("prod", K.reduce_prod, "x; axis=None, keepdims=False",
+    Op("prod", np.prod, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
        x="prod_backward(g, x, result, axis, keepdims)", complex=True),
-    Op("max", K.reduce_max, "x; axis=None, keepdims=False",
+    Op("max", np.max, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
        x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
-    Op("min", K.reduce_min, "x; axis=None, keepdims=False",
+    Op("min", np.min, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
        x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
-    Op("var", K.var, "x; axis=None, keepdims=False, ddof=0",
+    Op("var", np.var, "x; axis=None, keepdims=False, ddof=0",
+       call="x, axis=axis, keepdims=keepdims, ddof=ddof",
        x="var_backward(g, x, axis, keepdims, ddof)", complex=True),
-    Op("std", K.std, "x; axis=None, keepdims=False, ddof=0",
+    Op("std", np.std, "x; axis=None, keepdims=False, ddof=0",
+       call="x, axis=axis, keepdims=keepdims, ddof=ddof",
        x="std_backward(g, x, result, axis, keepdims, ddof)", complex=True),
-    Op("nansum", K.nansum, "x; axis=None, keepdims=False",
+    Op("nansum", np.nansum, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
        x="where(isnan(x), 0, unreduce(g, x.shape, axis, keepdims))", complex=True),
-    Op("nanmean", K.nanmean, "x; axis=None, keepdims=False",
+    Op("nanmean", np.nanmean, "x; axis=None, keepdims=False",
+       call="x, axis=axis, keepdims=keepdims",
        x="nanmean_backward(g, x, axis, keepdims)", complex=True),
-    Op("nanmax", K.nanmax, "x; axis=None, keepdims=False",
+    Op("nanmax", np.nanmax, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
        x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
-    Op("nanmin", K.nanmin, "x; axis=None, keepdims=False",
+    Op("nanmin", np.nanmin, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
        x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
-    Op("nanprod", K.nanprod, "x; axis=None, keepdims=False",
+    Op("nanprod", np.nanprod, "x; axis=None, keepdims=False",
+       call="x, axis=axis, keepdims=keepdims",
        x="where(isnan(x), 0, prod_backward(g, nan_to_num(x, nan=1.0), result, axis, keepdims))"),
-    Op("nancumsum", K.nancumsum, "x; axis",
+    Op("nancumsum", np.nancumsum, "x; axis",
        x="where(isnan(x), 0, cumsum_backward(g, axis))", complex=True),
-    Op("nancumprod", K.nancumprod, "x; axis",
+    Op("nancumprod", np.nancumprod, "x; axis",
        x="where(isnan(x), 0, cumprod_backward(g, nan_to_num(x, nan=1.0), result, axis))"),
     Op("logsumexp", K.logsumexp, "x; axis=None, keepdims=False",
        x="logsumexp_backward(g, x, result, axis, keepdims)"),
-    Op("cumsum", K.cumsum, "x; axis", x="cumsum_backward(g, axis)", complex=True),
-    Op("cumprod", K.cumprod, "x; axis", x="cumprod_backward(g, x, result, axis)", complex=True),
-    Op("average", K.average, "a, w; axis=None, keepdims=False",
+    Op("cumsum", np.cumsum, "x; axis", x="cumsum_backward(g, axis)", complex=True),
+    Op("cumprod", np.cumprod, "x; axis", x="cumprod_backward(g, x, result, axis)", complex=True),
+    Op("average", np.average, "a, w; axis=None, keepdims=False",
+       call="a, axis=axis, weights=w, keepdims=keepdims",
        a="average_backward_a(g, w, axis, keepdims)",
        w="average_backward_w(g, a, w, result, axis, keepdims)"),
     Op("norm", K.norm, "x; ord=None, axis=None, keepdims=False",
        x="norm_backward(g, x, result, ord, axis, keepdims)", complex=True),
 
     # ------------------------------------------------------------ shape and indexing
-    Op("reshape", K.reshape, "x; shape", views=True,
+    Op("reshape", np.reshape, "x; shape", views=True,
        x="reshape(g, x.shape)", complex=True),
-    Op("transpose", K.transpose, "x; axes=None", views=True,
+    Op("transpose", np.transpose, "x; axes=None", views=True,
        x="transpose_backward(g, axes)", complex=True),
-    Op("swapaxes", K.swapaxes, "x; axis1, axis2", views=True,
+    Op("swapaxes", np.swapaxes, "x; axis1, axis2", views=True,
        x="swapaxes(g, axis1, axis2)", complex=True),
-    Op("moveaxis", K.moveaxis, "x; source, destination", views=True,
+    Op("moveaxis", np.moveaxis, "x; source, destination", views=True,
        x="moveaxis_backward(g, source, destination)", complex=True),
-    Op("expand_dims", K.expand_dims, "x; axis", views=True,
+    Op("expand_dims", np.expand_dims, "x; axis", views=True,
        x="reshape(g, x.shape)", complex=True),
-    Op("squeeze", K.squeeze, "x; axis=None", views=True,
+    Op("squeeze", np.squeeze, "x; axis=None", views=True,
        x="reshape(g, x.shape)", complex=True),
     Op("broadcast_to", K.broadcast_to, "x; shape", views=True,
        x="sum_to(g, x.shape)", complex=True),
     Op("sum_to", K.sum_to, "x; shape", x="broadcast_to(g, x.shape)", complex=True),
-    Op("getitem", K.getitem, "x; key", views=True,
+    Op("getitem", operator.getitem, "x; key", views=True,
        x="scatter_add(g, key, x.shape)", complex=True),
     Op("scatter_add", K.scatter_add, "v; key, shape", v="g[key]", complex=True),
-    Op("take", K.take, "x; indices, axis=None", x="take_backward(g, x.shape, indices, axis)",
+    Op("take", np.take, "x; indices, axis=None", x="take_backward(g, x.shape, indices, axis)",
        complex=True),
-    Op("take_along_axis", K.take_along_axis, "x; indices, axis",
+    Op("take_along_axis", np.take_along_axis, "x; indices, axis",
        x="take_along_axis_backward(g, x.shape, indices, axis)", complex=True),
     Op("pick_along_axis", K.pick_along_axis, "x, index; axis, mode, keepdims", index=NONDIFF,
        x="pick_backward(g, x.shape, index, axis, mode, keepdims)"),
-    Op("where", K.where, "condition, x, y", condition=NONDIFF,
+    Op("where", np.where, "condition, x, y", condition=NONDIFF,
        x="where(condition, g, 0)", y="where(condition, 0, g)", complex=True),
-    Op("concatenate", K.concatenate, "*xs; axis=0, sizes=None",
+    Op("concatenate", np.concatenate, "*xs; axis=0, sizes=None", call="xs, axis=axis",
        xs="concatenate_backward(g, axis, sizes)", complex=True),
-    Op("stack", K.stack, "*xs; axis=0", xs="stack_backward(g, axis)", complex=True),
+    Op("stack", np.stack, "*xs; axis=0",
+       call="xs, axis=axis", xs="stack_backward(g, axis)", complex=True),
     Op("split", K.split, "x; indices, axis=0", views=True,
        n_out=-1, x="split_backward(g, axis)", complex=True),
-    Op("clip", K.clip, "x; a_min=None, a_max=None",
+    Op("clip", np.clip, "x; a_min=None, a_max=None",
        x="g * clip_mask(x, a_min, a_max)", complex=True),
-    Op("tile", K.tile, "x; reps", x="tile_backward(g, x.shape, reps)", complex=True),
-    Op("repeat", K.repeat, "x; repeats, axis=None",
+    Op("tile", np.tile, "x; reps", x="tile_backward(g, x.shape, reps)", complex=True),
+    Op("repeat", np.repeat, "x; repeats, axis=None",
        x="repeat_backward(g, x.shape, repeats, axis)", complex=True),
-    Op("flip", K.flip, "x; axis=None", views=True,
+    Op("flip", np.flip, "x; axis=None", views=True,
        x="flip(g, axis)", complex=True),
-    Op("roll", K.roll, "x; shift, axis=None", x="roll_backward(g, shift, axis)", complex=True),
-    Op("rot90", K.rot90, "x; k=1, axes=(0, 1)", views=True,
+    Op("roll", np.roll, "x; shift, axis=None", x="roll_backward(g, shift, axis)", complex=True),
+    Op("rot90", np.rot90, "x; k=1, axes=(0, 1)", views=True,
        x="rot90(g, -k, axes)", complex=True),
-    Op("pad", K.pad, "x; pad_width, constant_values=0",
+    Op("pad", np.pad, "x; pad_width, constant_values=0",
+       call="x, pad_width, mode='constant', constant_values=constant_values",
        x="pad_backward(g, x.shape, pad_width)", complex=True),
-    Op("diag", K.diag, "v; k=0", v="diag_backward(g, v.shape, k)", complex=True),
+    Op("diag", np.diag, "v; k=0", v="diag_backward(g, v.shape, k)", complex=True),
     Op("diagonal", K.diagonal, "x; offset=0, axis1=0, axis2=1", views=True,
        x="diagonal_backward(g, x.shape, offset, axis1, axis2)", complex=True),
-    Op("trace", K.trace, "x; offset=0, axis1=0, axis2=1",
+    Op("trace", np.trace, "x; offset=0, axis1=0, axis2=1",
        x="trace_backward(g, x.shape, offset, axis1, axis2)", complex=True),
-    Op("triu", K.triu, "x; k=0", x="triu(g, k)", complex=True),
-    Op("tril", K.tril, "x; k=0", x="tril(g, k)", complex=True),
-    Op("sort", K.sort, "x; axis=-1", x="sort_backward(g, x, axis)", complex=True),
-    Op("diff", K.diff, "x; n=1, axis=-1", x="diff_backward(g, x.shape, n, axis)", complex=True),
+    Op("triu", np.triu, "x; k=0", x="triu(g, k)", complex=True),
+    Op("tril", np.tril, "x; k=0", x="tril(g, k)", complex=True),
+    Op("sort", np.sort, "x; axis=-1", x="sort_backward(g, x, axis)", complex=True),
+    Op("diff", np.diff, "x; n=1, axis=-1", x="diff_backward(g, x.shape, n, axis)", complex=True),
 
     # ------------------------------------------------------------ linear algebra
     Op("matmul", np.matmul, "x, y",
        x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)", complex=True),
-    Op("dot", K.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)",
+    Op("dot", np.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)",
        complex=True),
-    Op("tensordot", K.tensordot, "x, y; axes",
+    Op("tensordot", np.tensordot, "x, y; axes",
        x="tensordot_backward_x(g, y, x.ndim, axes)", y="tensordot_backward_y(g, x, y.ndim, axes)",
        complex=True),
-    Op("einsum", K.einsum, "x; subscripts", x="einsum_backward(g, (x,), subscripts, 0)",
+    Op("einsum", np.einsum, "x; subscripts",
+       call="subscripts, x", x="einsum_backward(g, (x,), subscripts, 0)",
        complex=True),
-    Op("einsum2", K.einsum, "x, y; subscripts",
+    Op("einsum2", np.einsum, "x, y; subscripts", call="subscripts, x, y",
        x="einsum_backward(g, (x, y), subscripts, 0)",
        y="einsum_backward(g, (x, y), subscripts, 1)", complex=True),
-    Op("outer", K.outer, "x, y",
+    Op("outer", np.outer, "x, y",
        x="outer_backward_x(g, x.shape, y)", y="outer_backward_y(g, x, y.shape)", complex=True),
-    Op("kron", K.kron, "x, y",
+    Op("kron", np.kron, "x, y",
        x="kron_backward_x(g, x.shape, y)", y="kron_backward_y(g, x, y.shape)", complex=True),
-    Op("cross", K.cross, "x, y; axis=-1", x="cross(conj(y), g, axis=axis)",
+    Op("cross", np.cross, "x, y; axis=-1",
+       call="x, y, axis=axis", x="cross(conj(y), g, axis=axis)",
        y="cross(g, conj(x), axis=axis)", complex=True),
-    Op("convolve", K.convolve, "x, y",
+    Op("convolve", np.convolve, "x, y",
        x="convolve_backward_x(g, x.shape, y)", y="convolve_backward_y(g, x, y.shape)",
        complex=True),
-    Op("inv", K.inv, "x", x="inv_backward(g, result)", complex=True),
-    Op("det", K.det, "x", x="det_backward(g, x, result)", complex=True),
+    Op("inv", np.linalg.inv, "x", x="inv_backward(g, result)", complex=True),
+    Op("det", np.linalg.det, "x", x="det_backward(g, x, result)", complex=True),
     Op("slogdet", K.slogdet, "x", n_out=2, differentiable_outputs=(False, True),
        x="slogdet_backward(g, x)"),
     Op("solve", K.solve, "a, b",
@@ -375,7 +394,7 @@ TABLE = [
 
     # ------------------------------------------------------------ dtype and copies
     Op("astype", K.astype, "x; dtype", x="g", complex=True),
-    Op("copy", K.copy, "x", x="g", complex=True),
+    Op("copy", np.array, "x", call="x, copy=True", x="g", complex=True),
 
     # ------------------------------------------------------------ derivative zero
     zero("sign", np.sign, "x"),

@@ -1,7 +1,9 @@
 """Forward kernels that NumPy does not provide as one function.
 
 Every kernel takes and returns NumPy values (never fastgrad arrays): the recording machinery
-unwraps inputs before calling it. Kernels are called as ``kernel(*inputs, *params)``.
+unwraps inputs before calling it. Kernels are called as ``kernel(*inputs, *params)``. A NumPy
+routine that only takes its arguments in another order or by keyword needs no function here:
+its table entry says how to call it (``call=``, Note [Kernel calls] in _registry.py).
 """
 
 import math as _math
@@ -111,42 +113,6 @@ def reduce_mean(x, axis, keepdims):
     return total.dtype.type(total / np.intp(count))
 
 
-def reduce_prod(x, axis, keepdims):
-    return np.prod(x, axis=axis, keepdims=keepdims)
-
-
-def reduce_max(x, axis, keepdims):
-    return np.max(x, axis=axis, keepdims=keepdims)
-
-
-def reduce_min(x, axis, keepdims):
-    return np.min(x, axis=axis, keepdims=keepdims)
-
-
-def reshape(x, shape):
-    return np.reshape(x, shape)
-
-
-def transpose(x, axes):
-    return np.transpose(x, axes)
-
-
-def swapaxes(x, axis1, axis2):
-    return np.swapaxes(x, axis1, axis2)
-
-
-def expand_dims(x, axis):
-    return np.expand_dims(x, axis)
-
-
-def squeeze(x, axis):
-    return np.squeeze(x, axis)
-
-
-def getitem(x, key):
-    return x[key]
-
-
 def _is_basic(key):
     if not isinstance(key, tuple):
         key = (key,)
@@ -165,14 +131,6 @@ def scatter_add(g, key, shape):
 
 def astype(x, dtype):
     return x.astype(dtype)
-
-
-def copy(x):
-    return np.array(x, copy=True)
-
-
-def where(cond, x, y):
-    return np.where(cond, x, y)
 
 
 def relu(x):
@@ -196,16 +154,6 @@ def sigmoid(x):
     return t
 
 
-def concatenate(*args):
-    *xs, axis, _sizes = args
-    return np.concatenate(xs, axis=axis)
-
-
-def stack(*args):
-    *xs, axis = args
-    return np.stack(xs, axis=axis)
-
-
 def split(x, indices, axis):
     # What ``np.split`` does (the same slices of the same bounds), without its Python-level
     # swapaxes round trips: split is on the per-op path of recurrent cells (gates).
@@ -215,10 +163,6 @@ def split(x, indices, axis):
     bounds = (0,) + tuple(indices) + (x.shape[axis],)
     lead = (slice(None),) * axis
     return tuple(x[lead + (slice(start, stop),)] for start, stop in zip(bounds, bounds[1:]))
-
-
-def clip(x, lo, hi):
-    return np.clip(x, lo, hi)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -266,10 +210,6 @@ def erf(x):
 
 def erfinv(x):
     return _special_functions()[1](x)
-
-
-def sinc(x):
-    return np.sinc(x)
 
 
 def sinc_maclaurin(x, k):
@@ -368,34 +308,6 @@ def logsumexp(x, axis, keepdims):
 
 
 # ---------------------------------------------------------------- reductions
-def var(x, axis, keepdims, ddof):
-    return np.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
-
-
-def std(x, axis, keepdims, ddof):
-    return np.std(x, axis=axis, keepdims=keepdims, ddof=ddof)
-
-
-def nansum(x, axis, keepdims):
-    return np.nansum(x, axis=axis, keepdims=keepdims)
-
-
-def nanmean(x, axis, keepdims):
-    return np.nanmean(x, axis=axis, keepdims=keepdims)
-
-
-def cumsum(x, axis):
-    return np.cumsum(x, axis=axis)
-
-
-def cumprod(x, axis):
-    return np.cumprod(x, axis=axis)
-
-
-def average(a, w, axis, keepdims):
-    return np.average(a, axis=axis, weights=w, keepdims=keepdims)
-
-
 def norm(x, ord, axis, keepdims):
     if x.size == 0 and ord in (1, -1, np.inf, -np.inf) and (
             (axis is None and x.ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)):
@@ -418,60 +330,8 @@ def _empty_matrix_norm(x, ord, axis, keepdims):
 
 
 # ---------------------------------------------------------------- shape and indexing
-def moveaxis(x, source, destination):
-    return np.moveaxis(x, source, destination)
-
-
-def tile(x, reps):
-    return np.tile(x, reps)
-
-
-def repeat(x, repeats, axis):
-    return np.repeat(x, repeats, axis=axis)
-
-
-def flip(x, axis):
-    return np.flip(x, axis)
-
-
-def roll(x, shift, axis):
-    return np.roll(x, shift, axis)
-
-
-def rot90(x, k, axes):
-    return np.rot90(x, k, axes)
-
-
-def pad(x, pad_width, constant_values):
-    return np.pad(x, pad_width, mode="constant", constant_values=constant_values)
-
-
-def diag(v, k):
-    return np.diag(v, k)
-
-
 def diagonal(x, offset, axis1, axis2):
     return np.diagonal(x, offset, axis1, axis2).copy()
-
-
-def trace(x, offset, axis1, axis2):
-    return np.trace(x, offset, axis1, axis2)
-
-
-def triu(x, k):
-    return np.triu(x, k)
-
-
-def tril(x, k):
-    return np.tril(x, k)
-
-
-def take(x, indices, axis):
-    return np.take(x, indices, axis=axis)
-
-
-def take_along_axis(x, indices, axis):
-    return np.take_along_axis(x, indices, axis)
 
 
 def pick_positions(index, shape, axis, mode):
@@ -494,53 +354,7 @@ def pick_along_axis(x, index, axis, mode, keepdims):
     return out if keepdims else np.squeeze(out, axis)
 
 
-def sort(x, axis):
-    return np.sort(x, axis=axis)
-
-
-def diff(x, n, axis):
-    return np.diff(x, n=n, axis=axis)
-
-
 # ---------------------------------------------------------------- linear algebra
-def dot(x, y):
-    return np.dot(x, y)
-
-
-def tensordot(x, y, axes):
-    return np.tensordot(x, y, axes)
-
-
-def einsum(*args):
-    *operands, subscripts = args
-    return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
-
-
-def outer(x, y):
-    return np.outer(x, y)
-
-
-def kron(x, y):
-    return np.kron(x, y)
-
-
-def cross(x, y, axis):
-    return np.cross(x, y, axis=axis)
-
-
-def convolve(x, y):
-    """The full discrete linear convolution of two 1-D arrays."""
-    return np.convolve(x, y, "full")
-
-
-def inv(x):
-    return np.linalg.inv(x)
-
-
-def det(x):
-    return np.linalg.det(x)
-
-
 def slogdet(x):
     sign, logdet = np.linalg.slogdet(x)
     return sign, logdet
@@ -1060,37 +874,13 @@ def avg_pool2d_backward(g, kernel, stride, pad, count_include_pad, x_shape):
     return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w]
 
 
-# ---------------------------------------------------------------- more elementwise and NaN-aware
+# ---------------------------------------------------------------- more elementwise
 def real(x):
     return np.array(np.real(x), copy=True)
 
 
-def nan_to_num(x, nan, posinf, neginf):
-    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
-
-
 def prelu(x, alpha):
     return np.where(x > 0, x, x * alpha)
-
-
-def nanmax(x, axis, keepdims):
-    return np.nanmax(x, axis=axis, keepdims=keepdims)
-
-
-def nanmin(x, axis, keepdims):
-    return np.nanmin(x, axis=axis, keepdims=keepdims)
-
-
-def nanprod(x, axis, keepdims):
-    return np.nanprod(x, axis=axis, keepdims=keepdims)
-
-
-def nancumsum(x, axis):
-    return np.nancumsum(x, axis=axis)
-
-
-def nancumprod(x, axis):
-    return np.nancumprod(x, axis=axis)
 
 
 # Note [Deferred weight gradients]

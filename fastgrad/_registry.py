@@ -150,6 +150,49 @@ def _compile(op, names, variadic, pnames, namespace, codes, rules=None, kind="")
     return fn, save_inputs, save_shapes, uses.result, tuple(diff)
 
 
+def _kernel(op, names, variadic, pnames):
+    """The kernel ``op``'s primitive calls as ``kernel(*inputs, *params)``.
+
+    Note [Kernel calls]
+    ~~~~~~~~~~~~~~~~~~~
+    A primitive calls its kernel with the inputs, then the parameters, positionally: the
+    cheapest call there is, made in C by ``Primitive.apply``. A NumPy routine whose own
+    parameters come in that order is the kernel itself (``np.reshape``, ``np.take``). One that
+    takes them in another order or by keyword (``np.var(x, axis=, keepdims=, ddof=)``, whose
+    third positional parameter is ``dtype``) is given its argument list in the table,
+    ``call="x, axis=axis, keepdims=keepdims, ddof=ddof"``, and compiled here into a function
+    that takes the positional arguments and makes that call: one Python frame, as a
+    hand-written adapter in ``_kernels.py`` cost, with the call written next to the op
+    instead of in a second file. A variadic op's function takes ``*args`` and splits off the
+    parameters at the end (``call="xs, axis=axis"`` for ``np.stack``).
+    """
+    if op.call is None:
+        return op.forward
+    call = ast.parse("_fg_routine(%s)" % op.call, mode="eval").body
+    known = set(names) | set(pnames)
+    unknown = {node.id for node in ast.walk(call) if isinstance(node, ast.Name)} \
+        - known - {"_fg_routine"}
+    if unknown:
+        raise ValueError("%s: its call reads %s, which are not its inputs or parameters"
+                         % (op.name, sorted(unknown)))
+    if variadic:
+        split = "    %s = args\n" % (", ".join(["*" + names[0]] + list(pnames))
+                                     if pnames else names[0])
+        source = "def %s(*args):\n%s    return _fg_routine(%s)\n" % (op.name, split,
+                                                                     op.call)
+    else:
+        source = "def %s(%s):\n    return _fg_routine(%s)\n" % (
+            op.name, ", ".join(names + list(pnames)), op.call)
+    filename = "<fastgrad kernel of %s>" % op.name
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {}
+    exec(compile(source, filename, "exec"), {"_fg_routine": op.forward}, scope)
+    fn = scope[op.name]
+    fn.__qualname__ = op.name
+    fn.__module__ = "fastgrad._derivatives"
+    return fn
+
+
 def _define(code, fname, namespace):
     scope = {}
     exec(code, namespace, scope)
@@ -200,7 +243,8 @@ def build(table):
         fn, save_inputs, save_shapes, save_result, diff = _compile(
             op, names, variadic, pnames, namespace, codes, real_rules)
         n_in = -1 if variadic else len(names)
-        prim = Primitive(op.name, op.forward, fn, n_in, op.n_out, pnames, pdefaults,
+        kernel = _kernel(op, names, variadic, pnames)
+        prim = Primitive(op.name, kernel, fn, n_in, op.n_out, pnames, pdefaults,
                          save_inputs, save_shapes, save_result, diff,
                          op.differentiable and fn is not None, op.order, op.views, op.zero,
                          op.differentiable_outputs)
@@ -217,7 +261,7 @@ def build(table):
             if tuple(csaves) != (save_inputs, save_shapes, save_result, diff):
                 raise ValueError("%s: its complex rule must read the same inputs as its real "
                                  "rule" % op.name)
-            variant = Primitive(op.name, op.forward, cfn, n_in, op.n_out, pnames, pdefaults,
+            variant = Primitive(op.name, kernel, cfn, n_in, op.n_out, pnames, pdefaults,
                                 save_inputs, save_shapes, save_result, diff, True, op.order,
                                 op.views)
             variant._set_complex(1)
@@ -225,7 +269,7 @@ def build(table):
         if op.ufunc is not None:
             ufuncs[op.ufunc] = prim
         if not hasattr(np, op.name):
-            namespace[op.name] = _bindings.dual(prim, op.forward)
+            namespace[op.name] = _bindings.dual(prim, kernel)
     large = _bindings.large_namespace(namespace)
     for key, code in codes.items():
         _rule_owner(registry, key)._set_large_rule(_define(code.large, code.name, large))
