@@ -8,7 +8,6 @@ to these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_functi
 """
 
 import builtins as _builtins
-import types as _types
 
 import numpy as _np
 
@@ -16,10 +15,7 @@ from fastgrad import _namespaces
 from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
 from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
-from fastgrad._kernels import normalize_axis
-from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
-                                    check_numeric as _check_numeric)
-from fastgrad._registry import REGISTRY, UFUNC_OPS
+from fastgrad._registry import REGISTRY
 from fastgrad._creation import default_float as _default_float
 from fastgrad._creation import (array, asarray, zeros, ones, empty, full, zeros_like,  # noqa: F401
                                 ones_like, empty_like, full_like, arange, eye)

@@ -524,11 +524,6 @@ def col2im(cols, x_shape, kernel, stride, pad, dilate, batch_last=False):
     return spatial[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
 
 
-def _cnhw_to_nchw(y2d, n, oh, ow):
-    """(F, N*OH*OW) product rows as an NCHW array (a transposed view, Note [Convolution layout])."""
-    return y2d.reshape(-1, n, oh, ow).transpose(1, 0, 2, 3)
-
-
 def _nchw_to_rows(g):
     """NCHW ``g`` as (F, N*OH*OW) rows, the layout of ``conv2d``'s product."""
     n, f, oh, ow = g.shape

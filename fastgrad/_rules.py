@@ -732,10 +732,6 @@ def solve_backward_a(g, a, b_ndim, result):
     return -np.matmul(gb, mH(result))
 
 
-def symmetrize(a):
-    return (a + mT(a)) / 2
-
-
 def hermitize(a):
     """The Hermitian part ``(a + a^H) / 2`` (the symmetric part of a real ``a``): the gradient
     in ``x`` of a function of ``(x + x^H) / 2`` from its gradient there."""
