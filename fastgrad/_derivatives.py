@@ -372,8 +372,8 @@ TABLE = [
     Op("col2im", K.col2im, "cols; x_shape, kernel, stride, pad, dilate, batch_last=False",
        cols="im2col(g, kernel, stride, pad, dilate, batch_last)"),
     # The weight gradient as (cols @ g.T).T rather than matmul's g @ cols.T: the same product,
-    # which OpenBLAS runs 2-3x faster for these shapes (few filters, long rows; Note
-    # [Convolution layout]).
+    # which OpenBLAS runs faster for these shapes (few filters, long rows; Note [Convolution
+    # layout]).
     Op("conv2d_product", K.conv2d_product, "w, cols",
        w="swapaxes(matmul(cols, swapaxes(g, 0, 1)), 0, 1)",
        cols="matmul(swapaxes(w, 0, 1), g)"),

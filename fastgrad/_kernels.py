@@ -58,8 +58,8 @@ def broadcast_to(x, shape):
     """``np.broadcast_to``: a read-only view of ``x`` with ``shape``.
 
     A contiguous array is viewed directly through the ndarray constructor with zero strides
-    on the broadcast axes (a tenth of ``np.broadcast_to``'s cost on small arrays, which every
-    ``sum`` backward pays); anything else goes through NumPy.
+    on the broadcast axes (far cheaper than ``np.broadcast_to`` on small arrays, which every
+    ``sum`` backward pays; numbers in docs/benchmarks.rst); anything else goes through NumPy.
     """
     shape = tuple(shape)
     if type(x) is np.ndarray:
@@ -412,15 +412,15 @@ def pinv(x, rtol):
 # ``w.reshape(F, -1) @ cols`` giving (F, N*OH*OW), which is the output in CNHW memory order
 # (returned as an NCHW-shaped transposed view: elementwise ops downstream keep that order and
 # nothing copies it back). The weight gradient is the one sgemm ``(cols @ g.T).T`` (the
-# same product as ``g @ cols.T``, which OpenBLAS runs 2-3x slower for these shapes) and the
+# same product as ``g @ cols.T``, which OpenBLAS runs slower for these shapes) and the
 # data gradient the one sgemm ``w.T @ g`` followed by ``col2im``, which adds the KH*KW shifted
 # slices of those columns into the padded image (slice adds, no ``np.add.at``). ``im2col`` and
 # ``col2im`` are each other's adjoints and both are table ops, so convolution is
 # differentiable to any order. When the data has its batch axis innermost in memory (CHWN:
 # max pooling leaves its output so), ``batch_last`` orders the columns OH, OW, N instead: the
 # gather then copies runs of N contiguous elements, ``col2im`` adds runs of OW*N, and the
-# product's rows are the output in FHWN order (7x and 3x faster than N, OH, OW order for
-# LeNet's second layer); data in NCHW order, like a user's input, keeps N, OH, OW, whose
+# product's rows are the output in FHWN order (several times faster than N, OH, OW order
+# for LeNet's second layer); data in NCHW order, like a user's input, keeps N, OH, OW, whose
 # gather reads whole rows. ``npx.convolution`` records im2col and the product (with the bias
 # added in place) as separate nodes so that the backward reuses the forward's buffer instead
 # of gathering the windows again (Note [Convolution as recorded ops] in
@@ -428,7 +428,8 @@ def pinv(x, rtol):
 # convolution, deconvolution, the symbol API, second-order rules, and ``npx.convolution`` of
 # NCHW data whose columns exceed a chunk) use the same kernels in one call each, ``conv2d``
 # and its weight gradient gathering the columns in chunks of output rows in the batch-last
-# order (Note [Convolution in row chunks]).
+# order (Note [Convolution in row chunks]). The measurements behind these choices are in
+# docs/benchmarks.rst (Numbers behind the kernels' Notes).
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
@@ -438,7 +439,8 @@ def _windows(xp, kernel, stride, dilate):
 
 def _pad2(x, pad, value=0):
     """NCHW ``x`` padded in H and W with ``value``: what ``np.pad`` gives, made by filling
-    and one slice copy (``np.pad``'s Python layers took 3x as long for LeNet's input)."""
+    and one slice copy (``np.pad``'s Python layers cost more than the copy for small images
+    such as LeNet's input)."""
     if pad[0] == 0 and pad[1] == 0:
         return x
     if type(x) is not np.ndarray or x.ndim != 4 or (value != 0 and x.dtype.kind not in "fc"):
@@ -473,10 +475,10 @@ def _padded_batch_last(x, pad):
     return out
 
 
-# Note [Column buffers]: a convolution's columns are megabytes (LeNet's first layer: 5 MB a
-# step) and made again every step. glibc returns blocks that large to the operating system when
-# they are freed, so each step would page-fault them in again (measured on the LeNet step:
-# about 2,400 page faults, a quarter of its time). They are therefore allocated through the
+# Note [Column buffers]: a convolution's columns are megabytes and made again every step.
+# glibc returns blocks that large to the operating system when they are freed, so each step
+# would page-fault them in again, a large part of the LeNet step's time (docs/benchmarks.rst,
+# Numbers behind the kernels' Notes). They are therefore allocated through the
 # buffer cache of the large-array kernels (Note [Buffer cache] in ``_large/pool.h``), which
 # keeps a freed block and hands it back for a request of the same size. The cache learns that
 # a block is free from NumPy freeing the array, so no reference is counted or guessed: a block
@@ -551,9 +553,9 @@ def conv2d_product_bias(w, cols, b):
 
 
 # Note [Convolution in row chunks]: the columns of a convolution over many images are
-# megabytes (LeNet's first layer: 25 x 50176 floats, 5 MB), beyond the L2 cache, and its
-# products have few rows (6 filters): im2col writes them out and the product reads them back
-# from the L3 cache or memory, and both run at its speed, not at the speed of the arithmetic.
+# megabytes (LeNet's first layer), beyond the L2 cache, and its products have few rows (6
+# filters): im2col writes them out and the product reads them back from the L3 cache or
+# memory, and both run at its speed, not at the speed of the arithmetic.
 # ``conv2d`` and ``conv2d_weight_grad`` therefore gather the columns of a few output rows at a
 # time (at most CONV_CHUNK_BYTES of them) into one cached buffer (Note [Column buffers]) and
 # run the product on those while they are still in the L2 cache: the forward writes each
@@ -564,14 +566,12 @@ def conv2d_product_bias(w, cols, b):
 # and the output is in FHWN order, where the relu and 2x2 max pooling after it walk runs of
 # N contiguous elements instead of every other one. The forward's values are the unchunked
 # product's (each output is the same dot product); the weight gradient sums the rows in
-# chunks, a change of rounding only. Measured for LeNet's first layer (float32, batch 64,
-# one BLAS thread, a 1 MiB L2 cache per core), forward and weight gradient: 1.90 ms with the
-# whole batch's columns; in chunks of whole images (columns in N, OH, OW order, the order
-# before this one) 1.30 ms for 128 KiB chunks, 1.06-1.08 ms from 256 to 512 KiB, 1.6 ms from
-# 768 KiB (the chunk, its product and BLAS's packed blocks no longer fit); 384 KiB keeps a
-# margin from that edge. In chunks of rows the forward took 0.34 ms against 0.52 ms in chunks
-# of images, and the max pooling after it 85 against 190 us forward and 270 against 520 us
-# backward. The weight gradient with its own gather costs no more than the product with the
+# chunks, a change of rounding only. CONV_CHUNK_BYTES sits in the middle of the range of
+# chunk sizes that ran fastest for LeNet's first layer, away from the size where the chunk,
+# its product and BLAS's packed blocks no longer fit in the L2 cache; chunks of rows beat
+# chunks of whole images (the order before this one) for the convolution and for the max
+# pooling after it (the measurements: docs/benchmarks.rst, Numbers behind the kernels'
+# Notes). The weight gradient with its own gather costs no more than the product with the
 # forward's saved columns did, so ``npx.convolution`` records a convolution of NCHW data
 # whose columns span more than one chunk as one ``conv2d`` node that gathers again in the
 # backward (Note [Convolution as recorded ops] in ``numpy_extension.py``). Data with the batch
@@ -704,7 +704,8 @@ def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
 # comparisons and three boolean ufuncs (the previous formulation compared every offset with
 # the maximum, counted the hits, and on ties, which relu's zeros make common, resolved them
 # with seven more ufuncs). Every mask is made by ufuncs over operands in ``xp``'s memory order,
-# so they all share it (a mask in another order made each product with it 5x slower).
+# so they all share it (a mask in another order made each product with it several times
+# slower).
 def _offset_slices(kernel, stride, out_hw):
     oh, ow = max(out_hw[0], 0), max(out_hw[1], 0)
     return [(slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
@@ -725,7 +726,7 @@ def _pool_out_hw(shape, kernel, stride, pad):
 def _slice_maxima(xp, slices):
     """The elementwise maximum of ``xp``'s offset slices, in ``xp``'s memory order: every
     ufunc then walks all its operands in the same order (mixing layouts made max pooling
-    2-3x slower on the LeNet step)."""
+    several times slower on the LeNet step)."""
     if len(slices) == 1:
         return xp[slices[0]].copy(order="K")
     top = np.maximum(xp[slices[0]], xp[slices[1]])
@@ -888,8 +889,8 @@ def prelu(x, alpha):
 # 2-D product whose right operand is a variable with more consumers still to come keeps
 # (x_t, g_t) instead of running the rule for it, and makes the one product when the
 # variable's gradient is complete (``_engine.pyx``; the executor's replay does the same at the
-# same points, ``_plan.pyx``). Measured on the LSTM benchmark (35 steps, batch 32, hidden
-# 128, float32): the weights' gradients take 1.4 ms instead of 3.4 ms. Only first-order
+# same points, ``_plan.pyx``); on the LSTM benchmark the weights' gradients take well under
+# half the time (docs/benchmarks.rst, Numbers behind the kernels' Notes). Only first-order
 # passes defer (under create_graph the rule is recorded as usual), only real floating
 # dtypes that all agree (no casts to decide), and only products with at most
 # DEFERRED_MAX_ROWS rows, where the stacked product pays; a contribution is summed in a
