@@ -15,6 +15,10 @@ from fastgrad import _namespaces
 from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
 from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
+# The array type reads a sequence argument with these, through this module (``_ops`` in
+# _array_recording.pxi's _sequence_argument).
+from fastgrad._construction import (holds_array as _holds_array,  # noqa: F401
+                                    from_sequence as _from_sequence, check_numeric as _check_numeric)
 from fastgrad._registry import REGISTRY
 from fastgrad._creation import default_float as _default_float
 from fastgrad._creation import (array, asarray, zeros, ones, empty, full, zeros_like,  # noqa: F401
