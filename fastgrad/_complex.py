@@ -17,10 +17,11 @@ input or output, and with every ``conj(...)`` replaced by its argument, for real
 conjugate of a real value is itself: the real pass keeps its speed). An op declares in the
 table that it differentiates complex values, ``Op(..., complex=True)``, once its rules were
 checked against finite differences on the real and imaginary parts to second order
-(``tests/test_ops.py``); ``complex={input: formula}`` replaces a formula whose complex form is
-not the real one with ``conj`` (``abs``: ``sign`` of a complex number has a derivative). An op
-that declares nothing raises ``NotImplementedError`` naming it when it is recorded with a
-complex input or output, rather than differentiating with a rule nobody checked.
+(``tests/test_ops_complex.py``); ``complex={input: formula}`` replaces a formula whose complex
+form is not the real one with ``conj`` (``abs``: ``sign`` of a complex number has a
+derivative). An op that declares nothing raises ``NotImplementedError`` naming it when it is
+recorded with a complex input or output, rather than differentiating with a rule nobody
+checked.
 """
 
 import ast

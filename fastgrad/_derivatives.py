@@ -22,7 +22,7 @@ Each entry is ``Op(name, forward, signature, **rules)``:
 ``complex``
     Whether the op differentiates complex values (Note [Complex gradients] in _complex.py):
     ``True`` when its formulas, written with ``conj`` where the complex rule needs it, serve
-    complex values (checked against finite differences by ``tests/test_ops.py``); a dict
+    complex values (checked against finite differences by ``tests/test_ops_complex.py``); a dict
     ``{input: formula}`` for inputs whose complex formula is not the real one with ``conj``;
     omitted when the op is not checked for complex values, so that recording it with a complex
     input or output raises ``NotImplementedError`` naming it.
