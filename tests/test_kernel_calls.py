@@ -12,7 +12,10 @@ import fastgrad
 from fastgrad import _registry
 from fastgrad._derivatives import TABLE, Op
 
-KERNELS = os.path.join(os.path.dirname(os.path.abspath(fastgrad.__file__)), "_kernels.py")
+PACKAGE = os.path.dirname(os.path.abspath(fastgrad.__file__))
+# _kernels.py and the table's sections (Note [Table sections]), which hold kernels too.
+KERNEL_FILES = [os.path.join(PACKAGE, name) for name in sorted(os.listdir(PACKAGE))
+                if name == "_kernels.py" or (name.startswith("_table_") and name.endswith(".py"))]
 
 
 def _only_passes_its_arguments(fn):
@@ -39,8 +42,9 @@ def _only_passes_its_arguments(fn):
 KERNELS_NOT_ADAPTERS = {"conv2d_product"}
 
 
-def test_kernels_holds_no_positional_adapter():
-    tree = ast.parse(open(KERNELS, encoding="utf-8").read())
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=os.path.basename)
+def test_kernels_hold_no_positional_adapter(path):
+    tree = ast.parse(open(path, encoding="utf-8").read())
     adapters = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)
                 and _only_passes_its_arguments(node) and node.name not in KERNELS_NOT_ADAPTERS]
     assert not adapters, ("adapters that only pass their arguments to NumPy: %s; give the "
