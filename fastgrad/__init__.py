@@ -14,17 +14,17 @@
 import sys as _sys
 
 from fastgrad._version import __version__
-# Each module registers what it defines with the layers below it at its own import (Note
-# [Layers] in _layers.py); this file only imports. _dispatch and _docs are imported by no
-# public module, so they are named here.
+# Modules import only downward (Note [Layers] in _layers.py); what a lower module needs from
+# a layer above is connected in one step, the bootstrap's (Note [Bootstrap] in _bootstrap.py).
 try:
-    from fastgrad import _array, _engine, _registry, _functions, _dispatch, _docs  # noqa: F401
+    from fastgrad import _bootstrap
 except ModuleNotFoundError as _missing:  # Note [The source tree shadows the installed package]
     from fastgrad import _source_tree
     _explained = _source_tree.explain(_missing)
     if _explained is None:
         raise
     raise _explained from None
+_bootstrap.wire()
 from fastgrad import autograd  # noqa: E402
 
 from fastgrad import numpy as np  # noqa: E402

@@ -33,7 +33,6 @@ import types as _types
 import weakref
 import numpy as _np
 
-from fastgrad import _filled
 from fastgrad._filled import Filled as _Filled
 from fastgrad._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT, ZeroResult as _ZeroResult
 from fastgrad.base import MXNetError, MXNetIndexError, MXNetValueError  # Note [MXNet errors]
@@ -296,6 +295,8 @@ cdef class ndarray:
         if method == "__call__":
             fn = _UFUNCS.get(ufunc)
             if fn is None:
+                if not _wired:
+                    raise _not_wired("the table's ufuncs (fastgrad._registry)")
                 raise TypeError("fastgrad does not support numpy.%s on fastgrad arrays; "
                                 "call numpy.asarray() first to leave the graph" % ufunc.__name__)
             if kwargs:
@@ -327,6 +328,8 @@ cdef class ndarray:
                 return NotImplemented       # another library's array: let it decide
         fn = _FUNCS.get(func)
         if fn is None:
+            if not _wired:
+                raise _not_wired("NumPy's functions on fastgrad arrays (fastgrad._dispatch)")
             raise TypeError("fastgrad does not support numpy.%s on fastgrad arrays; call "
                             "numpy.asarray() first to leave the graph" % func.__name__)
         return fn(*args, **kwargs)
@@ -556,6 +559,8 @@ cdef class ndarray:
         return out
 
     def as_nd_ndarray(self):
+        if _LEGACY_ARRAY is None:
+            raise _not_wired("the legacy array class (fastgrad.ndarray.NDArray)")
         cdef ndarray out = wrap(self._data, self._node, self._oidx, _LEGACY_ARRAY)
         out._vcell = cell_of(self)
         return out
@@ -943,4 +948,4 @@ cdef class ndarray:
 
 _REDUCERS = {_np.add: "sum", _np.multiply: "prod", _np.maximum: "max", _np.minimum: "min"}
 
-_filled.register_array_type(ndarray)      # Filled defers to fastgrad arrays (create_graph)
+_stand_ins()     # until start-up wires the module (Note [Bootstrap] in _bootstrap.py)

@@ -3,7 +3,7 @@
 Each entry is ``Op(name, forward, signature, **rules)``:
 
 ``forward``
-    The NumPy kernel, called as ``forward(*inputs, *params)``.
+    The NumPy kernel, called as ``forward(*inputs, *params)``, or as ``call`` says.
 ``signature``
     ``"x, y"`` names the array inputs; ``"x; axis=None, keepdims=False"`` adds parameters
     with defaults; ``"*xs; axis=0"`` takes any number of arrays.
@@ -13,12 +13,27 @@ Each entry is ``Op(name, forward, signature, **rules)``:
     parameters and ``result`` (the output). ``NONDIFF`` marks an input that is not
     differentiable (an index, a condition); an input with no formula has no rule, and
     recording it with a variable raises an error naming the op.
+``call``
+    How ``forward`` takes the inputs and parameters, when not in the signature's order: its
+    argument list, written with their names, as in ``call="x, axis=axis, keepdims=keepdims"``
+    for ``np.var``, whose third positional parameter is not ``keepdims``. The registry compiles
+    it into the kernel the op calls (Note [Kernel calls] in _registry.py), so a NumPy routine
+    needs no adapter function.
+``complex``
+    Whether the op differentiates complex values (Note [Complex gradients] in _complex.py):
+    ``True`` when its formulas, written with ``conj`` where the complex rule needs it, serve
+    complex values (checked against finite differences by ``tests/test_ops_complex.py``); a dict
+    ``{input: formula}`` for inputs whose complex formula is not the real one with ``conj``;
+    omitted when the op is not checked for complex values, so that recording it with a complex
+    input or output raises ``NotImplementedError`` naming it.
 
 Formulas never unbroadcast or cast: the engine sums every gradient back to its input's shape
 and casts it to its dtype (Note [Accumulation] in _engine.pyx). A formula that mentions an input
 only as ``x.shape`` or ``x.ndim`` keeps only its shape, not its values. Formulas may call NumPy
 functions and the helpers of ``_rules.py`` (Note [Differentiable rules]).
 """
+
+import operator
 
 import numpy as np
 
@@ -32,11 +47,12 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order", "views", "zero", "differentiable_outputs", "aliases", "npx")
+                 "order", "views", "zero", "differentiable_outputs", "aliases", "npx",
+                 "complex", "call")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
                  order=-1, views=False, zero=False, differentiable_outputs=None, aliases=(),
-                 npx=False, **rules):
+                 npx=False, complex=None, call=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -56,6 +72,10 @@ class Op:
         # there, and as fastgrad.npx.<name> if ``npx``.
         self.aliases = tuple(aliases)
         self.npx = npx
+        # None: not checked for complex values; else {input: formula} replacing the table's
+        # for complex values ({} when the formulas serve both: Note [Complex gradients]).
+        self.complex = {} if complex is True else (None if complex is False else complex)
+        self.call = call     # forward's argument list, if not (*inputs, *params)
 
 
 def nondiff(name, forward, signature, **options):
@@ -72,19 +92,19 @@ def zero(name, forward, signature, **options):
 
 TABLE = [
     # ------------------------------------------------------------ arithmetic
-    Op("add", np.add, "x, y", x="g", y="g"),
-    Op("subtract", np.subtract, "x, y", x="g", y="-g"),
-    Op("multiply", np.multiply, "x, y", x="g * conj(y)", y="g * conj(x)"),
+    Op("add", np.add, "x, y", x="g", y="g", complex=True),
+    Op("subtract", np.subtract, "x, y", x="g", y="-g", complex=True),
+    Op("multiply", np.multiply, "x, y", x="g * conj(y)", y="g * conj(x)", complex=True),
     Op("divide", np.divide, "x, y", x="g / conj(y)", y="-g * conj(x / (y * y))",
-       aliases=["true_divide"]),
+       aliases=["true_divide"], complex=True),
     # Note [The slope of a power]: y * x ** (y - 1), whose derivative in y is the mixed
     # second derivative; only at x == 0 the exponent is y - (y != 0), so that 0 ** 0 gives a
     # slope of 0 instead of 0 * inf.
     Op("power", np.power, "x, y",
        x="g * conj(y * x ** where(x == 0, y - (y != 0), y - 1))",
-       y="g * conj(result * safe_log(x))"),
-    Op("negative", np.negative, "x", x="-g"),
-    Op("positive", np.positive, "x", x="g"),
+       y="g * conj(result * safe_log(x))", complex=True),
+    Op("negative", np.negative, "x", x="-g", complex=True),
+    Op("positive", np.positive, "x", x="g", complex=True),
     Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)", aliases=["remainder"]),
     Op("fmod", np.fmod, "x, y", x="g", y="-g * trunc(x / y)"),
     # At ties the gradient is split evenly, as the max/min reductions split it.
@@ -117,46 +137,53 @@ TABLE = [
     Op("modf", np.modf, "x", n_out=2, x="g[0]"),
 
     # ------------------------------------------------------------ elementwise unary
-    Op("exp", np.exp, "x", x="g * conj(result)"),
-    Op("expm1", np.expm1, "x", x="g * conj(result + 1)"),
-    Op("exp2", np.exp2, "x", x="g * conj(result) * LN2"),
-    Op("log", np.log, "x", x="g / conj(x)"),
-    Op("log1p", np.log1p, "x", x="g / conj(1 + x)"),
-    Op("log2", np.log2, "x", x="g / (conj(x) * LN2)"),
-    Op("log10", np.log10, "x", x="g / (conj(x) * LN10)"),
-    Op("sqrt", np.sqrt, "x", x="g / (2 * conj(result))"),
+    Op("exp", np.exp, "x", x="g * conj(result)", complex=True),
+    Op("expm1", np.expm1, "x", x="g * conj(result + 1)", complex=True),
+    Op("exp2", np.exp2, "x", x="g * conj(result) * LN2", complex=True),
+    Op("log", np.log, "x", x="g / conj(x)", complex=True),
+    Op("log1p", np.log1p, "x", x="g / conj(1 + x)", complex=True),
+    Op("log2", np.log2, "x", x="g / (conj(x) * LN2)", complex=True),
+    Op("log10", np.log10, "x", x="g / (conj(x) * LN10)", complex=True),
+    Op("sqrt", np.sqrt, "x", x="g / (2 * conj(result))", complex=True),
     Op("cbrt", np.cbrt, "x", x="g / (3 * result * result)"),
-    Op("square", np.square, "x", x="g * 2 * conj(x)"),
-    Op("reciprocal", np.reciprocal, "x", x="-g * conj(result * result)"),
+    Op("square", np.square, "x", x="g * 2 * conj(x)", complex=True),
+    Op("reciprocal", np.reciprocal, "x", x="-g * conj(result * result)", complex=True),
     Op("rsqrt", K.rsqrt, "x", x="-0.5 * g * result * result * result"),
     Op("rcbrt", K.rcbrt, "x", x="-g * result / (3 * x)"),
-    Op("abs", np.absolute, "x", x="g * sign(x)", aliases=["absolute"]),
+    # sign(x) of a complex x has a derivative, which abs's does not: the complex rule divides.
+    Op("abs", np.absolute, "x", x="g * sign(x)", aliases=["absolute"],
+       complex={"x": "g * complex_sign(x, abs(x))"}),
     Op("fabs", np.fabs, "x", x="g * sign(x)"),
-    Op("sin", np.sin, "x", x="g * conj(cos(x))"),
-    Op("cos", np.cos, "x", x="g * negative(conj(sin(x)))"),
-    Op("tan", np.tan, "x", x="g * conj(1 + result * result)"),
-    Op("arcsin", np.arcsin, "x", x="g / conj(sqrt(1 - x * x))", aliases=["asin"]),
-    Op("arccos", np.arccos, "x", x="-g / conj(sqrt(1 - x * x))", aliases=["acos"]),
-    Op("arctan", np.arctan, "x", x="g / conj(1 + x * x)", aliases=["atan"]),
-    Op("sinh", np.sinh, "x", x="g * conj(cosh(x))"),
-    Op("cosh", np.cosh, "x", x="g * conj(sinh(x))"),
-    Op("tanh", np.tanh, "x", x="g * conj(1 - result * result)"),
-    Op("arcsinh", np.arcsinh, "x", x="g / conj(sqrt(x * x + 1))", aliases=["asinh"]),
-    Op("arccosh", np.arccosh, "x", x="g / sqrt(x * x - 1)", aliases=["acosh"]),
-    Op("arctanh", np.arctanh, "x", x="g / conj(1 - x * x)", aliases=["atanh"]),
+    Op("sin", np.sin, "x", x="g * conj(cos(x))", complex=True),
+    Op("cos", np.cos, "x", x="g * negative(conj(sin(x)))", complex=True),
+    Op("tan", np.tan, "x", x="g * conj(1 + result * result)", complex=True),
+    Op("arcsin", np.arcsin, "x", x="g / conj(sqrt(1 - x * x))", aliases=["asin"], complex=True),
+    Op("arccos", np.arccos, "x", x="-g / conj(sqrt(1 - x * x))", aliases=["acos"], complex=True),
+    Op("arctan", np.arctan, "x", x="g / conj(1 + x * x)", aliases=["atan"], complex=True),
+    Op("sinh", np.sinh, "x", x="g * conj(cosh(x))", complex=True),
+    Op("cosh", np.cosh, "x", x="g * conj(sinh(x))", complex=True),
+    Op("tanh", np.tanh, "x", x="g * conj(1 - result * result)", complex=True),
+    Op("arcsinh", np.arcsinh, "x", x="g / conj(sqrt(x * x + 1))", aliases=["asinh"], complex=True),
+    # For complex values sqrt(x - 1) sqrt(x + 1), not sqrt(x * x - 1): NumPy's branch of
+    # arccosh, whose derivative the latter gets wrong by a sign where Re x < 0.
+    Op("arccosh", np.arccosh, "x", x="g / sqrt(x * x - 1)", aliases=["acosh"],
+       complex={"x": "g / conj(sqrt(x - 1) * sqrt(x + 1))"}),
+    Op("arctanh", np.arctanh, "x", x="g / conj(1 - x * x)", aliases=["atanh"], complex=True),
     Op("deg2rad", np.deg2rad, "x", x="g * (pi / 180)"),
     Op("rad2deg", np.rad2deg, "x", x="g * (180 / pi)"),
     Op("radians", np.radians, "x", x="g * (pi / 180)"),
     Op("degrees", np.degrees, "x", x="g * (180 / pi)"),
-    Op("conjugate", np.conjugate, "x", x="conj(g)", aliases=["conj"]),
+    Op("conjugate", np.conjugate, "x", x="conj(g)", aliases=["conj"], complex=True),
     Op("real", K.real, "x", views=True,
-       x="g"),
-    Op("nan_to_num", K.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
-       x="g * isfinite(x)"),
-    Op("sinc", K.sinc, "x", x="sinc_backward(g, x)"),
+       x="g", complex=True),
+    Op("nan_to_num", np.nan_to_num, "x; nan=0.0, posinf=None, neginf=None",
+       call="x, nan=nan, posinf=posinf, neginf=neginf",
+       x="g * isfinite(x)", complex=True),
+    Op("sinc", np.sinc, "x", x="sinc_backward(g, x)"),
     # The k-th derivative of sinc at 0, which sinc's rule selects there (Note [sinc at 0]).
     Op("sinc_maclaurin", K.sinc_maclaurin, "x; k=0", x="g * sinc_maclaurin(x, k + 1)"),
-    Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * conj(exp(-x * x))", npx=True),
+    # erf (and erfc) are entire: conj of the same derivative (Note [Complex gradients]).
+    Op("erf", K.erf, "x", x="g * TWO_OVER_SQRT_PI * conj(exp(-x * x))", npx=True, complex=True),
     Op("erfinv", K.erfinv, "x", x="g * SQRT_PI_OVER_2 * exp(result * result)", npx=True),
 
     # ------------------------------------------------------------ activations
@@ -182,127 +209,146 @@ TABLE = [
     Op("log_softmax", K.log_softmax, "x; axis=-1", x="log_softmax_backward(g, result, axis)"),
 
     # ------------------------------------------------------------ reductions
+    # NumPy orders complex values lexicographically (real part, then imaginary part): the
+    # gradient goes to the selected (max, min, clip) or permuted (sort) elements, as for real.
     Op("sum", K.reduce_sum, "x; axis=None, keepdims=False",
-       x="unreduce(g, x.shape, axis, keepdims)"),
+       x="unreduce(g, x.shape, axis, keepdims)", complex=True),
     Op("mean", K.reduce_mean, "x; axis=None, keepdims=False",
-       x="mean_backward(g, x.shape, axis, keepdims)"),
-    Op("prod", K.reduce_prod, "x; axis=None, keepdims=False",
-       x="prod_backward(g, x, result, axis, keepdims)"),
-    Op("max", K.reduce_max, "x; axis=None, keepdims=False",
-       x="minmax_backward(g, x, result, axis, keepdims)"),
-    Op("min", K.reduce_min, "x; axis=None, keepdims=False",
-       x="minmax_backward(g, x, result, axis, keepdims)"),
-    Op("var", K.var, "x; axis=None, keepdims=False, ddof=0",
-       x="var_backward(g, x, axis, keepdims, ddof)"),
-    Op("std", K.std, "x; axis=None, keepdims=False, ddof=0",
-       x="std_backward(g, x, result, axis, keepdims, ddof)"),
-    Op("nansum", K.nansum, "x; axis=None, keepdims=False",
-       x="where(isnan(x), 0, unreduce(g, x.shape, axis, keepdims))"),
-    Op("nanmean", K.nanmean, "x; axis=None, keepdims=False",
-       x="nanmean_backward(g, x, axis, keepdims)"),
-    Op("nanmax", K.nanmax, "x; axis=None, keepdims=False",
-       x="minmax_backward(g, x, result, axis, keepdims)"),
-    Op("nanmin", K.nanmin, "x; axis=None, keepdims=False",
-       x="minmax_backward(g, x, result, axis, keepdims)"),
-    Op("nanprod", K.nanprod, "x; axis=None, keepdims=False",
+       x="mean_backward(g, x.shape, axis, keepdims)", complex=True),
+    Op("prod", np.prod, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
+       x="prod_backward(g, x, result, axis, keepdims)", complex=True),
+    Op("max", np.max, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
+       x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
+    Op("min", np.min, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
+       x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
+    Op("var", np.var, "x; axis=None, keepdims=False, ddof=0",
+       call="x, axis=axis, keepdims=keepdims, ddof=ddof",
+       x="var_backward(g, x, axis, keepdims, ddof)", complex=True),
+    Op("std", np.std, "x; axis=None, keepdims=False, ddof=0",
+       call="x, axis=axis, keepdims=keepdims, ddof=ddof",
+       x="std_backward(g, x, result, axis, keepdims, ddof)", complex=True),
+    Op("nansum", np.nansum, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
+       x="where(isnan(x), 0, unreduce(g, x.shape, axis, keepdims))", complex=True),
+    Op("nanmean", np.nanmean, "x; axis=None, keepdims=False",
+       call="x, axis=axis, keepdims=keepdims",
+       x="nanmean_backward(g, x, axis, keepdims)", complex=True),
+    Op("nanmax", np.nanmax, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
+       x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
+    Op("nanmin", np.nanmin, "x; axis=None, keepdims=False", call="x, axis=axis, keepdims=keepdims",
+       x="minmax_backward(g, x, result, axis, keepdims)", complex=True),
+    Op("nanprod", np.nanprod, "x; axis=None, keepdims=False",
+       call="x, axis=axis, keepdims=keepdims",
        x="where(isnan(x), 0, prod_backward(g, nan_to_num(x, nan=1.0), result, axis, keepdims))"),
-    Op("nancumsum", K.nancumsum, "x; axis",
-       x="where(isnan(x), 0, cumsum_backward(g, axis))"),
-    Op("nancumprod", K.nancumprod, "x; axis",
+    Op("nancumsum", np.nancumsum, "x; axis",
+       x="where(isnan(x), 0, cumsum_backward(g, axis))", complex=True),
+    Op("nancumprod", np.nancumprod, "x; axis",
        x="where(isnan(x), 0, cumprod_backward(g, nan_to_num(x, nan=1.0), result, axis))"),
     Op("logsumexp", K.logsumexp, "x; axis=None, keepdims=False",
        x="logsumexp_backward(g, x, result, axis, keepdims)"),
-    Op("cumsum", K.cumsum, "x; axis", x="cumsum_backward(g, axis)"),
-    Op("cumprod", K.cumprod, "x; axis", x="cumprod_backward(g, x, result, axis)"),
-    Op("average", K.average, "a, w; axis=None, keepdims=False",
+    Op("cumsum", np.cumsum, "x; axis", x="cumsum_backward(g, axis)", complex=True),
+    Op("cumprod", np.cumprod, "x; axis", x="cumprod_backward(g, x, result, axis)", complex=True),
+    Op("average", np.average, "a, w; axis=None, keepdims=False",
+       call="a, axis=axis, weights=w, keepdims=keepdims",
        a="average_backward_a(g, w, axis, keepdims)",
        w="average_backward_w(g, a, w, result, axis, keepdims)"),
     Op("norm", K.norm, "x; ord=None, axis=None, keepdims=False",
-       x="norm_backward(g, x, result, ord, axis, keepdims)"),
+       x="norm_backward(g, x, result, ord, axis, keepdims)", complex=True),
 
     # ------------------------------------------------------------ shape and indexing
-    Op("reshape", K.reshape, "x; shape", views=True,
-       x="reshape(g, x.shape)"),
-    Op("transpose", K.transpose, "x; axes=None", views=True,
-       x="transpose_backward(g, axes)"),
-    Op("swapaxes", K.swapaxes, "x; axis1, axis2", views=True,
-       x="swapaxes(g, axis1, axis2)"),
-    Op("moveaxis", K.moveaxis, "x; source, destination", views=True,
-       x="moveaxis_backward(g, source, destination)"),
-    Op("expand_dims", K.expand_dims, "x; axis", views=True,
-       x="reshape(g, x.shape)"),
-    Op("squeeze", K.squeeze, "x; axis=None", views=True,
-       x="reshape(g, x.shape)"),
+    Op("reshape", np.reshape, "x; shape", views=True,
+       x="reshape(g, x.shape)", complex=True),
+    Op("transpose", np.transpose, "x; axes=None", views=True,
+       x="transpose_backward(g, axes)", complex=True),
+    Op("swapaxes", np.swapaxes, "x; axis1, axis2", views=True,
+       x="swapaxes(g, axis1, axis2)", complex=True),
+    Op("moveaxis", np.moveaxis, "x; source, destination", views=True,
+       x="moveaxis_backward(g, source, destination)", complex=True),
+    Op("expand_dims", np.expand_dims, "x; axis", views=True,
+       x="reshape(g, x.shape)", complex=True),
+    Op("squeeze", np.squeeze, "x; axis=None", views=True,
+       x="reshape(g, x.shape)", complex=True),
     Op("broadcast_to", K.broadcast_to, "x; shape", views=True,
-       x="sum_to(g, x.shape)"),
-    Op("sum_to", K.sum_to, "x; shape", x="broadcast_to(g, x.shape)"),
-    Op("getitem", K.getitem, "x; key", views=True,
-       x="scatter_add(g, key, x.shape)"),
-    Op("scatter_add", K.scatter_add, "v; key, shape", v="g[key]"),
-    Op("take", K.take, "x; indices, axis=None", x="take_backward(g, x.shape, indices, axis)"),
-    Op("take_along_axis", K.take_along_axis, "x; indices, axis",
-       x="take_along_axis_backward(g, x.shape, indices, axis)"),
+       x="sum_to(g, x.shape)", complex=True),
+    Op("sum_to", K.sum_to, "x; shape", x="broadcast_to(g, x.shape)", complex=True),
+    Op("getitem", operator.getitem, "x; key", views=True,
+       x="scatter_add(g, key, x.shape)", complex=True),
+    Op("scatter_add", K.scatter_add, "v; key, shape", v="g[key]", complex=True),
+    Op("take", np.take, "x; indices, axis=None", x="take_backward(g, x.shape, indices, axis)",
+       complex=True),
+    Op("take_along_axis", np.take_along_axis, "x; indices, axis",
+       x="take_along_axis_backward(g, x.shape, indices, axis)", complex=True),
     Op("pick_along_axis", K.pick_along_axis, "x, index; axis, mode, keepdims", index=NONDIFF,
        x="pick_backward(g, x.shape, index, axis, mode, keepdims)"),
-    Op("where", K.where, "condition, x, y", condition=NONDIFF,
-       x="where(condition, g, 0)", y="where(condition, 0, g)"),
-    Op("concatenate", K.concatenate, "*xs; axis=0, sizes=None",
-       xs="concatenate_backward(g, axis, sizes)"),
-    Op("stack", K.stack, "*xs; axis=0", xs="stack_backward(g, axis)"),
+    Op("where", np.where, "condition, x, y", condition=NONDIFF,
+       x="where(condition, g, 0)", y="where(condition, 0, g)", complex=True),
+    Op("concatenate", np.concatenate, "*xs; axis=0, sizes=None", call="xs, axis=axis",
+       xs="concatenate_backward(g, axis, sizes)", complex=True),
+    Op("stack", np.stack, "*xs; axis=0",
+       call="xs, axis=axis", xs="stack_backward(g, axis)", complex=True),
     Op("split", K.split, "x; indices, axis=0", views=True,
-       n_out=-1, x="split_backward(g, axis)"),
-    Op("clip", K.clip, "x; a_min=None, a_max=None",
-       x="g * clip_mask(x, a_min, a_max)"),
-    Op("tile", K.tile, "x; reps", x="tile_backward(g, x.shape, reps)"),
-    Op("repeat", K.repeat, "x; repeats, axis=None",
-       x="repeat_backward(g, x.shape, repeats, axis)"),
-    Op("flip", K.flip, "x; axis=None", views=True,
-       x="flip(g, axis)"),
-    Op("roll", K.roll, "x; shift, axis=None", x="roll_backward(g, shift, axis)"),
-    Op("rot90", K.rot90, "x; k=1, axes=(0, 1)", views=True,
-       x="rot90(g, -k, axes)"),
-    Op("pad", K.pad, "x; pad_width, constant_values=0",
-       x="pad_backward(g, x.shape, pad_width)"),
-    Op("diag", K.diag, "v; k=0", v="diag_backward(g, v.shape, k)"),
+       n_out=-1, x="split_backward(g, axis)", complex=True),
+    Op("clip", np.clip, "x; a_min=None, a_max=None",
+       x="g * clip_mask(x, a_min, a_max)", complex=True),
+    Op("tile", np.tile, "x; reps", x="tile_backward(g, x.shape, reps)", complex=True),
+    Op("repeat", np.repeat, "x; repeats, axis=None",
+       x="repeat_backward(g, x.shape, repeats, axis)", complex=True),
+    Op("flip", np.flip, "x; axis=None", views=True,
+       x="flip(g, axis)", complex=True),
+    Op("roll", np.roll, "x; shift, axis=None", x="roll_backward(g, shift, axis)", complex=True),
+    Op("rot90", np.rot90, "x; k=1, axes=(0, 1)", views=True,
+       x="rot90(g, -k, axes)", complex=True),
+    Op("pad", np.pad, "x; pad_width, constant_values=0",
+       call="x, pad_width, mode='constant', constant_values=constant_values",
+       x="pad_backward(g, x.shape, pad_width)", complex=True),
+    Op("diag", np.diag, "v; k=0", v="diag_backward(g, v.shape, k)", complex=True),
     Op("diagonal", K.diagonal, "x; offset=0, axis1=0, axis2=1", views=True,
-       x="diagonal_backward(g, x.shape, offset, axis1, axis2)"),
-    Op("trace", K.trace, "x; offset=0, axis1=0, axis2=1",
-       x="trace_backward(g, x.shape, offset, axis1, axis2)"),
-    Op("triu", K.triu, "x; k=0", x="triu(g, k)"),
-    Op("tril", K.tril, "x; k=0", x="tril(g, k)"),
-    Op("sort", K.sort, "x; axis=-1", x="sort_backward(g, x, axis)"),
-    Op("diff", K.diff, "x; n=1, axis=-1", x="diff_backward(g, x.shape, n, axis)"),
+       x="diagonal_backward(g, x.shape, offset, axis1, axis2)", complex=True),
+    Op("trace", np.trace, "x; offset=0, axis1=0, axis2=1",
+       x="trace_backward(g, x.shape, offset, axis1, axis2)", complex=True),
+    Op("triu", np.triu, "x; k=0", x="triu(g, k)", complex=True),
+    Op("tril", np.tril, "x; k=0", x="tril(g, k)", complex=True),
+    Op("sort", np.sort, "x; axis=-1", x="sort_backward(g, x, axis)", complex=True),
+    Op("diff", np.diff, "x; n=1, axis=-1", x="diff_backward(g, x.shape, n, axis)", complex=True),
 
     # ------------------------------------------------------------ linear algebra
     Op("matmul", np.matmul, "x, y",
-       x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)"),
-    Op("dot", K.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)"),
-    Op("tensordot", K.tensordot, "x, y; axes",
-       x="tensordot_backward_x(g, y, x.ndim, axes)", y="tensordot_backward_y(g, x, y.ndim, axes)"),
-    Op("einsum", K.einsum, "x; subscripts", x="einsum_backward(g, (x,), subscripts, 0)"),
-    Op("einsum2", K.einsum, "x, y; subscripts",
+       x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)", complex=True),
+    Op("dot", np.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)",
+       complex=True),
+    Op("tensordot", np.tensordot, "x, y; axes",
+       x="tensordot_backward_x(g, y, x.ndim, axes)", y="tensordot_backward_y(g, x, y.ndim, axes)",
+       complex=True),
+    Op("einsum", np.einsum, "x; subscripts",
+       call="subscripts, x", x="einsum_backward(g, (x,), subscripts, 0)",
+       complex=True),
+    Op("einsum2", np.einsum, "x, y; subscripts", call="subscripts, x, y",
        x="einsum_backward(g, (x, y), subscripts, 0)",
-       y="einsum_backward(g, (x, y), subscripts, 1)"),
-    Op("outer", K.outer, "x, y",
-       x="outer_backward_x(g, x.shape, y)", y="outer_backward_y(g, x, y.shape)"),
-    Op("kron", K.kron, "x, y",
-       x="kron_backward_x(g, x.shape, y)", y="kron_backward_y(g, x, y.shape)"),
-    Op("cross", K.cross, "x, y; axis=-1", x="cross(conj(y), g, axis=axis)",
-       y="cross(g, conj(x), axis=axis)"),
-    Op("convolve", K.convolve, "x, y",
-       x="convolve_backward_x(g, x.shape, y)", y="convolve_backward_y(g, x, y.shape)"),
-    Op("inv", K.inv, "x", x="inv_backward(g, result)"),
-    Op("det", K.det, "x", x="det_backward(g, x, result)"),
+       y="einsum_backward(g, (x, y), subscripts, 1)", complex=True),
+    Op("outer", np.outer, "x, y",
+       x="outer_backward_x(g, x.shape, y)", y="outer_backward_y(g, x, y.shape)", complex=True),
+    Op("kron", np.kron, "x, y",
+       x="kron_backward_x(g, x.shape, y)", y="kron_backward_y(g, x, y.shape)", complex=True),
+    Op("cross", np.cross, "x, y; axis=-1",
+       call="x, y, axis=axis", x="cross(conj(y), g, axis=axis)",
+       y="cross(g, conj(x), axis=axis)", complex=True),
+    Op("convolve", np.convolve, "x, y",
+       x="convolve_backward_x(g, x.shape, y)", y="convolve_backward_y(g, x, y.shape)",
+       complex=True),
+    Op("inv", np.linalg.inv, "x", x="inv_backward(g, result)", complex=True),
+    Op("det", np.linalg.det, "x", x="det_backward(g, x, result)", complex=True),
     Op("slogdet", K.slogdet, "x", n_out=2, differentiable_outputs=(False, True),
        x="slogdet_backward(g, x)"),
     Op("solve", K.solve, "a, b",
-       a="solve_backward_a(g, a, b.ndim, result)", b="solve_backward_b(g, a, b.ndim)"),
-    Op("cholesky", K.cholesky, "x", x="cholesky_backward(g, result)"),
-    Op("eigh", K.eigh, "x", n_out=2, x="eigh_backward(g, result)"),
-    Op("eigvalsh", K.eigvalsh, "x", x="eigvalsh_backward(g, x)"),
-    Op("qr", K.qr, "x", n_out=2, x="qr_backward(g, result)"),
-    Op("svd", K.svd, "x", n_out=3, x="svd_backward(g, result)"),
-    Op("pinv", K.pinv, "x; rtol=None", x="pinv_backward(g, x, result)"),
+       a="solve_backward_a(g, a, b.ndim, result)", b="solve_backward_b(g, a, b.ndim)",
+       complex=True),
+    # Decompositions follow PyTorch's complex rules (Note [Complex decompositions] in
+    # _rules.py); cholesky, eigh and eigvalsh factor the Hermitian part of the input.
+    Op("cholesky", K.cholesky, "x", x="cholesky_backward(g, result)", complex=True),
+    Op("eigh", K.eigh, "x", n_out=2, x="eigh_backward(g, result)", complex=True),
+    Op("eigvalsh", K.eigvalsh, "x", x="eigvalsh_backward(g, x)", complex=True),
+    Op("qr", K.qr, "x", n_out=2, x="qr_backward(g, result)", complex=True),
+    Op("svd", K.svd, "x", n_out=3, x="svd_backward(g, result)", complex=True),
+    Op("pinv", K.pinv, "x; rtol=None", x="pinv_backward(g, x, result)", complex=True),
 
     # ------------------------------------------------------------ convolution and pooling
     # Each backward kernel is an op whose rules refer back (Note [Convolution layout]).
@@ -326,8 +372,8 @@ TABLE = [
     Op("col2im", K.col2im, "cols; x_shape, kernel, stride, pad, dilate, batch_last=False",
        cols="im2col(g, kernel, stride, pad, dilate, batch_last)"),
     # The weight gradient as (cols @ g.T).T rather than matmul's g @ cols.T: the same product,
-    # which OpenBLAS runs 2-3x faster for these shapes (few filters, long rows; Note
-    # [Convolution layout]).
+    # which OpenBLAS runs faster for these shapes (few filters, long rows; Note [Convolution
+    # layout]).
     Op("conv2d_product", K.conv2d_product, "w, cols",
        w="swapaxes(matmul(cols, swapaxes(g, 0, 1)), 0, 1)",
        cols="matmul(swapaxes(w, 0, 1), g)"),
@@ -347,8 +393,8 @@ TABLE = [
        dy="avg_pool2d(g, kernel, stride, pad, count_include_pad)"),
 
     # ------------------------------------------------------------ dtype and copies
-    Op("astype", K.astype, "x; dtype", x="g"),
-    Op("copy", K.copy, "x", x="g"),
+    Op("astype", K.astype, "x; dtype", x="g", complex=True),
+    Op("copy", np.array, "x", call="x, copy=True", x="g", complex=True),
 
     # ------------------------------------------------------------ derivative zero
     zero("sign", np.sign, "x"),

@@ -4,7 +4,7 @@ NumPy's, with the tables of the modules that define their own (FFTs, ``_numpy_mo
 
 import numpy as _np
 
-from fastgrad import _array, _creation, _fft, _functions, _numpy_more
+from fastgrad import _creation, _fft, _functions, _numpy_more
 from fastgrad._linalg import linalg
 
 
@@ -26,4 +26,3 @@ def _dispatch_table():
 FUNCS = {**_dispatch_table(), **_fft.FUNCS, **_numpy_more.FUNCS,
          # reached only through like= (its arguments are file names and options)
          _np.genfromtxt: _creation.genfromtxt}
-_array.register_numpy_functions(FUNCS)   # Note [Layers] in _layers.py

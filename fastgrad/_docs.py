@@ -16,7 +16,7 @@ import re
 
 import numpy as _np
 
-from fastgrad import _array, _derivatives, _registry
+from fastgrad import _derivatives, _registry
 from fastgrad._array import REQUIRED, _NUMPY_ONLY
 
 _TABLE = {op.name: op for op in _derivatives.TABLE}
@@ -226,6 +226,3 @@ def _doc(name):
                   "NumPy's %s are not supported: passing one raises ``TypeError`` naming it."
                   % ", ".join("``%s=``" % n for n in unsupported)]
     return "\n".join(lines).rstrip() + "\n"
-
-
-_array.register_describer(describe)   # Note [Layers] in _layers.py

@@ -193,13 +193,14 @@ class Filled:
     __hash__ = None
 
 
-#: fastgrad's array type, registered by ``fastgrad._array`` when it is imported (it imports
-#: this module, so this one cannot import it: Note [Layers] in _layers.py).
+#: fastgrad's array type, which ``Filled`` defers to (``create_graph``); set by ``wire`` at
+#: start-up (fastgrad._array imports this module, so this one cannot import it: Note
+#: [Bootstrap] in _bootstrap.py). Until then ``isinstance(x, ())`` is false: nothing defers.
 FASTGRAD_ARRAY = ()
 
 
-def register_array_type(array_type):
-    """Take fastgrad's array type, which ``Filled`` defers to: called once by fastgrad._array."""
+def wire(*, array_type):
+    """Take fastgrad's array type: called once, by ``fastgrad._bootstrap.wire`` at start-up."""
     global FASTGRAD_ARRAY
     FASTGRAD_ARRAY = array_type
 

@@ -8,23 +8,21 @@ to these, for NumPy calls on fastgrad arrays (``numpy.sum(a)``, ``__array_functi
 """
 
 import builtins as _builtins
-import sys as _sys
-import types as _types
 
 import numpy as _np
 
-from fastgrad import _array, _namespaces
+from fastgrad import _namespaces
 from fastgrad._array import ndarray, unwrap, _wrap, record_zero as _record_zero
 from fastgrad._state import is_recording as _is_recording
 from fastgrad.context import check_device as _check_device
-from fastgrad._kernels import normalize_axis
-from fastgrad._construction import (holds_array as _holds_array, from_sequence as _from_sequence,
-                                    check_numeric as _check_numeric)
-from fastgrad._registry import REGISTRY, UFUNC_OPS
+# The array type reads a sequence argument with these, through this module (``_ops`` in
+# _array_recording.pxi's _sequence_argument).
+from fastgrad._construction import (holds_array as _holds_array,  # noqa: F401
+                                    from_sequence as _from_sequence, check_numeric as _check_numeric)
+from fastgrad._registry import REGISTRY
 from fastgrad._creation import default_float as _default_float
 from fastgrad._creation import (array, asarray, zeros, ones, empty, full, zeros_like,  # noqa: F401
                                 ones_like, empty_like, full_like, arange, eye)
-from fastgrad._registry import register_graph_functions as _register_graph_functions
 
 _P = REGISTRY
 _max, _min = _builtins.max, _builtins.min
@@ -1192,12 +1190,3 @@ __all__ = _namespaces.public_names(globals(), _TABLE_NAMES, ["fastgrad._creation
 # Files and DLPack (fastgrad/_io.py); numpy.save(f, a) on a fastgrad array dispatches here.
 from fastgrad._io import from_dlpack, load, save, savez, savez_compressed  # noqa: E402
 __all__ += ['from_dlpack', 'load', 'save', 'savez', 'savez_compressed']
-
-
-
-
-
-# The array type's methods delegate to these functions, and the rules recorded under
-# create_graph call them: both read them from tables they own (Note [Layers] in _layers.py).
-_array.register_functions(_sys.modules[__name__])
-_register_graph_functions(_sys.modules[__name__])

@@ -1,7 +1,9 @@
 """Forward kernels that NumPy does not provide as one function.
 
 Every kernel takes and returns NumPy values (never fastgrad arrays): the recording machinery
-unwraps inputs before calling it. Kernels are called as ``kernel(*inputs, *params)``.
+unwraps inputs before calling it. Kernels are called as ``kernel(*inputs, *params)``. A NumPy
+routine that only takes its arguments in another order or by keyword needs no function here:
+its table entry says how to call it (``call=``, Note [Kernel calls] in _registry.py).
 """
 
 import math as _math
@@ -56,8 +58,8 @@ def broadcast_to(x, shape):
     """``np.broadcast_to``: a read-only view of ``x`` with ``shape``.
 
     A contiguous array is viewed directly through the ndarray constructor with zero strides
-    on the broadcast axes (a tenth of ``np.broadcast_to``'s cost on small arrays, which every
-    ``sum`` backward pays); anything else goes through NumPy.
+    on the broadcast axes (far cheaper than ``np.broadcast_to`` on small arrays, which every
+    ``sum`` backward pays; numbers in docs/benchmarks.rst); anything else goes through NumPy.
     """
     shape = tuple(shape)
     if type(x) is np.ndarray:
@@ -111,42 +113,6 @@ def reduce_mean(x, axis, keepdims):
     return total.dtype.type(total / np.intp(count))
 
 
-def reduce_prod(x, axis, keepdims):
-    return np.prod(x, axis=axis, keepdims=keepdims)
-
-
-def reduce_max(x, axis, keepdims):
-    return np.max(x, axis=axis, keepdims=keepdims)
-
-
-def reduce_min(x, axis, keepdims):
-    return np.min(x, axis=axis, keepdims=keepdims)
-
-
-def reshape(x, shape):
-    return np.reshape(x, shape)
-
-
-def transpose(x, axes):
-    return np.transpose(x, axes)
-
-
-def swapaxes(x, axis1, axis2):
-    return np.swapaxes(x, axis1, axis2)
-
-
-def expand_dims(x, axis):
-    return np.expand_dims(x, axis)
-
-
-def squeeze(x, axis):
-    return np.squeeze(x, axis)
-
-
-def getitem(x, key):
-    return x[key]
-
-
 def _is_basic(key):
     if not isinstance(key, tuple):
         key = (key,)
@@ -165,14 +131,6 @@ def scatter_add(g, key, shape):
 
 def astype(x, dtype):
     return x.astype(dtype)
-
-
-def copy(x):
-    return np.array(x, copy=True)
-
-
-def where(cond, x, y):
-    return np.where(cond, x, y)
 
 
 def relu(x):
@@ -196,16 +154,6 @@ def sigmoid(x):
     return t
 
 
-def concatenate(*args):
-    *xs, axis, _sizes = args
-    return np.concatenate(xs, axis=axis)
-
-
-def stack(*args):
-    *xs, axis = args
-    return np.stack(xs, axis=axis)
-
-
 def split(x, indices, axis):
     # What ``np.split`` does (the same slices of the same bounds), without its Python-level
     # swapaxes round trips: split is on the per-op path of recurrent cells (gates).
@@ -215,10 +163,6 @@ def split(x, indices, axis):
     bounds = (0,) + tuple(indices) + (x.shape[axis],)
     lead = (slice(None),) * axis
     return tuple(x[lead + (slice(start, stop),)] for start, stop in zip(bounds, bounds[1:]))
-
-
-def clip(x, lo, hi):
-    return np.clip(x, lo, hi)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -266,10 +210,6 @@ def erf(x):
 
 def erfinv(x):
     return _special_functions()[1](x)
-
-
-def sinc(x):
-    return np.sinc(x)
 
 
 def sinc_maclaurin(x, k):
@@ -368,34 +308,6 @@ def logsumexp(x, axis, keepdims):
 
 
 # ---------------------------------------------------------------- reductions
-def var(x, axis, keepdims, ddof):
-    return np.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
-
-
-def std(x, axis, keepdims, ddof):
-    return np.std(x, axis=axis, keepdims=keepdims, ddof=ddof)
-
-
-def nansum(x, axis, keepdims):
-    return np.nansum(x, axis=axis, keepdims=keepdims)
-
-
-def nanmean(x, axis, keepdims):
-    return np.nanmean(x, axis=axis, keepdims=keepdims)
-
-
-def cumsum(x, axis):
-    return np.cumsum(x, axis=axis)
-
-
-def cumprod(x, axis):
-    return np.cumprod(x, axis=axis)
-
-
-def average(a, w, axis, keepdims):
-    return np.average(a, axis=axis, weights=w, keepdims=keepdims)
-
-
 def norm(x, ord, axis, keepdims):
     if x.size == 0 and ord in (1, -1, np.inf, -np.inf) and (
             (axis is None and x.ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)):
@@ -418,60 +330,8 @@ def _empty_matrix_norm(x, ord, axis, keepdims):
 
 
 # ---------------------------------------------------------------- shape and indexing
-def moveaxis(x, source, destination):
-    return np.moveaxis(x, source, destination)
-
-
-def tile(x, reps):
-    return np.tile(x, reps)
-
-
-def repeat(x, repeats, axis):
-    return np.repeat(x, repeats, axis=axis)
-
-
-def flip(x, axis):
-    return np.flip(x, axis)
-
-
-def roll(x, shift, axis):
-    return np.roll(x, shift, axis)
-
-
-def rot90(x, k, axes):
-    return np.rot90(x, k, axes)
-
-
-def pad(x, pad_width, constant_values):
-    return np.pad(x, pad_width, mode="constant", constant_values=constant_values)
-
-
-def diag(v, k):
-    return np.diag(v, k)
-
-
 def diagonal(x, offset, axis1, axis2):
     return np.diagonal(x, offset, axis1, axis2).copy()
-
-
-def trace(x, offset, axis1, axis2):
-    return np.trace(x, offset, axis1, axis2)
-
-
-def triu(x, k):
-    return np.triu(x, k)
-
-
-def tril(x, k):
-    return np.tril(x, k)
-
-
-def take(x, indices, axis):
-    return np.take(x, indices, axis=axis)
-
-
-def take_along_axis(x, indices, axis):
-    return np.take_along_axis(x, indices, axis)
 
 
 def pick_positions(index, shape, axis, mode):
@@ -494,53 +354,7 @@ def pick_along_axis(x, index, axis, mode, keepdims):
     return out if keepdims else np.squeeze(out, axis)
 
 
-def sort(x, axis):
-    return np.sort(x, axis=axis)
-
-
-def diff(x, n, axis):
-    return np.diff(x, n=n, axis=axis)
-
-
 # ---------------------------------------------------------------- linear algebra
-def dot(x, y):
-    return np.dot(x, y)
-
-
-def tensordot(x, y, axes):
-    return np.tensordot(x, y, axes)
-
-
-def einsum(*args):
-    *operands, subscripts = args
-    return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
-
-
-def outer(x, y):
-    return np.outer(x, y)
-
-
-def kron(x, y):
-    return np.kron(x, y)
-
-
-def cross(x, y, axis):
-    return np.cross(x, y, axis=axis)
-
-
-def convolve(x, y):
-    """The full discrete linear convolution of two 1-D arrays."""
-    return np.convolve(x, y, "full")
-
-
-def inv(x):
-    return np.linalg.inv(x)
-
-
-def det(x):
-    return np.linalg.det(x)
-
-
 def slogdet(x):
     sign, logdet = np.linalg.slogdet(x)
     return sign, logdet
@@ -598,15 +412,15 @@ def pinv(x, rtol):
 # ``w.reshape(F, -1) @ cols`` giving (F, N*OH*OW), which is the output in CNHW memory order
 # (returned as an NCHW-shaped transposed view: elementwise ops downstream keep that order and
 # nothing copies it back). The weight gradient is the one sgemm ``(cols @ g.T).T`` (the
-# same product as ``g @ cols.T``, which OpenBLAS runs 2-3x slower for these shapes) and the
+# same product as ``g @ cols.T``, which OpenBLAS runs slower for these shapes) and the
 # data gradient the one sgemm ``w.T @ g`` followed by ``col2im``, which adds the KH*KW shifted
 # slices of those columns into the padded image (slice adds, no ``np.add.at``). ``im2col`` and
 # ``col2im`` are each other's adjoints and both are table ops, so convolution is
 # differentiable to any order. When the data has its batch axis innermost in memory (CHWN:
 # max pooling leaves its output so), ``batch_last`` orders the columns OH, OW, N instead: the
 # gather then copies runs of N contiguous elements, ``col2im`` adds runs of OW*N, and the
-# product's rows are the output in FHWN order (7x and 3x faster than N, OH, OW order for
-# LeNet's second layer); data in NCHW order, like a user's input, keeps N, OH, OW, whose
+# product's rows are the output in FHWN order (several times faster than N, OH, OW order
+# for LeNet's second layer); data in NCHW order, like a user's input, keeps N, OH, OW, whose
 # gather reads whole rows. ``npx.convolution`` records im2col and the product (with the bias
 # added in place) as separate nodes so that the backward reuses the forward's buffer instead
 # of gathering the windows again (Note [Convolution as recorded ops] in
@@ -614,7 +428,8 @@ def pinv(x, rtol):
 # convolution, deconvolution, the symbol API, second-order rules, and ``npx.convolution`` of
 # NCHW data whose columns exceed a chunk) use the same kernels in one call each, ``conv2d``
 # and its weight gradient gathering the columns in chunks of output rows in the batch-last
-# order (Note [Convolution in row chunks]).
+# order (Note [Convolution in row chunks]). The measurements behind these choices are in
+# docs/benchmarks.rst (Numbers behind the kernels' Notes).
 def _windows(xp, kernel, stride, dilate):
     kh, kw = kernel
     eh, ew = dilate[0] * (kh - 1) + 1, dilate[1] * (kw - 1) + 1
@@ -624,7 +439,8 @@ def _windows(xp, kernel, stride, dilate):
 
 def _pad2(x, pad, value=0):
     """NCHW ``x`` padded in H and W with ``value``: what ``np.pad`` gives, made by filling
-    and one slice copy (``np.pad``'s Python layers took 3x as long for LeNet's input)."""
+    and one slice copy (``np.pad``'s Python layers cost more than the copy for small images
+    such as LeNet's input)."""
     if pad[0] == 0 and pad[1] == 0:
         return x
     if type(x) is not np.ndarray or x.ndim != 4 or (value != 0 and x.dtype.kind not in "fc"):
@@ -659,10 +475,10 @@ def _padded_batch_last(x, pad):
     return out
 
 
-# Note [Column buffers]: a convolution's columns are megabytes (LeNet's first layer: 5 MB a
-# step) and made again every step. glibc returns blocks that large to the operating system when
-# they are freed, so each step would page-fault them in again (measured on the LeNet step:
-# about 2,400 page faults, a quarter of its time). They are therefore allocated through the
+# Note [Column buffers]: a convolution's columns are megabytes and made again every step.
+# glibc returns blocks that large to the operating system when they are freed, so each step
+# would page-fault them in again, a large part of the LeNet step's time (docs/benchmarks.rst,
+# Numbers behind the kernels' Notes). They are therefore allocated through the
 # buffer cache of the large-array kernels (Note [Buffer cache] in ``_large/pool.h``), which
 # keeps a freed block and hands it back for a request of the same size. The cache learns that
 # a block is free from NumPy freeing the array, so no reference is counted or guessed: a block
@@ -710,11 +526,6 @@ def col2im(cols, x_shape, kernel, stride, pad, dilate, batch_last=False):
     return spatial[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
 
 
-def _cnhw_to_nchw(y2d, n, oh, ow):
-    """(F, N*OH*OW) product rows as an NCHW array (a transposed view, Note [Convolution layout])."""
-    return y2d.reshape(-1, n, oh, ow).transpose(1, 0, 2, 3)
-
-
 def _nchw_to_rows(g):
     """NCHW ``g`` as (F, N*OH*OW) rows, the layout of ``conv2d``'s product."""
     n, f, oh, ow = g.shape
@@ -742,9 +553,9 @@ def conv2d_product_bias(w, cols, b):
 
 
 # Note [Convolution in row chunks]: the columns of a convolution over many images are
-# megabytes (LeNet's first layer: 25 x 50176 floats, 5 MB), beyond the L2 cache, and its
-# products have few rows (6 filters): im2col writes them out and the product reads them back
-# from the L3 cache or memory, and both run at its speed, not at the speed of the arithmetic.
+# megabytes (LeNet's first layer), beyond the L2 cache, and its products have few rows (6
+# filters): im2col writes them out and the product reads them back from the L3 cache or
+# memory, and both run at its speed, not at the speed of the arithmetic.
 # ``conv2d`` and ``conv2d_weight_grad`` therefore gather the columns of a few output rows at a
 # time (at most CONV_CHUNK_BYTES of them) into one cached buffer (Note [Column buffers]) and
 # run the product on those while they are still in the L2 cache: the forward writes each
@@ -755,14 +566,12 @@ def conv2d_product_bias(w, cols, b):
 # and the output is in FHWN order, where the relu and 2x2 max pooling after it walk runs of
 # N contiguous elements instead of every other one. The forward's values are the unchunked
 # product's (each output is the same dot product); the weight gradient sums the rows in
-# chunks, a change of rounding only. Measured for LeNet's first layer (float32, batch 64,
-# one BLAS thread, a 1 MiB L2 cache per core), forward and weight gradient: 1.90 ms with the
-# whole batch's columns; in chunks of whole images (columns in N, OH, OW order, the order
-# before this one) 1.30 ms for 128 KiB chunks, 1.06-1.08 ms from 256 to 512 KiB, 1.6 ms from
-# 768 KiB (the chunk, its product and BLAS's packed blocks no longer fit); 384 KiB keeps a
-# margin from that edge. In chunks of rows the forward took 0.34 ms against 0.52 ms in chunks
-# of images, and the max pooling after it 85 against 190 us forward and 270 against 520 us
-# backward. The weight gradient with its own gather costs no more than the product with the
+# chunks, a change of rounding only. CONV_CHUNK_BYTES sits in the middle of the range of
+# chunk sizes that ran fastest for LeNet's first layer, away from the size where the chunk,
+# its product and BLAS's packed blocks no longer fit in the L2 cache; chunks of rows beat
+# chunks of whole images (the order before this one) for the convolution and for the max
+# pooling after it (the measurements: docs/benchmarks.rst, Numbers behind the kernels'
+# Notes). The weight gradient with its own gather costs no more than the product with the
 # forward's saved columns did, so ``npx.convolution`` records a convolution of NCHW data
 # whose columns span more than one chunk as one ``conv2d`` node that gathers again in the
 # backward (Note [Convolution as recorded ops] in ``numpy_extension.py``). Data with the batch
@@ -895,7 +704,8 @@ def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
 # comparisons and three boolean ufuncs (the previous formulation compared every offset with
 # the maximum, counted the hits, and on ties, which relu's zeros make common, resolved them
 # with seven more ufuncs). Every mask is made by ufuncs over operands in ``xp``'s memory order,
-# so they all share it (a mask in another order made each product with it 5x slower).
+# so they all share it (a mask in another order made each product with it several times
+# slower).
 def _offset_slices(kernel, stride, out_hw):
     oh, ow = max(out_hw[0], 0), max(out_hw[1], 0)
     return [(slice(None), slice(None), slice(i, i + stride[0] * (oh - 1) + 1 if oh else i,
@@ -916,7 +726,7 @@ def _pool_out_hw(shape, kernel, stride, pad):
 def _slice_maxima(xp, slices):
     """The elementwise maximum of ``xp``'s offset slices, in ``xp``'s memory order: every
     ufunc then walks all its operands in the same order (mixing layouts made max pooling
-    2-3x slower on the LeNet step)."""
+    several times slower on the LeNet step)."""
     if len(slices) == 1:
         return xp[slices[0]].copy(order="K")
     top = np.maximum(xp[slices[0]], xp[slices[1]])
@@ -1060,37 +870,13 @@ def avg_pool2d_backward(g, kernel, stride, pad, count_include_pad, x_shape):
     return out[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w]
 
 
-# ---------------------------------------------------------------- more elementwise and NaN-aware
+# ---------------------------------------------------------------- more elementwise
 def real(x):
     return np.array(np.real(x), copy=True)
 
 
-def nan_to_num(x, nan, posinf, neginf):
-    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
-
-
 def prelu(x, alpha):
     return np.where(x > 0, x, x * alpha)
-
-
-def nanmax(x, axis, keepdims):
-    return np.nanmax(x, axis=axis, keepdims=keepdims)
-
-
-def nanmin(x, axis, keepdims):
-    return np.nanmin(x, axis=axis, keepdims=keepdims)
-
-
-def nanprod(x, axis, keepdims):
-    return np.nanprod(x, axis=axis, keepdims=keepdims)
-
-
-def nancumsum(x, axis):
-    return np.nancumsum(x, axis=axis)
-
-
-def nancumprod(x, axis):
-    return np.nancumprod(x, axis=axis)
 
 
 # Note [Deferred weight gradients]
@@ -1103,8 +889,8 @@ def nancumprod(x, axis):
 # 2-D product whose right operand is a variable with more consumers still to come keeps
 # (x_t, g_t) instead of running the rule for it, and makes the one product when the
 # variable's gradient is complete (``_engine.pyx``; the executor's replay does the same at the
-# same points, ``_plan.pyx``). Measured on the LSTM benchmark (35 steps, batch 32, hidden
-# 128, float32): the weights' gradients take 1.4 ms instead of 3.4 ms. Only first-order
+# same points, ``_plan.pyx``); on the LSTM benchmark the weights' gradients take well under
+# half the time (docs/benchmarks.rst, Numbers behind the kernels' Notes). Only first-order
 # passes defer (under create_graph the rule is recorded as usual), only real floating
 # dtypes that all agree (no casts to decide), and only products with at most
 # DEFERRED_MAX_ROWS rows, where the stacked product pays; a contribution is summed in a

@@ -12,15 +12,12 @@ tree of a ``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd`` 
 inside a function.
 
 Where a lower layer needs something that an upper layer defines, the dependency is inverted:
-the lower module declares a table (a ``register_*`` function and the variable it fills) and
-the upper module registers what it defines into it, once, at its own import, on its last
-lines. The array type's operators need the table's primitives: ``fastgrad._registry`` calls
-``_array.register_primitives`` and ``_engine.register_primitives`` once it has built them.
-Its methods delegate to the NumPy-style functions: ``fastgrad._functions`` calls
-``_array.register_functions``. ``fastgrad/__init__.py`` only imports; it connects nothing.
-Every registration runs when ``import fastgrad`` does, because importing any submodule runs
-the package first. The registrations are listed in ``REGISTRATIONS`` and the test checks
-that each happens in the module that defines the thing and nowhere else.
+the lower module declares what it needs as one ``wire(...)`` function (the engine's is
+``register_primitives``) and ``fastgrad._bootstrap``, in the package layer, hands every lower
+module its pieces in one step at start-up, called once by ``fastgrad/__init__.py`` (Note
+[Bootstrap] in _bootstrap.py). No module connects itself at its import, so the import order is
+no contract. The connections are listed in ``WIRING``, and the test checks that each function
+is declared in its module and called from ``_bootstrap`` and nowhere else.
 
 A module not listed here fails the test: a new module takes its place in a layer. (A few
 names are listed before they exist, for branches under review: ``present`` tells.)
@@ -60,26 +57,21 @@ LAYERS = (
     ("gluon", "initializers, metrics, Gluon's parameters, blocks, layers, losses, Trainer, data",
      ["registry", "initializer", "metric", "gluon", "gluon.*", "io", "io.*", "model",
       "callback", "monitor", "module", "module.*", "test_utils"]),
-    ("package", "the package itself, its demo and its stub generator", ["demo", "_stubgen", ""]),
+    ("package", "the package itself, its start-up, its demo and its stub generator",
+     ["_bootstrap", "demo", "_stubgen", ""]),
 )
 
-# (lower module, its register function, the one module that calls it)
-REGISTRATIONS = (
-    ("_filled", "register_array_type", "_array"),
-    ("_array", "register_primitives", "_registry"),
-    ("_engine", "register_primitives", "_registry"),
-    ("_registry", "register_graph_functions", "_functions"),
-    ("_array", "register_functions", "_functions"),
-    ("_array", "register_numpy_functions", "_dispatch"),
-    ("_array", "register_describer", "_docs"),
-    ("_array", "register_legacy_array", "ndarray"),
-    ("_array", "register_backward", "autograd"),
-    ("autograd", "register_symbol_builder", "symbol._history"),
-    ("symbol._graph", "register_json", "symbol._json"),
-    ("symbol._graph", "register_mxnet_translation", "symbol._mxnet_json"),
-    ("symbol._graph", "register_op_builder", "symbol._api"),
-    ("symbol._graph", "register_executor", "executor"),
+# (lower module, the function that connects it, what it is given): every one is called by
+# fastgrad._bootstrap.wire and by no other module (Note [Bootstrap] in _bootstrap.py).
+WIRING = (
+    ("_filled", "wire", "the array type"),
+    ("_array", "wire", "the primitives, functions, NumPy dispatch, docs, NDArray, backward"),
+    ("_engine", "register_primitives", "the primitives it records with"),
+    ("_registry", "wire", "the functions the rules' graph binding reads"),
+    ("autograd", "wire", "get_symbol's builder"),
+    ("symbol._graph", "wire", "JSON, MXNet translation, symbol ops, the executor"),
 )
+BOOTSTRAP = "_bootstrap"
 
 
 def present(member, package=PACKAGE):

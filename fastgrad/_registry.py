@@ -8,16 +8,21 @@ recorded: an input used by value is saved, one used only as ``x.shape``/``x.ndim
 shape, ``result`` keeps the output. The generated source is registered with ``linecache`` so
 tracebacks through a rule show the formula.
 
-After import the registry is read-only: ``REGISTRY`` is a ``MappingProxyType``.
+``build`` makes the primitives of a table and returns them, changing nothing else; this module
+builds the derivative table's at its import, and after that the registry is read-only:
+``REGISTRY`` is a ``MappingProxyType``. What the primitives need from the layers above (the
+graph binding of their rules reads fastgrad's functions) is connected by ``wire`` at start-up
+(Note [Bootstrap] in _bootstrap.py).
 """
 
 import ast
+import collections
 import linecache
 import types
 
 import numpy as np
 
-from fastgrad import _array, _bindings, _complex, _derivatives, _engine, _kernels
+from fastgrad import _bindings, _complex, _derivatives
 from fastgrad._array import REQUIRED, Primitive
 from fastgrad._node import Derivative
 from fastgrad._derivatives import NONDIFF
@@ -68,9 +73,10 @@ class _Uses(ast.NodeTransformer):
         return node
 
 
-def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
+def _compile(op, names, variadic, pnames, namespace, codes, rules=None, kind=""):
     """The backward function of ``op`` (with ``rules`` instead of its own if given; ``kind``
-    names the variant in tracebacks) and what it needs saved."""
+    names the variant in tracebacks) and what it needs saved; its compiled code for the other
+    bindings goes into ``codes`` (Note [Bindings])."""
     rules = op.rules if rules is None else rules
     uses = _Uses(names)
     exprs = {}
@@ -137,11 +143,54 @@ def _compile(op, names, variadic, pnames, namespace, rules=None, kind=""):
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
     fn = _define(code, fname, namespace)
-    _SOURCES[op.name + kind] = (code, fname)
-    _LARGE_CODE[op.name + kind] = compile(_bindings.large_source(source), filename, "exec")
+    codes[op.name + kind] = _Codes(code, compile(_bindings.large_source(source), filename,
+                                                 "exec"), fname)
     save_inputs = tuple(names.index(n) for n in saved)
     save_shapes = tuple(names.index(n) for n in shapes)
     return fn, save_inputs, save_shapes, uses.result, tuple(diff)
+
+
+def _kernel(op, names, variadic, pnames):
+    """The kernel ``op``'s primitive calls as ``kernel(*inputs, *params)``.
+
+    Note [Kernel calls]
+    ~~~~~~~~~~~~~~~~~~~
+    A primitive calls its kernel with the inputs, then the parameters, positionally: the
+    cheapest call there is, made in C by ``Primitive.apply``. A NumPy routine whose own
+    parameters come in that order is the kernel itself (``np.reshape``, ``np.take``). One that
+    takes them in another order or by keyword (``np.var(x, axis=, keepdims=, ddof=)``, whose
+    third positional parameter is ``dtype``) is given its argument list in the table,
+    ``call="x, axis=axis, keepdims=keepdims, ddof=ddof"``, and compiled here into a function
+    that takes the positional arguments and makes that call: one Python frame, as a
+    hand-written adapter in ``_kernels.py`` cost, with the call written next to the op
+    instead of in a second file. A variadic op's function takes ``*args`` and splits off the
+    parameters at the end (``call="xs, axis=axis"`` for ``np.stack``).
+    """
+    if op.call is None:
+        return op.forward
+    call = ast.parse("_fg_routine(%s)" % op.call, mode="eval").body
+    known = set(names) | set(pnames)
+    unknown = {node.id for node in ast.walk(call) if isinstance(node, ast.Name)} \
+        - known - {"_fg_routine"}
+    if unknown:
+        raise ValueError("%s: its call reads %s, which are not its inputs or parameters"
+                         % (op.name, sorted(unknown)))
+    if variadic:
+        split = "    %s = args\n" % (", ".join(["*" + names[0]] + list(pnames))
+                                     if pnames else names[0])
+        source = "def %s(*args):\n%s    return _fg_routine(%s)\n" % (op.name, split,
+                                                                     op.call)
+    else:
+        source = "def %s(%s):\n    return _fg_routine(%s)\n" % (
+            op.name, ", ".join(names + list(pnames)), op.call)
+    filename = "<fastgrad kernel of %s>" % op.name
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {}
+    exec(compile(source, filename, "exec"), {"_fg_routine": op.forward}, scope)
+    fn = scope[op.name]
+    fn.__qualname__ = op.name
+    fn.__module__ = "fastgrad._derivatives"
+    return fn
 
 
 def _define(code, fname, namespace):
@@ -153,12 +202,32 @@ def _define(code, fname, namespace):
     return fn
 
 
+# A rule's compiled code for the graph and large bindings (Note [Bindings]), and its name.
+_Codes = collections.namedtuple("_Codes", "graph large name")
+
+class Built(collections.namedtuple("Built", "primitives ufuncs")):
+    """What ``build`` makes of a table: the pair ``(primitives, ufuncs)``, ``{name:
+    Primitive}`` and ``{NumPy ufunc: Primitive}``, and ``codes``, ``{rule key: _Codes}``, each
+    compiled rule for ``graph_rules`` (a key is an op's name, or its name followed by
+    ``complex_`` for its complex variant)."""
+
+    def __new__(cls, primitives, ufuncs, codes):
+        built = super().__new__(cls, primitives, ufuncs)
+        built.codes = codes
+        return built
+
+
 def build(table):
-    """Primitives for every entry of ``table``: ``(registry, ufunc map)``."""
+    """The primitives of every entry of ``table``, as a ``Built``.
+
+    Nothing outside what it returns changes, but ``linecache``, which keeps each rule's
+    generated source for tracebacks. The primitives have their numpy and large bindings; the
+    graph binding, which reads the functions of a layer above, is given by ``graph_rules``.
+    """
     namespace = _bindings.numpy_namespace()     # Note [Bindings]
     registry = {}
     ufuncs = {}
-    rules = []      # the keys of _SOURCES/_LARGE_CODE this table compiled
+    codes = {}
     for op in table:
         if op.name in registry:
             raise ValueError("op %r is defined twice in the derivative table" % op.name)
@@ -172,9 +241,10 @@ def build(table):
                 has_conj = has_conj or found
             real_rules[key] = formula
         fn, save_inputs, save_shapes, save_result, diff = _compile(
-            op, names, variadic, pnames, namespace, real_rules)
+            op, names, variadic, pnames, namespace, codes, real_rules)
         n_in = -1 if variadic else len(names)
-        prim = Primitive(op.name, op.forward, fn, n_in, op.n_out, pnames, pdefaults,
+        kernel = _kernel(op, names, variadic, pnames)
+        prim = Primitive(op.name, kernel, fn, n_in, op.n_out, pnames, pdefaults,
                          save_inputs, save_shapes, save_result, diff,
                          op.differentiable and fn is not None, op.order, op.views, op.zero,
                          op.differentiable_outputs)
@@ -182,32 +252,28 @@ def build(table):
         if (fn is not None and not variadic and op.n_out == 1 and len(names) < 63
                 and all(real_rules.get(name) == "g" for name in names)):
             prim._set_passes_g()        # Note [Pass-through rules] in _engine.pyx
-        if fn is not None:
-            rules.append(op.name)
-        overrides = _complex.COMPLEX_RULES.get(op.name) if fn is not None else None
+        overrides = op.complex if fn is not None else None
         if overrides is not None and not (has_conj or overrides):
             prim._set_complex(1)
         elif overrides is not None:
-            cfn, *csaves = _compile(op, names, variadic, pnames, namespace,
+            cfn, *csaves = _compile(op, names, variadic, pnames, namespace, codes,
                                     dict(op.rules, **overrides), "complex_")
             if tuple(csaves) != (save_inputs, save_shapes, save_result, diff):
                 raise ValueError("%s: its complex rule must read the same inputs as its real "
                                  "rule" % op.name)
-            variant = Primitive(op.name, op.forward, cfn, n_in, op.n_out, pnames, pdefaults,
+            variant = Primitive(op.name, kernel, cfn, n_in, op.n_out, pnames, pdefaults,
                                 save_inputs, save_shapes, save_result, diff, True, op.order,
                                 op.views)
             variant._set_complex(1)
             prim._set_complex(2, variant)
-            rules.append(op.name + "complex_")
         if op.ufunc is not None:
             ufuncs[op.ufunc] = prim
         if not hasattr(np, op.name):
-            namespace[op.name] = _bindings.dual(prim, op.forward)
+            namespace[op.name] = _bindings.dual(prim, kernel)
     large = _bindings.large_namespace(namespace)
-    for name in rules:
-        _rule_owner(registry, name)._set_large_rule(
-            _define(_LARGE_CODE[name], _SOURCES[name][1], large))
-    return registry, ufuncs
+    for key, code in codes.items():
+        _rule_owner(registry, key)._set_large_rule(_define(code.large, code.name, large))
+    return Built(registry, ufuncs, codes)
 
 
 def _rule_owner(registry, key):
@@ -218,23 +284,26 @@ def _rule_owner(registry, key):
     return registry[key]
 
 
-_SOURCES = {}   # op name -> (compiled rule, function name), for the graph binding
-_LARGE_CODE = {}   # op name -> the compiled rule of the large binding (Note [Bindings])
-_registry, UFUNC_OPS = build(_derivatives.TABLE)
-REGISTRY = types.MappingProxyType(_registry)
-# The array type, the engine and the rule helpers read the primitives from tables they own
-# (Note [Layers] in _layers.py).
-_array.register_primitives(REGISTRY, UFUNC_OPS)
-_engine.register_primitives(REGISTRY)
+def graph_rules(built, functions):
+    """Give every primitive of ``built`` its rule in the graph binding (Note [Bindings] in
+    _bindings.py), whose names are ``functions``' (the module of fastgrad's NumPy-style
+    functions), the ufuncs' primitives and the table's ops."""
+    namespace = _bindings.graph_namespace(functions, built.primitives, built.ufuncs)
+    for key, code in built.codes.items():
+        _rule_owner(built.primitives, key)._set_graph_rule(
+            _define(code.graph, code.name, namespace))
 
 
-def register_graph_functions(functions):
-    """Give every op its rule in the graph binding (Note [Bindings] in _bindings.py). Called
-    once by ``functions`` (fastgrad._functions, the module of fastgrad's NumPy-style
-    functions) at the end of its import (Note [Layers] in _layers.py)."""
-    namespace = _bindings.graph_namespace(functions, _registry, UFUNC_OPS)
-    for name, (code, fname) in _SOURCES.items():
-        _rule_owner(_registry, name)._set_graph_rule(_define(code, fname, namespace))
+_BUILT = build(_derivatives.TABLE)
+REGISTRY = types.MappingProxyType(_BUILT.primitives)
+UFUNC_OPS = _BUILT.ufuncs
+
+
+def wire(*, functions):
+    """Connect the table's primitives to the layer above: their rules' graph binding reads
+    ``functions`` (fastgrad._functions). Called once, by ``fastgrad._bootstrap.wire`` at
+    start-up (Note [Bootstrap] in _bootstrap.py)."""
+    graph_rules(_BUILT, functions)
 
 
 def list_ops():
@@ -259,5 +328,3 @@ def list_ops():
                      "inputs": prim.n_in, "params": prim.param_names}
     return out
 
-
-del _kernels

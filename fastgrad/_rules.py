@@ -27,8 +27,8 @@ class _Ops:
 
     Like the NumPy functions the helpers call, each runs its kernel directly on NumPy values
     and the recorded op on fastgrad arrays. Looked up on first use in ``_array.PRIMITIVES``,
-    which the registry fills when it has built the table (it compiles these helpers into the
-    rules, so they are imported before it: Note [Layers] in _layers.py).
+    which start-up fills with the registry's primitives (Note [Bootstrap] in _bootstrap.py;
+    the registry compiles these helpers into the rules, so they are imported before it).
     """
 
     def __getattr__(self, name):
@@ -730,10 +730,6 @@ def solve_backward_a(g, a, b_ndim, result):
     if b_ndim == 1:
         return -np.expand_dims(gb, -1) * np.expand_dims(cj(result), -2)
     return -np.matmul(gb, mH(result))
-
-
-def symmetrize(a):
-    return (a + mT(a)) / 2
 
 
 def hermitize(a):

@@ -28,10 +28,12 @@ HELPERS = {}
 def entries(Op, NONDIFF):
     return [
         # z = x + 0i feeds only the real part.
-        Op("to_complex", to_complex, "x", x="real(g)"),
+        Op("to_complex", to_complex, "x", x="real(g)", complex={"x": "g"}),
         # Im(z) = b: the gradient is 0 + i g. The pair imag/times_i is closed under
         # differentiation, so no rule multiplies by a complex constant.
-        Op("imag", imag, "x", x="times_i(g)"),
+        Op("imag", imag, "x", x="times_i(g)", complex=True),
         # w = i x feeds the imaginary part only.
-        Op("times_i", times_i, "x", x="imag(g)"),
+        # (to_complex and times_i are written for real inputs: their complex ones need g
+        # itself and -i g, whose real parts are the real rules, so the engine's cast serves both.)
+        Op("times_i", times_i, "x", x="imag(g)", complex={"x": "-1j * g"}),
     ]

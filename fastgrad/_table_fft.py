@@ -32,10 +32,6 @@ def fftn_c2c(x, axes, norm, inverse):
     return (np.fft.ifftn if inverse else np.fft.fftn)(x, axes=axes, norm=norm)
 
 
-def rfftn(x, axes, norm):
-    return np.fft.rfftn(x, axes=axes, norm=norm)
-
-
 def irfftn(x, axes, n, norm):
     s = [np.shape(x)[a] for a in axes[:-1]] + [n]
     return np.fft.irfftn(x, s=s, axes=axes, norm=norm)
@@ -73,10 +69,10 @@ HELPERS = {"dual_norm": dual_norm, "pad_axis": pad_axis, "irfft_weights": irfft_
 def entries(Op, NONDIFF):
     return [
         Op("fftn_c2c", fftn_c2c, "x; axes, norm, inverse",
-           x="fftn_c2c(g, axes, dual_norm(norm), not inverse)"),
-        Op("rfftn", rfftn, "x; axes, norm",
+           x="fftn_c2c(g, axes, dual_norm(norm), not inverse)", complex=True),
+        Op("rfftn", np.fft.rfftn, "x; axes, norm", call="x, axes=axes, norm=norm",
            x="real(fftn_c2c(pad_axis(g, x.shape[axes[-1]], axes[-1]), axes, dual_norm(norm), "
-             "True))"),
+             "True))", complex=True),
         Op("irfftn", irfftn, "x; axes, n, norm",
-           x="rfftn(g, axes, dual_norm(norm)) * irfft_weights(g, n, axes[-1])"),
+           x="rfftn(g, axes, dual_norm(norm)) * irfft_weights(g, n, axes[-1])", complex=True),
     ]

@@ -104,8 +104,9 @@ HELPERS = {"eig_backward": eig_backward, "extra_columns_unused": extra_columns_u
 def entries(Op, NONDIFF):
     return [
         # Note [eig to any order]
-        Op("eig", eig, "x", n_out=2, x="eig_backward(g, result, x)"),
-        Op("complete_basis", complete_basis, "u", u="extra_columns_unused(g, u.shape[-1])"),
+        Op("eig", eig, "x", n_out=2, x="eig_backward(g, result, x)", complex=True),
+        Op("complete_basis", complete_basis, "u", u="extra_columns_unused(g, u.shape[-1])",
+           complex=True),
         # Note [Complex slogdet]
-        Op("logdet", logdet, "x", x="logdet_backward(g, x)"),
+        Op("logdet", logdet, "x", x="logdet_backward(g, x)", complex=True),
     ]

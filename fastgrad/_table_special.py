@@ -241,7 +241,7 @@ def entries(Op, NONDIFF):
              "- (df + 1) / 2 * log1p(t * t / df))"),
 
         # ------------------------------------------------ error function and normal law
-        Op("erfc", S("erfc"), "x", x="-g * TWO_OVER_SQRT_PI * conj(exp(-x * x))"),
+        Op("erfc", S("erfc"), "x", x="-g * TWO_OVER_SQRT_PI * conj(exp(-x * x))", complex=True),
         Op("erfcinv", S("erfcinv"), "x", x="-g * SQRT_PI_OVER_2 * exp(result * result)"),
         Op("ndtr", S("ndtr"), "x", x="g * exp(-0.5 * x * x) / SQRT_2PI"),
         Op("log_ndtr", S("log_ndtr"), "x", x="g * log_ndtr_slope(x)"),

@@ -17,7 +17,6 @@ import numpy as _np
 
 from fastgrad._state import (is_recording, is_training, set_recording, set_training,
                              is_anomaly_enabled, set_anomaly_enabled)
-from fastgrad import _array
 from fastgrad._array import ndarray
 from fastgrad.base import MXNetValueError
 from fastgrad import _engine
@@ -241,15 +240,21 @@ def _as_type_of(gradient, variable):
 _symbol_builder = None     # fastgrad.symbol._history.from_history
 
 
-def register_symbol_builder(from_history):
-    """Take the function that turns a recorded history into a symbol: called once by
-    fastgrad.symbol._history, which sits above this module (Note [Layers] in _layers.py)."""
+def wire(*, symbol_builder):
+    """Take the function that turns a recorded history into a symbol
+    (``fastgrad.symbol._history.from_history``, which sits above this module): called once, by
+    ``fastgrad._bootstrap.wire`` at start-up (Note [Bootstrap] in _bootstrap.py)."""
     global _symbol_builder
-    _symbol_builder = from_history
+    _symbol_builder = symbol_builder
 
 
 def get_symbol(x):
     """The recorded history of ``x`` as a :class:`fastgrad.symbol.Symbol`."""
+    if _symbol_builder is None:
+        raise RuntimeError("fastgrad.autograd.get_symbol: the symbol builder "
+                           "(fastgrad.symbol._history) is not connected yet; "
+                           "fastgrad._bootstrap.wire() connects it when `import fastgrad` has "
+                           "imported its modules (Note [Bootstrap] in fastgrad/_bootstrap.py)")
     return _symbol_builder(x)
 
 
@@ -271,6 +276,3 @@ class detect_anomaly:
     def __exit__(self, *exc):
         set_anomaly_enabled(self._prev)
         return False
-
-
-_array.register_backward(backward)   # ``a.backward()`` (Note [Layers] in _layers.py)

@@ -24,7 +24,6 @@ import numpy as np
 
 from fastgrad._array import ndarray, unwrap, _wrap, parse_grad_req
 from fastgrad._plan import Plan
-from fastgrad.symbol import _graph
 from fastgrad.symbol._expand import expand, traced_symbol
 from fastgrad.symbol._optimize import optimize
 
@@ -472,6 +471,3 @@ class Executor:
                     g = g.astype(data.dtype)
             heads.append(g)
         return heads
-
-
-_graph.register_executor(Executor)   # Symbol.bind (Note [Layers] in _layers.py)

@@ -122,30 +122,89 @@ def test_imports_go_only_downward():
     assert not upward, "imports that go up:\n" + "\n".join(upward)
 
 
-def _calls_of(function_name):
-    """The modules whose source calls ``function_name`` (as an attribute, or a name imported
-    with or without a leading underscore)."""
-    call = re.compile(r"^(?!\s*(?:c?p?def) ).*(?:\.|\b_?)%s\(" % function_name, re.M)
+def _calls_of(owner, function_name):
+    """The modules whose source calls ``function_name`` of the module ``owner``: as an
+    attribute of the module (``_array.wire(...)``), or as a name imported from it with or
+    without a leading underscore. Read from the call nodes of a ``.py`` file, the code lines
+    (not ``def``/``cpdef``, not comments) of a ``.pyx``/``.pxi``/``.pxd`` file."""
+    alias = owner.rpartition(".")[2]
+    call = re.compile(r"^(?!\s*(?:c?p?def) |\s*#).*(?:\b%s\.|[^.\w]_?)%s\("
+                      % (alias, function_name), re.M)
     callers = set()
     for module, paths in _layers.source_files(PACKAGE).items():
         for path in paths:
-            if call.search(open(path, encoding="utf-8").read()):
+            text = open(path, encoding="utf-8").read()
+            if not path.endswith(".py"):
+                found = call.search(text)
+            else:
+                found = False
+                for node in ast.walk(ast.parse(text)):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    func = node.func
+                    if isinstance(func, ast.Attribute):
+                        found = found or (func.attr == function_name and
+                                          getattr(func.value, "id", None) == alias)
+                    elif isinstance(func, ast.Name):
+                        found = found or func.id in (function_name, "_" + function_name)
+            if found:
                 callers.add(module)
     return callers
 
 
-@pytest.mark.parametrize("owner, function, caller", _layers.REGISTRATIONS)
-def test_each_registration_is_made_by_the_module_that_defines_the_thing(owner, function, caller):
-    text = "".join(open(p, encoding="utf-8").read() for p in _layers.source_files(PACKAGE)[owner])
-    assert re.search(r"^(c?p?def|def) %s\(" % function, text, re.M), \
+def _source_of(module):
+    return "".join(open(p, encoding="utf-8").read() for p in _layers.source_files(PACKAGE)[module])
+
+
+@pytest.mark.parametrize("owner, function, what", _layers.WIRING)
+def test_each_connection_is_declared_below_and_made_by_the_bootstrap(owner, function, what):
+    assert re.search(r"^(c?p?def|def) %s\(" % function, _source_of(owner), re.M), \
         "%s does not declare %s" % (owner, function)
-    assert _layers.layer_of(caller) >= _layers.layer_of(owner)
-    assert _calls_of(function) == {caller}
+    assert _layers.layer_of(_layers.BOOTSTRAP) >= _layers.layer_of(owner)
+    assert _calls_of(owner, function) == {_layers.BOOTSTRAP}
 
 
-def test_the_package_connects_nothing():
+def _wire_calls():
+    """``[(module alias, function)]`` of the calls in ``_bootstrap.wire``, in order."""
+    tree = ast.parse(_source_of(_layers.BOOTSTRAP))
+    wire = next(node for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name == "wire")
+    return [(node.value.func.value.id, node.value.func.attr) for node in wire.body
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
+
+
+def test_the_bootstrap_makes_every_connection_once_in_the_listed_order():
+    assert _wire_calls() == [(owner.rpartition(".")[2], function)
+                             for owner, function, _ in _layers.WIRING]
+
+
+def test_no_module_connects_itself_at_import():
+    # A registration on a module's last lines made the import order a contract: only the
+    # bootstrap connects (Note [Bootstrap]).
+    found = []
+    for module, paths in _layers.source_files(PACKAGE).items():
+        for path in paths:
+            if module in (_layers.BOOTSTRAP, ""):
+                continue        # the bootstrap, and the package that runs it
+            text = open(path, encoding="utf-8").read()
+            if not path.endswith(".py"):    # a statement at the top level of Cython code
+                found += ["%s:%d" % (os.path.relpath(path, PACKAGE), number)
+                          for number, line in enumerate(text.splitlines(), 1)
+                          if re.match(r"[\w.]+\.(?:wire|register\w*|install\w*)\(", line)]
+                continue
+            for node in ast.parse(text).body:
+                call = node.value if isinstance(node, ast.Expr) else None
+                name = getattr(getattr(call, "func", None), "attr", "")
+                if isinstance(call, ast.Call) and (name == "wire" or
+                                                   name.startswith(("register", "install"))):
+                    found.append("%s:%d" % (os.path.relpath(path, PACKAGE), node.lineno))
+    assert not found, "modules that connect themselves at import: %s" % found
+
+
+def test_the_package_wires_once_through_the_bootstrap():
     text = open(os.path.join(PACKAGE, "__init__.py"), encoding="utf-8").read()
-    assert not re.search(r"\.(install|register)\w*\(", text)
+    assert re.findall(r"\.(?:install|register|wire)\w*\(", text) == [".wire("]
+    assert re.search(r"^_bootstrap\.wire\(\)$", text, re.M)
 
 
 def test_no_function_imports_a_module_of_fastgrad():

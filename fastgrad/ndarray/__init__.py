@@ -6,7 +6,6 @@ semantics) and whose repr is MXNet's. Everything else is ``fastgrad.np``.
 
 import numpy as _onp
 
-from fastgrad import _array
 from fastgrad._array import ndarray as _base, _wrap, unwrap
 from fastgrad import _functions as F
 from fastgrad._linalg import linalg as _np_linalg
@@ -453,6 +452,3 @@ def load(fname):
 def load_frombuffer(buf):
     """:func:`load` from the bytes of a file."""
     return _params_format.wrap_all(_params_format.loads(buf), NDArray)
-
-
-_array.register_legacy_array(NDArray)   # a.as_nd_ndarray() (Note [Layers] in _layers.py)

@@ -28,8 +28,8 @@ __all__ = ["seed", "uniform", "normal", "randn", "randint", "poisson", "exponent
 
 
 def _nd(a):
-    # An NDArray, the class fastgrad.ndarray defines above this module and registers with
-    # the array type (Note [Layers] in _layers.py).
+    # An NDArray, the class fastgrad.ndarray defines above this module and the bootstrap
+    # gives the array type (Note [Bootstrap] in _bootstrap.py).
     return _wrap(_onp.asarray(a)).as_nd_ndarray()
 
 

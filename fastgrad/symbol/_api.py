@@ -11,7 +11,7 @@ from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_comp
                                     constant, _auto_name, _as_entry)
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive
 from fastgrad.symbol._values import InputRef
-from fastgrad.symbol import _graph, _legacy, _attribute
+from fastgrad.symbol import _legacy, _attribute
 from fastgrad.symbol._mxnet_json import HIDDEN_KEYS
 
 
@@ -330,6 +330,3 @@ def _wants_mxnet(prim, spec, args, kwargs):
                 isinstance(d, int) and (d == 0 or d < -1) for d in shape):
             return True
     return False
-
-
-_graph.register_op_builder(symbol_op)   # Note [Layers] in fastgrad/_layers.py

@@ -42,29 +42,39 @@ from fastgrad.symbol import name as naming
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, lookup, composites, is_primitive
 from fastgrad.symbol._values import InputRef
 
-# What the Symbol class's methods need from the modules built on this one (Note [Layers] in
-# fastgrad/_layers.py): each registers its part at its own import.
+# What the Symbol class's methods need from the modules built on this one, connected by
+# ``wire`` at start-up (Note [Bootstrap] in fastgrad/_bootstrap.py).
 _hooks = {}
 
 
-def register_json(to_json, load_json):
-    """Take fastgrad.symbol._json's writer and reader (``tojson``, pickling)."""
-    _hooks["to_json"], _hooks["load_json"] = to_json, load_json
+def wire(*, to_json, load_json, translate, symbol_op, executor):
+    """Connect the Symbol class to the modules built on this one: called once, by
+    ``fastgrad._bootstrap.wire`` at start-up (Note [Bootstrap] in fastgrad/_bootstrap.py).
+
+    Parameters
+    ----------
+    to_json, load_json : callable
+        fastgrad.symbol._json's writer and reader (``tojson``, pickling).
+    translate : callable
+        fastgrad.symbol._mxnet_json's translation of a node to MXNet's op and attributes.
+    symbol_op : callable
+        fastgrad.symbol._api's builder of symbol ops (``s.exp()``).
+    executor : type
+        The executor class ``bind`` returns (fastgrad.executor.Executor).
+    """
+    _hooks.update(to_json=to_json, load_json=load_json, translate=translate,
+                  symbol_op=symbol_op, executor=executor)
 
 
-def register_mxnet_translation(translate):
-    """Take fastgrad.symbol._mxnet_json's translation of a node to MXNet's op and attributes."""
-    _hooks["translate"] = translate
-
-
-def register_op_builder(symbol_op):
-    """Take fastgrad.symbol._api's builder of symbol ops (``s.exp()``)."""
-    _hooks["symbol_op"] = symbol_op
-
-
-def register_executor(executor):
-    """Take the executor class ``bind`` returns: called once by fastgrad.executor."""
-    _hooks["executor"] = executor
+def _hook(name):
+    """The function or class ``wire`` connected as ``name``, or an error naming it."""
+    try:
+        return _hooks[name]
+    except KeyError:
+        raise RuntimeError("fastgrad.symbol: %r is not connected yet; "
+                           "fastgrad._bootstrap.wire() connects it when `import fastgrad` has "
+                           "imported its modules (Note [Bootstrap] in fastgrad/_bootstrap.py)"
+                           % name) from None
 
 
 _ids = itertools.count()
@@ -604,7 +614,7 @@ class Symbol:
 
     # ------------------------------------------------------------ attributes
     def _node_attrs(self, node):
-        t = _hooks["translate"](node) if node.op != CONSTANT else None
+        t = _hook("translate")(node) if node.op != CONSTANT else None
         if t is not None:
             attrs = dict(t[1])
         else:
@@ -780,7 +790,7 @@ class Symbol:
         return self
 
     def __reduce__(self):
-        return (_hooks["load_json"], (self.tojson(layout="fastgrad"),))
+        return (_hook("load_json"), (self.tojson(layout="fastgrad"),))
 
     # ------------------------------------------------------------ arithmetic
     def __neg__(self):
@@ -815,7 +825,7 @@ class Symbol:
             or composites().get("npx." + attr)
         if fn is None:
             raise AttributeError("'Symbol' object has no attribute %r" % attr)
-        op = _hooks["symbol_op"](attr if is_primitive(fn) and fn.name == attr else
+        op = _hook("symbol_op")(attr if is_primitive(fn) and fn.name == attr else
                             ("np." + attr if ("np." + attr) in composites() else "npx." + attr))
         # The table op of a NumPy method may lack some of NumPy's keywords (x.var(dtype=),
         # x.cumsum(dtype=)); a call using one goes to the NumPy function, as x.var does on
@@ -826,7 +836,7 @@ class Symbol:
 
         def method(*args, **kwargs):
             if numpy_fn is not None and set(kwargs) - set(fn.param_names) - {"name", "attr"}:
-                return _hooks["symbol_op"]("np." + attr)(self, *args, **kwargs)
+                return _hook("symbol_op")("np." + attr)(self, *args, **kwargs)
             if is_primitive(fn) and fn.n_in < 0:
                 return op([self] + list(args[0]) if args else [self], *args[1:], **kwargs)
             return op(self, *args, **kwargs)
@@ -1017,7 +1027,7 @@ class Symbol:
             (Note [MXNet JSON] in ``fastgrad/symbol/_mxnet_json.py``); ``'mxnet'`` raises
             ``ValueError`` naming a node MXNet cannot hold.
         """
-        return _hooks["to_json"](self, layout)
+        return _hook("to_json")(self, layout)
 
     def save(self, fname, remove_amp_cast=True, layout="auto"):
         """Write :meth:`tojson` to the file ``fname`` (MXNet's ``model-symbol.json``)."""
@@ -1041,7 +1051,7 @@ class Symbol:
         aux_states : dict or list, optional
             Auxiliary states (fastgrad ops have none; must be empty).
         """
-        return _hooks["executor"](self, ctx, args, args_grad, grad_req, aux_states)
+        return _hook("executor")(self, ctx, args, args_grad, grad_req, aux_states)
 
     def _bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None):
         """The same as :meth:`bind` (MXNet 2.x's name)."""

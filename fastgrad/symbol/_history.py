@@ -16,7 +16,6 @@ tape). Values of inputs that are not differentiable (the condition of ``where``)
 constants, as the tape saw them.
 """
 
-from fastgrad import autograd
 from fastgrad._array import Primitive, ndarray, history
 from fastgrad._zeros import ConstantDerivative, GradientOf, NoGradientOutput, ZeroResult
 from fastgrad.symbol._graph import Symbol, SymNode, constant
@@ -134,6 +133,3 @@ def from_history(x, names=None, constant_names=None):
         made[n.seq] = SymNode(n.op.name, "%s%d" % (n.op.name, n.seq), entries,
                               tuple(n.op_params), num_outputs=n.num_outputs)
     return Symbol([alias[n.seq] if n.seq in alias else (made[n.seq], k) for n, k in heads])
-
-
-autograd.register_symbol_builder(from_history)   # Note [Layers] in _layers.py

@@ -28,7 +28,7 @@ import numpy as np
 from fastgrad.base import MXNetValueError
 from fastgrad._array import REQUIRED
 from fastgrad._registry import REGISTRY
-from fastgrad.symbol import _graph, _values, _mxnet_json
+from fastgrad.symbol import _values, _mxnet_json
 from fastgrad.symbol._graph import Symbol, SymNode, topo_nodes, _count_outputs
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, composites
 
@@ -325,6 +325,3 @@ def load(fname):
 
 
 fromjson = load_json
-
-
-_graph.register_json(to_json, load_json)   # Note [Layers] in fastgrad/_layers.py

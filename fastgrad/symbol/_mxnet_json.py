@@ -48,7 +48,7 @@ import numpy as np
 
 from fastgrad.base import MXNetValueError
 from fastgrad._registry import REGISTRY
-from fastgrad.symbol import _graph, _legacy
+from fastgrad.symbol import _legacy
 from fastgrad.symbol._graph import Symbol, SymNode, dfs_nodes, aux_positions
 from fastgrad.symbol._ops import VARIABLE, CONSTANT
 from fastgrad.symbol._values import InputRef
@@ -406,6 +406,3 @@ def load_mxnet(doc):
             _fail("head %d refers to a missing node or output %r", j, ref)
         out.append((nodes[src], k))
     return Symbol(out)
-
-
-_graph.register_mxnet_translation(translate)   # Note [Layers] in fastgrad/_layers.py
