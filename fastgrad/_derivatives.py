@@ -13,6 +13,10 @@ Each entry is ``Op(name, forward, signature, **rules)``:
     parameters and ``result`` (the output). ``NONDIFF`` marks an input that is not
     differentiable (an index, a condition); an input with no formula has no rule, and
     recording it with a variable raises an error naming the op.
+``deferred``
+    A speed hook: ``{"y": "x"}`` says that the gradient for input ``y`` is the product
+    ``x.T @ g``, which a backward pass may keep and sum with ``y``'s other such products in
+    one (Note [Deferred weight gradients] in _kernels.py). ``x`` must be saved by the rules.
 
 Formulas never unbroadcast or cast: the engine sums every gradient back to its input's shape
 and casts it to its dtype (Note [Accumulation] in _engine.pyx). A formula that mentions an input
@@ -32,11 +36,12 @@ class Op:
     """One table entry (see the module docstring)."""
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
-                 "order", "views", "zero", "differentiable_outputs", "aliases", "npx")
+                 "order", "views", "zero", "differentiable_outputs", "aliases", "npx",
+                 "deferred")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
                  order=-1, views=False, zero=False, differentiable_outputs=None, aliases=(),
-                 npx=False, **rules):
+                 npx=False, deferred=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -56,6 +61,10 @@ class Op:
         # there, and as fastgrad.npx.<name> if ``npx``.
         self.aliases = tuple(aliases)
         self.npx = npx
+        # A speed hook: {input: factor} when the input's gradient is the product
+        # factor.T @ g, which a backward pass may defer and sum with the input's other such
+        # products in one (Note [Deferred weight gradients] in _kernels.py).
+        self.deferred = dict(deferred) if deferred else None
 
 
 def nondiff(name, forward, signature, **options):
@@ -274,8 +283,11 @@ TABLE = [
     Op("diff", K.diff, "x; n=1, axis=-1", x="diff_backward(g, x.shape, n, axis)"),
 
     # ------------------------------------------------------------ linear algebra
+    # y's gradient is x.T @ g, for 2-D operands: a pass may stack it with y's other such
+    # products into one (Note [Deferred weight gradients] in _kernels.py).
     Op("matmul", np.matmul, "x, y",
-       x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)"),
+       x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)",
+       deferred={"y": "x"}),
     Op("dot", K.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)"),
     Op("tensordot", K.tensordot, "x, y; axes",
        x="tensordot_backward_x(g, y, x.ndim, axes)", y="tensordot_backward_y(g, x, y.ndim, axes)"),

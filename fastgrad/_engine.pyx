@@ -111,6 +111,7 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
 from cpython.sequence cimport PySequence_Fast_ITEMS
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from libc.string cimport memset
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
                                PyThread_get_thread_ident, WAIT_LOCK, NOWAIT_LOCK)
@@ -152,20 +153,15 @@ cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
 cdef Primitive P_REAL = None
-cdef Primitive P_MATMUL = None     # Note [Deferred weight gradients] in _kernels.py
 
 
 def register_primitives(prims):
     """Take the primitives the engine records with (by name): called once by
     fastgrad._registry when it has built them."""
-    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, P_MATMUL
+    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
     P_REAL = prims["real"]
-    P_MATMUL = prims["matmul"]
-    if P_MATMUL.saves[0] != (0, 1):     # defer_weight_gradient reads saved (x, y)
-        raise RuntimeError("the engine expects matmul's rule to keep (x, y), not inputs %s"
-                           % (P_MATMUL.saves[0],))
 
 
 # ------------------------------------------------------------------ helpers
@@ -226,48 +222,87 @@ cdef object _head_grad(ndarray h, object hg, Py_ssize_t i, bint create):
     return g
 
 
-cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i, bint create,
-                 bint *allocated):
-    """Sum ``g`` back to the shape of ``p``'s output ``oidx`` and cast it to its dtype
-    (``*allocated``: see ``fit_gradient``; never set under ``create_graph``)."""
+# ------------------------------------------------------------------ the gradient buffer
+
+# Note [Gradient buffers]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Everything that happens to a gradient between the rule that made it and the rule that reads
+# it happens in one type, ``GradientBuffer`` (PyTorch's ``InputBuffer`` is its model): one
+# *entry* per node of the pass (per slot of a plan's replay), and five operations.
+#
+# * ``deliver`` takes what a rule returned, one gradient per input, and for each input that
+#   wants one *fits* it (``_fit``: summed over broadcast axes, cast, complex to real; Note
+#   [Accumulation]), decides whether the pass *owns* it (Note [Gradient buffer ownership]) and
+#   *adds* it to the entry of the input's producer. Where an input's gradient goes is a
+#   ``Dest`` the caller fills: the tape from the input's node, the replay from its slot.
+# * ``add`` accumulates one gradient into an entry (the seeds use it directly).
+# * ``take`` hands an entry's gradient to the node about to run, with its ownership, after
+#   adding the products deferred for it.
+# * ``defer`` keeps a product for later instead of running the rule for it: the op's
+#   deferred-product hook (``Primitive.defer_input``, declared in the derivative table as
+#   ``Op(..., deferred=...)``; Note [Deferred weight gradients] in _kernels.py).
+# * a *symbolic zero* is an entry with no gradient (NULL): nothing reached it, nothing is
+#   allocated; ``complete_gradients`` fills a multi-output node's unreached outputs with
+#   constants that cost no memory.
+#
+# The tape and the executor's replay both run every gradient through these operations, so
+# they cannot disagree: the same terms are summed in the same order by the same code, and the
+# executor's gradients equal the tape's bit for bit. Under ``create_graph`` each step is a
+# recorded op instead (``P_SUM_TO``, ``P_CAST``, ``P_REAL``, ``P_ADD``), so the gradient can be
+# differentiated again; nothing is owned or deferred then.
+
+cdef inline bint _has_shape(cnp.ndarray a, tuple shape) except -1:
+    """Whether ``a.shape == shape``, without building the shape tuple."""
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != PyTuple_GET_SIZE(shape):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != <cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k):
+            return False
+    return True
+
+
+cdef bint same_layout(cnp.ndarray a, cnp.ndarray b):
+    """Whether ``a`` and ``b`` have the same shape and dtype (without building tuples)."""
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != cnp.PyArray_NDIM(b):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
+            return False
+    if <void*>cnp.PyArray_DESCR(a) == <void*>cnp.PyArray_DESCR(b):
+        return True
+    return a.dtype == b.dtype
+
+
+cdef object _fit(object g, Dest *d, bint create, object site, Py_ssize_t i, bint *allocated):
+    """``g`` summed back to the shape of the input ``d`` describes and cast to its dtype
+    (Note [Accumulation]): a NumPy array, or a symbolic constant that already fits (Note
+    [Filled gradients]); a recorded array under ``create_graph``. ``*allocated`` is set when
+    the result is an array this call made (a sum, a cast), which the pass then owns (Note
+    [Gradient buffer ownership]). ``site`` (a ``Node``, or a plan step) names the op in errors."""
     allocated[0] = False
-    if p.n_out == 1:
-        shape = p.out_shape
-        dtype = p.out_dtype
-        if (not create and type(g) is NP_NDARRAY and type(shape) is tuple
-                and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
-                and _has_shape(<cnp.ndarray>g, <tuple>shape)):
-            return g            # already fits: what fit_gradient would return, sooner
-    else:
-        shape = p.out_shape[oidx]
-        dtype = p.out_dtype[oidx]
+    if d.like != NULL:
+        like = <object>d.like
+        if type(like) is not NP_NDARRAY:
+            like = _asarray(like)
+        if type(g) is NP_NDARRAY and same_layout(<cnp.ndarray>g, <cnp.ndarray>like):
+            return g            # already fits, compared in C
+        return _fit_first_order(g, like.shape, like.dtype, site, i, allocated)
+    shape = <object>d.shape
+    dtype = <object>d.dtype
     if create:
-        if not isinstance(g, ndarray):
-            if type(g) is FILLED and g.shape == shape and g.dtype == dtype:
-                return g
-            g = wrap(_asarray(g), None, 0)
-        gshape = (<ndarray>g)._data.shape
-        if gshape != shape:
-            _check_fit(gshape, shape, consumer, i)
-            g = P_SUM_TO.apply((g,), (shape,))
-        if (<ndarray>g)._data.dtype != dtype:
-            if (<ndarray>g)._data.dtype.kind == "c" and dtype.kind != "c":
-                g = P_REAL.apply((g,), ())      # Note [Complex gradients] in _complex.py
-            if (<ndarray>g)._data.dtype != dtype:
-                g = P_CAST.apply((g,), (dtype,))
-        return g
-    return fit_gradient(g, shape, dtype, consumer, i, allocated)
+        return _fit_recorded(g, shape, dtype, site, i)
+    if (type(g) is NP_NDARRAY and type(shape) is tuple
+            and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
+            and _has_shape(<cnp.ndarray>g, <tuple>shape)):
+        return g                # already fits: what _fit_first_order would return, sooner
+    return _fit_first_order(g, shape, dtype, site, i, allocated)
 
 
-cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ssize_t i,
-                         bint *allocated):
-    """The first-order fit of Note [Accumulation]: the gradient ``g`` a rule returned, summed
-    over the axes it was broadcast along to ``shape`` and cast to ``dtype``; a NumPy array,
-    or a symbolic constant that already fits (Note [Filled gradients]). ``*allocated`` is set
-    when the result is an array this call made (a sum, a cast), which the pass then owns (Note
-    [Gradient buffer ownership]). ``site`` (a ``Node``, or a plan step) names the op in errors.
-    Shared by the engine and the executor's replay (``_plan.pyx``)."""
-    allocated[0] = False
+cdef object _fit_first_order(object g, tuple shape, object dtype, object site, Py_ssize_t i,
+                             bint *allocated):
+    """``_fit`` for a first-order pass."""
     if type(g) is not NP_NDARRAY:
         if type(g) is FILLED:
             # Passed on as it is when it already fits (Note [Filled gradients]).
@@ -286,29 +321,22 @@ cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ss
     return g
 
 
-cdef object fit_gradient_like(object g, object like, object site, Py_ssize_t i,
-                              bint *allocated):
-    """``fit_gradient`` to the shape and dtype of the array ``like`` (the executor's replay
-    has the input's value at hand), compared in C first, so a gradient that already fits
-    costs no shape tuple."""
-    if type(like) is not NP_NDARRAY:
-        like = _asarray(like)
-    if (type(g) is NP_NDARRAY and same_layout(<cnp.ndarray>g, <cnp.ndarray>like)):
-        allocated[0] = False
-        return g
-    return fit_gradient(g, (<object>like).shape, (<object>like).dtype, site, i,
-                        allocated)
-
-
-cdef inline bint _has_shape(cnp.ndarray a, tuple shape) except -1:
-    """Whether ``a.shape == shape``, without building the shape tuple."""
-    cdef int k, nd = cnp.PyArray_NDIM(a)
-    if nd != PyTuple_GET_SIZE(shape):
-        return False
-    for k in range(nd):
-        if cnp.PyArray_DIMS(a)[k] != <cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k):
-            return False
-    return True
+cdef object _fit_recorded(object g, object shape, object dtype, object site, Py_ssize_t i):
+    """``_fit`` under ``create_graph``: each step a recorded op."""
+    if not isinstance(g, ndarray):
+        if type(g) is FILLED and g.shape == shape and g.dtype == dtype:
+            return g
+        g = wrap(_asarray(g), None, 0)
+    gshape = (<ndarray>g)._data.shape
+    if gshape != shape:
+        _check_fit(gshape, shape, site, i)
+        g = P_SUM_TO.apply((g,), (shape,))
+    if (<ndarray>g)._data.dtype != dtype:
+        if (<ndarray>g)._data.dtype.kind == "c" and dtype.kind != "c":
+            g = P_REAL.apply((g,), ())      # Note [Complex gradients] in _complex.py
+        if (<ndarray>g)._data.dtype != dtype:
+            g = P_CAST.apply((g,), (dtype,))
+    return g
 
 
 cdef object _cast(object g, object dtype):
@@ -384,21 +412,16 @@ cdef void _check_fit(tuple gshape, tuple shape, object site, Py_ssize_t i) excep
                          % (_site_name(site), i, gshape, shape))
 
 
-cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
-    """Whether ``r``, the gradient a table rule called with ``args`` returned for its input
-    ``i`` (``grads`` is all it returned), is an array the rule made and no longer holds, so
-    that the pass owns it from now on (Note [Gradient buffer ownership]).
+cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads,
+                        Py_ssize_t i):
+    """Whether ``r``, the gradient a table rule called with the ``nargs`` arguments ``args``
+    returned for its input ``i`` (``grads`` is all it returned), is an array the rule made and
+    no longer holds, so that the pass owns it from now on (Note [Gradient buffer ownership]).
 
     A table rule is a pure function of its arguments: what it returns is one of them (``g``
     passed through), a view, or an array it computed. So a writeable base array that is none
     of the arguments (looked into one level of tuples: multi-output ``g`` and ``result``) and
     is not also returned for another input is the rule's own."""
-    return _result_owned(r, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), grads, i)
-
-
-cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads,
-                        Py_ssize_t i):
-    """``rule_result_owned`` with the rule's arguments as the C array it was called with."""
     cdef Py_ssize_t k, j
     cdef PyObject *a
     cdef PyObject *me = <PyObject *>r
@@ -421,13 +444,13 @@ cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads
     return True
 
 
-cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bint *owned):
-    """``acc + g`` for first-order accumulation (Note [Accumulation]): in place into ``acc``
-    when the pass owns it, else into ``g`` when the pass owns that, else a new array, which
-    the pass then owns (``*owned``). Large in-place additions go through ``add_into`` (Note
-    [Large-array kernels] in _large/__init__.py), and so do large out-of-place sums. Shared
-    by the engine and the executor's replay."""
-    owned[0] = True
+cdef object _sum(object acc, bint acc_owned, object g, bint g_owned, bint create):
+    """``acc + g`` (Note [Accumulation]): recorded under ``create_graph``; otherwise in place
+    into ``acc`` when the pass owns it, else into ``g`` when the pass owns that, else a new
+    array (which the pass then owns). Large in-place additions and large out-of-place sums go
+    through the large-array kernels (Note [Large-array kernels] in _large/__init__.py)."""
+    if create:
+        return P_ADD.apply((acc, g), ())
     if acc_owned:
         if not add_into(acc, g):
             acc += g
@@ -444,17 +467,258 @@ cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bin
     return acc
 
 
-cdef bint same_layout(cnp.ndarray a, cnp.ndarray b):
-    """Whether ``a`` and ``b`` have the same shape and dtype (without building tuples)."""
-    cdef int k, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
+cdef inline bint _deferrable(object x, object g, Dest *d) noexcept:
+    """Whether the product ``x.T @ g`` for the input ``d`` may be deferred (Note [Deferred
+    weight gradients] in _kernels.py): NumPy matrices of one real floating dtype, the input's
+    too (no cast to decide), ``x`` with few rows."""
+    cdef int t
+    if type(x) is not NP_NDARRAY or type(g) is not NP_NDARRAY:
         return False
-    for k in range(nd):
-        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
+    if (cnp.PyArray_NDIM(<cnp.ndarray>x) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>g) != 2
+            or cnp.PyArray_DIM(<cnp.ndarray>x, 0) > _DEFERRED_MAX_ROWS):
+        return False
+    t = cnp.PyArray_TYPE(<cnp.ndarray>x)
+    if (t != cnp.NPY_FLOAT and t != cnp.NPY_DOUBLE) or cnp.PyArray_TYPE(<cnp.ndarray>g) != t:
+        return False
+    if d.like != NULL:
+        y = <object>d.like
+        return (type(y) is NP_NDARRAY and cnp.PyArray_NDIM(<cnp.ndarray>y) == 2
+                and cnp.PyArray_TYPE(<cnp.ndarray>y) == t)
+    return (d.n_out == 1 and PyTuple_CheckExact(<object>d.shape)
+            and PyTuple_GET_SIZE(<object>d.shape) == 2
+            and isinstance(<object>d.dtype, cnp.dtype)
+            and (<cnp.dtype><object>d.dtype).type_num == t)
+
+
+@cython.final
+cdef class GradientBuffer:
+    """The incoming gradients of one backward pass (Note [Gradient buffers]): per entry the
+    gradient accumulated so far and whether the pass owns it, the deferred products, and the
+    operations that fit, own, add and hand out gradients."""
+
+    def __cinit__(self):
+        self.entries = NULL
+        self.n = 0
+        self.dests = NULL
+        self.ndests = 0
+
+    def __dealloc__(self):
+        self.clear()
+        PyMem_Free(self.entries)
+        PyMem_Free(self.dests)
+
+    cdef int reset(self, Py_ssize_t n, bint create) except -1:
+        """Make ``n`` empty entries (the first pass of a plan, every pass of the tape)."""
+        self.clear()
+        cdef void *mem = PyMem_Realloc(self.entries, (n if n > 0 else 1) * sizeof(Entry))
+        if mem == NULL:
+            raise MemoryError()
+        self.entries = <Entry *>mem
+        memset(self.entries, 0, n * sizeof(Entry))
+        self.n = n
+        self.create = create
+        return 0
+
+    cdef void clear(self) noexcept:
+        """Drop every gradient the buffer holds; entries keep only their SHARED mark."""
+        cdef Py_ssize_t k
+        cdef PyObject *p
+        for k in range(self.n):
+            p = self.entries[k].acc
+            self.entries[k].acc = NULL
+            self.entries[k].flags &= SHARED
+            Py_XDECREF(p)
+        self.deferred = None
+        self.stacked = None
+
+    cdef Dest *destinations(self, Py_ssize_t n) except NULL:
+        """Room for the destinations of a node's ``n`` inputs (reused from node to node)."""
+        cdef void *mem
+        if n > self.ndests or self.dests == NULL:
+            mem = PyMem_Realloc(self.dests, (n if n > 8 else 8) * sizeof(Dest))
+            if mem == NULL:
+                raise MemoryError()
+            self.dests = <Dest *>mem
+            self.ndests = n if n > 8 else 8
+        return self.dests
+
+    cdef void add(self, Py_ssize_t k, Py_ssize_t oidx, Py_ssize_t n_out, object g,
+                  bint g_owned) except *:
+        """Add the gradient ``g`` for output ``oidx`` of entry ``k``'s node (Note
+        [Accumulation]); ``g_owned``: the pass owns ``g`` (Note [Gradient buffer ownership])."""
+        cdef Entry *e = &self.entries[k]
+        cdef PyObject *old = e.acc
+        cdef object acc
+        if n_out > 1:
+            # A multi-output node keeps a list per entry, with no ownership: later
+            # contributions are added out of place.
+            if old == NULL:
+                accs = [None] * n_out
+                Py_INCREF(accs)
+                e.acc = <PyObject *>accs
+            else:
+                accs = <object>old
+            acc = accs[oidx]
+            accs[oidx] = g if acc is None else _sum(acc, False, g, False, self.create)
+            return
+        if e.flags & SHARED:
+            g_owned = False
+        if old == NULL:
+            Py_INCREF(g)
+            e.acc = <PyObject *>g
+            e.flags = (e.flags & ~OWNED) | (OWNED if g_owned else 0)
+            return
+        acc = _sum(<object>old, (e.flags & OWNED) != 0, g, g_owned, self.create)
+        Py_INCREF(acc)
+        e.acc = <PyObject *>acc
+        Py_DECREF(<object>old)
+        if not self.create and not e.flags & SHARED:
+            e.flags |= OWNED
+
+    cdef object take(self, Py_ssize_t k, bint *owned):
+        """The gradient of entry ``k`` (None: a symbolic zero), which the entry no longer
+        holds, after adding its deferred products; ``*owned``: the pass owns it."""
+        cdef Entry *e = &self.entries[k]
+        if e.flags & DEFERRED:
+            xs, gs = self.deferred.pop(k)
+            e.flags &= ~DEFERRED
+            if self.stacked is None:
+                self.stacked = {}
+            self.add(k, 0, 1, _summed_weight_gradients(xs, gs, self.stacked), True)
+        owned[0] = (e.flags & OWNED) != 0
+        e.flags &= ~OWNED
+        cdef PyObject *p = e.acc
+        if p == NULL:
+            return None
+        e.acc = NULL
+        g = <object>p
+        Py_DECREF(g)                   # the entry's reference is now g's
+        return g
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef void deliver(self, object site, tuple grads, Dest *dests, PyObject **args,
+                      Py_ssize_t nargs, object g, bint g_owned) except *:
+        """Fit each gradient a rule returned (``grads``, one per input; ``args``: its
+        ``nargs`` arguments, NULL for user code) to its input and add it to the entry of the
+        input's producer (``dests``), with the ownership of Note [Gradient buffer ownership].
+        ``g_owned``: the pass owns ``g``, the gradient the table rule received; a rule that
+        passes it on unchanged (``add``) hands the pass's buffer on to the one input that keeps
+        it as it is (two that keep it share it: neither owns it)."""
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(grads), holders = 0
+        cdef bint create = self.create, allocated, owned, passed = False
+        cdef Dest *d
+        cdef object gi, fitted
+        cdef list fits = None
+        cdef unsigned long long fit_alloc = 0     # bit i: fits[i] was allocated (i < 64)
+        if g_owned:
+            for i in range(n):
+                if PyTuple_GET_ITEM(grads, i) == <PyObject *>g and dests[i].entry >= 0:
+                    passed = True
+                    break
+        if passed:
+            # Fit every gradient first, to count the inputs that will hold g itself.
+            fits = [None] * n
+            for i in range(n):
+                gi = <object>PyTuple_GET_ITEM(grads, i)
+                if dests[i].entry < 0 or gi is None:
+                    continue
+                fitted = _fit(gi, &dests[i], create, site, i, &allocated)
+                if i < 64:
+                    fits[i] = fitted
+                    fit_alloc |= (<unsigned long long>allocated) << i
+                else:
+                    fits[i] = (fitted, allocated)
+                if fitted is g:
+                    holders += 1
+        for i in range(n):
+            d = &dests[i]
+            if d.entry < 0:
+                continue
+            gi = <object>PyTuple_GET_ITEM(grads, i)
+            if gi is None:
+                continue
+            if fits is None:
+                fitted = _fit(gi, d, create, site, i, &allocated)
+            elif i < 64:
+                fitted = fits[i]
+                allocated = (fit_alloc >> i) & 1
+                fits[i] = None
+            else:
+                fitted, allocated = <tuple>fits[i]
+                fits[i] = None
+            # The pass owns what it allocated, what a table rule made for this input alone,
+            # and its own g passed on to this input alone.
+            owned = allocated or (args != NULL and fitted is gi and not create and (
+                _result_owned(gi, args, nargs, grads, i) or (fitted is g and holders == 1)))
+            gi = None
+            self.add(d.entry, d.oidx, d.n_out, fitted, owned)
+            fitted = None
+
+    cdef bint defer(self, Dest *d, Py_ssize_t left, object x, object g) except -1:
+        """The deferred-product hook (Note [Deferred weight gradients] in _kernels.py): keep
+        ``(x, g)``, whose product ``x.T @ g`` is the gradient for the input ``d``, to add it
+        with the input's other such products in one when its gradient is taken; ``left``: the
+        input's consumers still to run. False (nothing kept) when nothing could be stacked with
+        it or the product does not qualify; the caller then runs the rule as usual."""
+        cdef Py_ssize_t k = d.entry
+        if self.create or k < 0:
             return False
-    if <void*>cnp.PyArray_DESCR(a) == <void*>cnp.PyArray_DESCR(b):
+        if not self.entries[k].flags & DEFERRED and left <= 1:
+            return False                # its only consumer left: nothing to stack with
+        if not _deferrable(x, g, d):
+            return False
+        if self.deferred is None:
+            self.deferred = {}
+        pending = self.deferred.get(k)
+        if pending is None:
+            pending = ([], [])
+            self.deferred[k] = pending
+        (<list>pending[0]).append(x)
+        (<list>pending[1]).append(g)
+        self.entries[k].flags |= DEFERRED
         return True
-    return a.dtype == b.dtype
+
+
+cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object dtypes):
+    """The per-output gradients of a multi-output op, with symbolic zeros (Note [Zero
+    gradients] in _zeros.py) for the outputs no gradient reached."""
+    cdef Py_ssize_t k
+    out = []
+    for k in range(n_out):
+        gk = g[k] if g is not None else None
+        if gk is None:
+            # No memory, and a rule's product with it is zero even where the other factor
+            # is infinite.
+            gk = FILLED(_np.zeros((), dtype=dtypes[k]), shapes[k])
+        out.append(gk)
+    return tuple(out)
+
+
+cdef void check_rule_result(object site, str name, tuple grads, Py_ssize_t n_in) except *:
+    """A rule returns one gradient per input; under anomaly detection each is checked."""
+    if PyTuple_GET_SIZE(grads) != n_in:
+        raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients for %d "
+                           "inputs" % (name, PyTuple_GET_SIZE(grads), n_in))
+    if is_anomaly_c():
+        _anomaly_report(site, grads)
+
+
+cdef object needs_mask(list wants):
+    """The ``needs`` argument of a rule: bit ``i`` set when input ``i`` wants a gradient
+    (``wants[i]`` true), one bit per input however many there are."""
+    cdef unsigned long long small = 0
+    cdef Py_ssize_t i, n = len(wants)
+    if n < 63:
+        for i in range(n):
+            if wants[i]:
+                small |= (<unsigned long long>1) << i
+        return small
+    big = 0
+    for i in range(n):
+        if wants[i]:
+            big |= (<object>1) << i
+    return big
 
 
 cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *:
@@ -476,73 +740,6 @@ cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *:
     else:
         _npadd(buf._data, g, out=buf._data)
     _bump_cell(cell_of(buf))
-
-
-cdef bint deferrable_product(object x, object y, object g) except -1:
-    """Whether the gradient of ``matmul(x, y)`` for ``y``, given ``g``, may be deferred (Note
-    [Deferred weight gradients] in _kernels.py): NumPy matrices of one real floating dtype,
-    ``x`` with few rows."""
-    cdef int t
-    if type(x) is not NP_NDARRAY or type(y) is not NP_NDARRAY or type(g) is not NP_NDARRAY:
-        return False
-    if (cnp.PyArray_NDIM(<cnp.ndarray>x) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>y) != 2
-            or cnp.PyArray_NDIM(<cnp.ndarray>g) != 2
-            or cnp.PyArray_DIM(<cnp.ndarray>x, 0) > _DEFERRED_MAX_ROWS):
-        return False
-    t = cnp.PyArray_TYPE(<cnp.ndarray>x)
-    return ((t == cnp.NPY_FLOAT or t == cnp.NPY_DOUBLE)
-            and cnp.PyArray_TYPE(<cnp.ndarray>y) == t and cnp.PyArray_TYPE(<cnp.ndarray>g) == t)
-
-
-cdef dict keep_product(dict deferred, Py_ssize_t key, object x, object g):
-    """Add ``(x, g)`` to the products deferred for ``key`` (Note [Deferred weight gradients]
-    in _kernels.py); returns ``deferred``, made if it was None."""
-    if deferred is None:
-        deferred = {}
-    pending = deferred.get(key)
-    if pending is None:
-        pending = ([], [])
-        deferred[key] = pending
-    (<list>pending[0]).append(x)
-    (<list>pending[1]).append(g)
-    return deferred
-
-
-cdef object summed_weight_gradients(list xs, list gs, dict memo):
-    """The deferred products' sum (Note [Deferred weight gradients] in _kernels.py)."""
-    return _summed_weight_gradients(xs, gs, memo)
-
-
-cdef object needs_mask(list wants):
-    """The ``needs`` argument of a rule: bit ``i`` set when input ``i`` wants a gradient
-    (``wants[i]`` true), one bit per input however many there are."""
-    cdef unsigned long long small = 0
-    cdef Py_ssize_t i, n = len(wants)
-    if n < 63:
-        for i in range(n):
-            if wants[i]:
-                small |= (<unsigned long long>1) << i
-        return small
-    big = 0
-    for i in range(n):
-        if wants[i]:
-            big |= (<object>1) << i
-    return big
-
-
-cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object dtypes):
-    """The per-output gradients of a multi-output op, with symbolic zeros (Note [Zero
-    gradients] in _zeros.py) for the outputs no gradient reached. Shared with the executor."""
-    cdef Py_ssize_t k
-    out = []
-    for k in range(n_out):
-        gk = g[k] if g is not None else None
-        if gk is None:
-            # No memory, and a rule's product with it is zero even where the other factor
-            # is infinite.
-            gk = FILLED(_np.zeros((), dtype=dtypes[k]), shapes[k])
-        out.append(gk)
-    return tuple(out)
 
 
 cdef void _write_var(object ref, object g, bint owned) except *:
@@ -736,23 +933,18 @@ cdef tuple _passed_on(Node n, object g, unsigned long long mask, Py_ssize_t npar
     count[0] = 1
     return grads
 
-
 # ------------------------------------------------------------------ the pass
 
 cdef enum:
     NEEDED = 1          # lies on a path to a requested variable (grad()); always for backward()
     TARGET = 2          # its gradient is returned by grad()
-    OWNED = 4           # its accumulated gradient is a buffer this pass allocated
-    DEFERRED = 8        # it has deferred weight-gradient products (Note [Deferred weight
-                        # gradients] in _kernels.py)
 
 
 cdef struct Slot:
     PyObject *node          # the node (a reference the pass owns)
-    PyObject *acc           # the gradient accumulated so far (owned), or NULL
     long long seq           # node.seq, for sorting in C
     Py_ssize_t deps         # consumers not yet run in this pass
-    unsigned char flags     # NEEDED | TARGET | OWNED
+    unsigned char flags     # NEEDED | TARGET
 
 
 cdef int _by_seq(const void *a, const void *b) noexcept nogil:
@@ -763,7 +955,7 @@ cdef int _by_seq(const void *a, const void *b) noexcept nogil:
 @cython.final
 cdef class _Pass:
     """The state of one backward pass (Note [Pass state]): per visited node a slot with the
-    node, its dependency count, flags and accumulated gradient; the ready heap; the memo."""
+    node, its dependency count and flags; the ready heap; the gradient buffer; the memo."""
 
     cdef unsigned long long epoch
     cdef bint create
@@ -776,8 +968,8 @@ cdef class _Pass:
     cdef Py_ssize_t nwork           # entries in use
     cdef Py_ssize_t capwork         # entries allocated
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
-    cdef dict deferred              # slot -> ([x, ...], [g, ...]): Note [Deferred weight
-    cdef dict stacked               # gradients] in _kernels.py; the stacked rows' memo
+    cdef GradientBuffer buf         # the nodes' incoming gradients, by slot (Note [Gradient
+                                    #   buffers]); made once the walk has counted the nodes
     cdef object __weakref__
 
     def __cinit__(self):
@@ -793,7 +985,6 @@ cdef class _Pass:
         cdef Slot *slots = self.slots
         self.slots = NULL
         for k in range(self.n):
-            Py_XDECREF(slots[k].acc)
             Py_XDECREF(slots[k].node)
         PyMem_Free(slots)
         PyMem_Free(self.work)
@@ -829,7 +1020,6 @@ cdef class _Pass:
             self.grow()
         Py_INCREF(n)
         self.slots[k].node = <PyObject *>n
-        self.slots[k].acc = NULL
         self.slots[k].seq = n.seq
         self.slots[k].deps = 0
         self.slots[k].flags = NEEDED
@@ -912,105 +1102,10 @@ cdef class _Pass:
             n = <Node>slots[k].node
             if n.epoch == self.epoch:
                 n.epoch = 0
-            Py_XDECREF(slots[k].acc)
             slots[k].node = NULL
             Py_DECREF(n)                # n still holds its own reference until it goes
-        self.deferred = None
-        self.stacked = None
-
-    cdef inline object take_acc(self, Py_ssize_t k):
-        """The gradient accumulated for slot ``k``, which the slot no longer holds."""
-        cdef PyObject *p = self.slots[k].acc
-        if p == NULL:
-            return None
-        self.slots[k].acc = NULL
-        g = <object>p
-        Py_DECREF(g)                   # the slot's reference is now g's
-        return g
-
-    cdef inline void set_acc(self, Py_ssize_t k, object g) noexcept:
-        cdef PyObject *old = self.slots[k].acc
-        Py_INCREF(g)
-        self.slots[k].acc = <PyObject *>g
-        Py_XDECREF(old)
-
-    cdef void accumulate(self, Node p, Py_ssize_t slot, Py_ssize_t oidx, object g,
-                         bint g_owned) except *:
-        """Add the gradient ``g`` for output ``oidx`` of ``p`` to its slot (Note
-        [Accumulation]); ``g_owned``: the pass owns ``g`` (Note [Gradient buffer ownership])."""
-        cdef object acc
-        cdef bint owned
-        cdef PyObject *held = self.slots[slot].acc
-        if p.n_out == 1:
-            if held == NULL:
-                self.set_acc(slot, g)
-                if g_owned:
-                    self.slots[slot].flags |= OWNED
-                else:
-                    self.slots[slot].flags &= ~OWNED
-                return
-            acc = <object>held
-            if self.create:
-                self.set_acc(slot, P_ADD.apply((acc, g), ()))
-                return
-            acc = add_gradient(acc, (self.slots[slot].flags & OWNED) != 0, g, g_owned, &owned)
-            self.set_acc(slot, acc)
-            self.slots[slot].flags |= OWNED
-            return
-        # A multi-output node keeps a list per slot, with no ownership: later contributions
-        # are added out of place.
-        if held == NULL:
-            accs = [None] * p.n_out
-            self.set_acc(slot, accs)
-        else:
-            accs = <object>held
-        acc = accs[oidx]
-        if acc is None:
-            accs[oidx] = g
-        elif self.create:
-            accs[oidx] = P_ADD.apply((acc, g), ())
-        else:
-            accs[oidx] = add_gradient(acc, False, g, False, &owned)
-
-    cdef bint defer_weight_gradient(self, Node n, object g) except -1:
-        """Keep the gradient of ``n`` (a matmul) for its right operand, a variable, to be
-        summed with the variable's other products in one (Note [Deferred weight gradients] in
-        _kernels.py); False leaves it to the rule."""
-        cdef object obj = <object>PyTuple_GET_ITEM(n.parents, 1)
-        cdef Node p
-        cdef Py_ssize_t slot
-        if obj is None or is_anomaly_c():
-            return False
-        p = <Node>obj
-        if not _acts_as_leaf(p):
-            return False
-        slot = self.slot_of(p)
-        if not self.slots[slot].flags & DEFERRED and self.slots[slot].deps <= 1:
-            return False                # its only consumer left: nothing to stack with
-        cdef tuple saved = n.saved
-        if n.released or saved is None:
-            return False                # the rule's path raises the error
-        x = <object>PyTuple_GET_ITEM(saved, 0)
-        y = <object>PyTuple_GET_ITEM(saved, 1)
-        if isinstance(x, ndarray):
-            x = (<ndarray>x)._data
-        if isinstance(y, ndarray):
-            y = (<ndarray>y)._data
-        if not deferrable_product(x, y, g):
-            return False
-        _check_versions(n, saved)
-        self.deferred = keep_product(self.deferred, slot, x, g)
-        self.slots[slot].flags |= DEFERRED
-        return True
-
-    cdef void add_deferred(self, Node p, Py_ssize_t slot) except *:
-        """Add the deferred products of ``p`` (Note [Deferred weight gradients] in
-        _kernels.py) to its gradient, as one product."""
-        xs, gs = self.deferred.pop(slot)
-        self.slots[slot].flags &= ~DEFERRED
-        if self.stacked is None:
-            self.stacked = {}
-        self.accumulate(p, slot, 0, _summed_weight_gradients(xs, gs, self.stacked), True)
+        if self.buf is not None:
+            self.buf.clear()
 
     cdef void order_by_seq(self) except *:
         """Sort the slots by ``seq`` (parents first) and renumber them."""
@@ -1052,78 +1147,6 @@ cdef class _Pass:
                             self.slots[j].deps += 1
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef void _deliver(_Pass ps, Node n, tuple grads, PyObject **args, Py_ssize_t nargs, object g,
-                   bint g_owned) except *:
-    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its ``nargs`` arguments,
-    NULL for a ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
-    [Gradient buffer ownership]. ``g_owned``: the pass owns ``g``, the gradient the table rule
-    received; a rule that passes it on unchanged (``add``) then hands the pass's buffer on, and
-    the one slot that keeps it as it is owns it (two that keep it share it: neither does)."""
-    cdef tuple parents = n.parents
-    cdef Py_ssize_t i, k, pslot, nparents = PyTuple_GET_SIZE(parents), holders = 0
-    cdef bint create = ps.create, prune = ps.prune, allocated, owned, passed = False
-    cdef tuple poidx = n.parent_oidx
-    cdef Node p
-    cdef object obj, gi, fitted
-    cdef list fits = None
-    cdef unsigned long long fit_alloc = 0     # bit i: fits[i] was allocated (i < 64)
-    if g_owned:
-        for i in range(nparents):
-            if PyTuple_GET_ITEM(grads, i) == <PyObject *>g:
-                passed = True
-                break
-    if passed:
-        # Fit every gradient first, to count the slots that will hold g itself.
-        fits = [None] * nparents
-        for i in range(nparents):
-            obj = <object>PyTuple_GET_ITEM(parents, i)
-            gi = <object>PyTuple_GET_ITEM(grads, i)
-            if obj is None or gi is None:
-                continue
-            p = <Node>obj
-            if (prune and not ps.slots[ps.slot_of(p)].flags & NEEDED) or p.zero:
-                continue
-            k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-            fitted = _fit(gi, p, k, n, i, create, &allocated)
-            # A bit per input, a tuple past 63 (a bytearray for all was measured: W1 +1.1%
-            # instructions).
-            if i < 64:
-                fits[i] = fitted
-                fit_alloc |= (<unsigned long long>allocated) << i
-            else:
-                fits[i] = (fitted, allocated)
-            if fitted is g:
-                holders += 1
-    for i in range(nparents):
-        obj = <object>PyTuple_GET_ITEM(parents, i)
-        if obj is None:
-            continue
-        p = <Node>obj
-        pslot = ps.slot_of(p)
-        if (prune and not ps.slots[pslot].flags & NEEDED) or p.zero:
-            continue
-        gi = <object>PyTuple_GET_ITEM(grads, i)
-        if gi is None:
-            continue
-        k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-        if fits is None:
-            fitted = _fit(gi, p, k, n, i, create, &allocated)
-        elif i < 64:
-            fitted = fits[i]
-            allocated = (fit_alloc >> i) & 1
-            fits[i] = None
-        else:
-            fitted, allocated = <tuple>fits[i]
-            fits[i] = None
-        # The pass owns what it allocated, what a table rule made for this input alone, and
-        # its own g passed on to this input alone.
-        owned = allocated or (args != NULL and fitted is gi and not create and (
-            _result_owned(gi, args, nargs, grads, i) or (fitted is g and holders == 1)))
-        gi = None
-        ps.accumulate(p, pslot, k, fitted, owned)
-        fitted = None
 
 
 def run_backward(list heads, list head_grads, list variables, bint retain_graph,
@@ -1138,7 +1161,7 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
         raise ValueError("backward: got %d heads but %d head gradients"
                          % (len(heads), len(head_grads)))
     cdef _Pass ps = _Pass.__new__(_Pass)
-    _epoch += 1                     # under the GIL: no two passes get the same epoch
+    _epoch += 1                     # under the GIL (Note [Threads])
     ps.epoch = _epoch
     ps.create = create_graph
     ps.prune = variables is not None
@@ -1160,24 +1183,62 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
 @cython.wraparound(False)
 cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint retain,
                  bint allow_unused):
-    cdef bint create = ps.create
+    """The backward pass (Note [Scheduling]): walk, seed, then run the ready nodes."""
     cdef long long start_seq = last_seq()       # nodes after it are made by this pass
-    cdef list seeds = []
-    cdef list freed = []
-    cdef Node n, p
-    cdef ndarray h
-    cdef Py_ssize_t i, k, nparents, slot, pslot
-    cdef object obj, g, gi, grads
-    cdef bint prune = ps.prune
-    cdef tuple parents, poidx
-    cdef unsigned long long mask
-    cdef bint owned, allocated
-    cdef object fitted, needs = None
-    cdef PyObject *argv[RULE_ARGV]          # Note [Rule arguments]
-    cdef PyObject **rargs
-    cdef Py_ssize_t nargs
-    cdef tuple spill
+    cdef list seeds = _seeds(ps, heads, head_grads, allow_unused)
+    cdef list freed = _walk(ps)
+    cdef list targets = None
+    cdef dict captured = None
+    if ps.prune:
+        targets = _targets(ps, variables, freed, allow_unused)
+        captured = {}
+    ps.buf = GradientBuffer.__new__(GradientBuffer)
+    ps.buf.reset(ps.n, ps.create)
+    _push_seeds(ps, seeds)
+    seeds = None
 
+    cdef Node n
+    cdef Py_ssize_t slot
+    cdef object g, needs
+    cdef bint owned
+    cdef unsigned long long mask
+    cdef Dest *dests = NULL
+    while ps.nwork:
+        # Take the ready node recorded last and the gradient its consumers left it.
+        slot = ps.heap_pop()
+        n = <Node>ps.slots[slot].node
+        g = ps.buf.take(slot, &owned)
+        needs = None
+        if g is not None and not n.zero and not _acts_as_leaf(n):
+            # Which of its inputs want a gradient, and where each goes.
+            dests = ps.buf.destinations(PyTuple_GET_SIZE(n.parents))
+            needs = _destinations(ps, n, dests, &mask)
+            if needs is not None and _has_deferred_product(n, mask, ps.create):
+                needs = _defer_product(ps, n, g, dests, &mask, needs)
+        owned = _hand_out(ps, slot, n, g, owned, needs is not None, captured)
+        if _acts_as_leaf(n):
+            continue
+        if needs is not None:
+            # Call its rule; hand the gradients it returns to its inputs' buffer entries.
+            _run_rule(ps, n, g, owned, needs, mask, dests)
+        g = None
+        if not retain:
+            _release(n)
+        _schedule_parents(ps, n)
+
+    if not ps.prune:
+        return None
+    return _collect(ps, variables, targets, captured, ps.create, start_seq)
+
+
+# ------------------------------------------------------------------ the steps of the pass
+
+cdef list _seeds(_Pass ps, list heads, list head_grads, bint allow_unused):
+    """Check the heads, make their gradients and give their nodes slots: ``(node, output,
+    gradient)`` per head that has history."""
+    cdef list seeds = []
+    cdef Py_ssize_t i
+    cdef ndarray h
     for i in range(len(heads)):
         obj = heads[i]
         if not isinstance(obj, ndarray):
@@ -1185,7 +1246,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                             % (i, type(obj).__name__))
         h = <ndarray>obj
         if h._node is None:
-            if prune and allow_unused:
+            if ps.prune and allow_unused:
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
@@ -1196,21 +1257,29 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 "backward: head %d does not depend on any variable: it has no recorded history "
                 "(it was computed outside autograd.record(), only from arrays without "
                 "attach_grad(), or from data that left the graph through numpy.asarray() or "
-                "detach())%s" % (i, "" if not prune else
+                "detach())%s" % (i, "" if not ps.prune else
                                  "; pass allow_unused=True to grad() to get zeros for it"))
-        g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
+        g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, ps.create)
         seeds.append((h._node, h._oidx, g))
         if ps.slot_of(h._node) < 0:
             ps.visit(h._node)
+    return seeds
 
-    # Walk the graph; count the consumers of every node (Note [Scheduling]).
+
+cdef list _walk(_Pass ps):
+    """Walk the graph from the heads' nodes, giving each node a slot and counting its
+    consumers (Note [Scheduling]); returns the released nodes met, which ``grad()`` forgives
+    unless it needs their rules."""
+    cdef list freed = []
+    cdef Node n, p
+    cdef Py_ssize_t pslot
     while ps.nwork:
         ps.nwork -= 1
         n = <Node>ps.slots[ps.work[ps.nwork]].node
         if _acts_as_leaf(n):
             continue
         if n.released:
-            if not prune:
+            if not ps.prune:
                 raise MXNetError(_released_message(n))
             freed.append(n)     # an error only if its rule would run (checked after pruning)
         for obj in n.parents:
@@ -1221,151 +1290,230 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             if pslot < 0:
                 pslot = ps.visit(p)
             ps.slots[pslot].deps += 1
+    return freed
 
-    cdef list targets = None
-    if prune:
-        ps.order_by_seq()
-        targets = []
-        for i in range(len(variables)):
-            obj = variables[i]
-            if not isinstance(obj, ndarray):
-                raise TypeError("grad: variable %d is a %s, not a fastgrad array"
-                                % (i, type(obj).__name__))
-            h = <ndarray>obj
-            if h._node is None:
-                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
-                                      "call attach_grad() on it before recording"
-                                      % (i, h.shape))
-            slot = ps.slot_of(h._node)
-            if slot < 0:
-                if not allow_unused:
-                    raise MXNetValueError(
-                        "grad: variable %d (shape %s) is not reached from the heads: no "
-                        "recorded path leads from them to it (a path through an op whose "
-                        "derivative is zero, such as floor or a cast to an integer type, would "
-                        "count and give zeros); pass allow_unused=True to get zeros for it"
-                        % (i, h.shape))
-                targets.append(None)
-                continue
-            ps.slots[slot].flags |= TARGET
-            targets.append(h._node)
-        ps.prune_to_targets()
-        # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
-        # producer was released captures y's gradient and stops there.
-        for obj in freed:
-            n = <Node>obj
-            if ps.slots[ps.slot_of(n)].flags & NEEDED:
-                for par in n.parents:
-                    if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
-                        raise MXNetError(_released_message(n))
 
-    cdef dict captured = {} if prune else None
+cdef list _targets(_Pass ps, list variables, list freed, bint allow_unused):
+    """For ``grad()``: mark the variables' nodes as targets and keep only the nodes on a path
+    to one (Note [Scheduling]); the variables' nodes, None for one not reached."""
+    cdef list targets = []
+    cdef Py_ssize_t i, slot
+    cdef ndarray h
+    cdef Node n
+    ps.order_by_seq()
+    for i in range(len(variables)):
+        obj = variables[i]
+        if not isinstance(obj, ndarray):
+            raise TypeError("grad: variable %d is a %s, not a fastgrad array"
+                            % (i, type(obj).__name__))
+        h = <ndarray>obj
+        if h._node is None:
+            raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
+                                  "call attach_grad() on it before recording"
+                                  % (i, h.shape))
+        slot = ps.slot_of(h._node)
+        if slot < 0:
+            if not allow_unused:
+                raise MXNetValueError(
+                    "grad: variable %d (shape %s) is not reached from the heads: no "
+                    "recorded path leads from them to it (a path through an op whose "
+                    "derivative is zero, such as floor or a cast to an integer type, would "
+                    "count and give zeros); pass allow_unused=True to get zeros for it"
+                    % (i, h.shape))
+            targets.append(None)
+            continue
+        ps.slots[slot].flags |= TARGET
+        targets.append(h._node)
+    ps.prune_to_targets()
+    # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
+    # producer was released captures y's gradient and stops there.
+    for obj in freed:
+        n = <Node>obj
+        if ps.slots[ps.slot_of(n)].flags & NEEDED:
+            for par in n.parents:
+                if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
+                    raise MXNetError(_released_message(n))
+    return targets
+
+
+cdef void _push_seeds(_Pass ps, list seeds) except *:
+    """Add the head gradients to their nodes' entries (never owned: they are the caller's),
+    then make the heads nothing else consumes ready."""
+    cdef Node n
+    cdef Py_ssize_t slot
     for obj in seeds:
         n = <Node>obj[0]
         slot = ps.slot_of(n)
         if ps.slots[slot].flags & NEEDED:
-            ps.accumulate(n, slot, obj[1], obj[2], False)
+            ps.buf.add(slot, obj[1], n.n_out, obj[2], False)
     for obj in seeds:
         n = <Node>obj[0]
         slot = ps.slot_of(n)
         if ps.slots[slot].flags & NEEDED and ps.slots[slot].deps == 0:
             ps.slots[slot].deps = -1
             ps.heap_push(slot)
-    seeds = None
 
-    while ps.nwork:
-        slot = ps.heap_pop()
-        n = <Node>ps.slots[slot].node
-        if ps.slots[slot].flags & DEFERRED:
-            ps.add_deferred(n, slot)
-        owned = (ps.slots[slot].flags & OWNED) != 0
-        g = ps.take_acc(slot)
-        if prune:
-            if ps.slots[slot].flags & TARGET:
-                captured[n] = (g, owned)
-                owned = False               # handed out to grad()'s caller
-        elif n.var_refs is not None:
-            # A variable's gradient the pass owns becomes its .grad buffer (handed out).
-            _write_vars(n, g, n.op is None and owned)
-        if _acts_as_leaf(n):
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef object _destinations(_Pass ps, Node n, Dest *dests, unsigned long long *mask):
+    """Fill ``dests`` with where the gradient for each input of ``n`` goes: its producer's
+    slot, shape and dtype; no entry (-1) for a constant, a producer that carries no gradient
+    (Note [Zero gradients]) or one ``grad()`` does not need. Return the rule's ``needs``: bit
+    ``i`` for each input that wants a gradient, however many (Note [Rule arguments]); the
+    first 63 bits also in ``*mask``; None when no input wants one."""
+    cdef tuple parents = n.parents
+    cdef tuple poidx = n.parent_oidx
+    cdef Py_ssize_t i, k, slot, nparents = PyTuple_GET_SIZE(parents)
+    cdef unsigned long long m = 0
+    cdef object big = None
+    cdef PyObject *obj
+    cdef Node p
+    cdef Dest *d
+    for i in range(nparents):
+        d = &dests[i]
+        d.entry = -1
+        obj = PyTuple_GET_ITEM(parents, i)
+        if obj == <PyObject *>None:
             continue
-        parents = n.parents
-        nparents = PyTuple_GET_SIZE(parents)
-        # The rule's ``needs``: one bit per input that wants a gradient, however many.
-        mask = 0
-        needs = None
-        for i in range(nparents):
-            obj = <object>PyTuple_GET_ITEM(parents, i)
-            if obj is not None and not (<Node>obj).zero and (
-                    not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
-                if i < 63:
-                    mask |= (<unsigned long long>1) << i
-                else:
-                    needs = (mask if needs is None else needs) | ((<object>1) << i)  # a Python int
-        if needs is None and mask:
-            needs = mask
-        if (mask & 2 and n.op is P_MATMUL and not create and g is not None
-                and ps.defer_weight_gradient(n, g)):
-            mask &= ~(<unsigned long long>2)
-            needs = mask if mask else None
-        if needs is not None and g is not None and not n.zero:
-            nargs = 0
-            rargs = NULL
-            spill = None
-            try:
-                if type(n.op) is Primitive and (<Primitive>n.op).passes_g and not create:
-                    grads = _passed_on(n, g, mask, nparents, argv, &nargs)
-                    rargs = &argv[0]
-                elif type(n.op) is Primitive:
-                    spill = _rule_argv(n, g, needs, create, argv, &nargs)
-                    if spill is None:
-                        rargs = &argv[0]
-                    else:
-                        rargs = PySequence_Fast_ITEMS(spill)
-                    grads = _call_rule(n, rargs, nargs, create)
-                else:
-                    # A Function or a custom op: its backward is user code, which may keep the
-                    # gradient it receives and the arrays it returns.
-                    grads = tuple(n.op.node_backward(n, g, needs, create))
-                    if prune and ps.slots[slot].flags & TARGET:
-                        captured[n] = (captured[n][0], False)
-                if PyTuple_GET_SIZE(grads) != nparents:
-                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                       "for %d inputs" % (n.op.name, len(grads), nparents))
-                if is_anomaly_c():
-                    _anomaly_report(n, grads)
-                _deliver(ps, n, grads, rargs, nargs, g,
-                         owned and rargs != NULL and not create)
-            finally:
-                if rargs == &argv[0]:
-                    for i in range(nargs):
-                        Py_XDECREF(argv[i])
-                rargs = NULL
-                spill = None
-            grads = None          # release the rule's results as soon as they are delivered
-        g = None
-        if not retain and not n.zero:     # a zero node holds nothing a rule needs
-            n.saved = None
-            n.result = None
-            n.consts = None
-            n.released = True
-            if type(n.op) is not Primitive:
-                n.op.release()
-        for i in range(nparents):
-            obj = <object>PyTuple_GET_ITEM(parents, i)
-            if obj is None:
-                continue
-            p = <Node>obj
-            pslot = ps.slot_of(p)
-            if prune and not ps.slots[pslot].flags & NEEDED:
-                continue
-            ps.slots[pslot].deps -= 1
-            if ps.slots[pslot].deps == 0:
-                ps.heap_push(pslot)
+        p = <Node>obj
+        if p.zero:
+            continue
+        slot = ps.slot_of(p)
+        if ps.prune and not ps.slots[slot].flags & NEEDED:
+            continue
+        d.entry = slot
+        d.like = NULL
+        d.n_out = p.n_out
+        if p.n_out == 1:
+            d.oidx = 0
+            d.shape = <PyObject *>p.out_shape
+            d.dtype = <PyObject *>p.out_dtype
+        else:
+            k = 0 if poidx is None else <Py_ssize_t><object>PyTuple_GET_ITEM(poidx, i)
+            d.oidx = k
+            d.shape = <PyObject *>(p.out_shape[k])      # borrowed: the node holds them
+            d.dtype = <PyObject *>(p.out_dtype[k])
+        if i < 63:
+            m |= (<unsigned long long>1) << i
+        else:
+            big = (m if big is None else big) | ((<object>1) << i)   # a Python int
+    mask[0] = m
+    if big is not None:
+        return big
+    return m if m else None
 
-    if not prune:
-        return None
-    return _collect(ps, variables, targets, captured, create, start_seq)
+
+cdef inline bint _has_deferred_product(Node n, unsigned long long mask, bint create) noexcept:
+    """Whether ``n``'s op declares a deferred product (``Primitive.defer_input``) for an input
+    that wants a gradient, in a first-order pass."""
+    return (not create and type(n.op) is Primitive and (<Primitive>n.op).defer_input >= 0
+            and (mask >> (<Primitive>n.op).defer_input) & 1)
+
+
+cdef object _defer_product(_Pass ps, Node n, object g, Dest *dests, unsigned long long *mask,
+                           object needs):
+    """The op's deferred-product hook (Note [Deferred weight gradients] in _kernels.py): the
+    gradient for input ``defer_input`` of a variable with more consumers to come is kept in
+    the buffer (``GradientBuffer.defer``) instead of computed by the rule. Returns the rule's
+    ``needs`` without that input when it was kept, else ``needs`` unchanged."""
+    cdef Primitive op = <Primitive>n.op
+    cdef Py_ssize_t i = op.defer_input
+    cdef Dest *d = &dests[i]
+    cdef tuple saved = n.saved
+    if is_anomaly_c() or not _acts_as_leaf(<Node>PyTuple_GET_ITEM(n.parents, i)):
+        return needs
+    if n.released or saved is None:
+        return needs                    # the rule's call raises the error
+    x = <object>PyTuple_GET_ITEM(saved, op.defer_saved)
+    if isinstance(x, ndarray):
+        x = (<ndarray>x)._data
+    if not ps.buf.defer(d, ps.slots[d.entry].deps, x, g):
+        return needs
+    _check_versions(n, saved)
+    mask[0] &= ~((<unsigned long long>1) << i)
+    d.entry = -1
+    return mask[0] if mask[0] else None
+
+
+cdef bint _hand_out(_Pass ps, Py_ssize_t slot, Node n, object g, bint owned,
+                    bint to_user_code, dict captured) except -1:
+    """Give ``n``'s gradient to whoever asked for it: ``grad()``'s caller (``captured``) or
+    the ``.grad`` of the variables it belongs to. Returns whether the pass still owns it
+    (Note [Gradient buffer ownership]); ``to_user_code``: a ``Function``'s backward will
+    receive it, so the caller gets a copy."""
+    if ps.prune:
+        if ps.slots[slot].flags & TARGET:
+            captured[n] = (g, owned and not (to_user_code and type(n.op) is not Primitive))
+            return False                    # handed out to grad()'s caller
+    elif n.var_refs is not None:
+        # A variable's gradient the pass owns becomes its .grad buffer (handed out).
+        _write_vars(n, g, n.op is None and owned)
+    return owned
+
+
+cdef void _run_rule(_Pass ps, Node n, object g, bint owned, object needs,
+                    unsigned long long mask, Dest *dests) except *:
+    """Call ``n``'s derivative rule on its gradient ``g`` and deliver what it returns to the
+    gradient buffer. A table rule's arguments are a C array on this frame's stack (Note [Rule
+    arguments]); a pass-through rule is not called at all (Note [Pass-through rules])."""
+    cdef PyObject *argv[RULE_ARGV]
+    cdef PyObject **args = NULL
+    cdef Py_ssize_t i, nargs = 0, nparents = PyTuple_GET_SIZE(n.parents)
+    cdef tuple spill = None, grads
+    cdef bint create = ps.create
+    cdef bint table = type(n.op) is Primitive
+    try:
+        if table and (<Primitive>n.op).passes_g and not create:
+            grads = _passed_on(n, g, mask, nparents, argv, &nargs)
+            args = &argv[0]
+        elif table:
+            spill = _rule_argv(n, g, needs, create, argv, &nargs)
+            args = &argv[0] if spill is None else PySequence_Fast_ITEMS(spill)
+            grads = _call_rule(n, args, nargs, create)
+        else:
+            # A Function or a custom op: its backward is user code, which may keep the
+            # gradient it receives and the arrays it returns.
+            grads = tuple(n.op.node_backward(n, g, needs, create))
+        check_rule_result(n, n.op.name, grads, nparents)
+        ps.buf.deliver(n, grads, dests, args, nargs, g, owned and table and not create)
+    finally:
+        if args == &argv[0]:
+            for i in range(nargs):
+                Py_XDECREF(argv[i])
+
+
+cdef inline void _release(Node n) except *:
+    """Drop what ``n`` saved for its rule, which has run (Note [Release])."""
+    if n.zero:
+        return          # a zero node holds nothing a rule needs
+    n.saved = None
+    n.result = None
+    n.consts = None
+    n.released = True
+    if type(n.op) is not Primitive:
+        n.op.release()
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef int _schedule_parents(_Pass ps, Node n) except -1:
+    """``n`` has run: each of its producers has one consumer fewer to wait for, and is ready
+    when none is left."""
+    cdef tuple parents = n.parents
+    cdef Py_ssize_t i, pslot
+    cdef PyObject *obj
+    for i in range(PyTuple_GET_SIZE(parents)):
+        obj = PyTuple_GET_ITEM(parents, i)
+        if obj == <PyObject *>None:
+            continue
+        pslot = ps.slot_of(<Node>obj)
+        if ps.prune and not ps.slots[pslot].flags & NEEDED:
+            continue
+        ps.slots[pslot].deps -= 1
+        if ps.slots[pslot].deps == 0:
+            ps.heap_push(pslot)
+    return 0
 
 
 cdef ndarray _link_reach(ndarray g, list leaves, object target):

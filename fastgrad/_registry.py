@@ -182,6 +182,9 @@ def build(table):
         if (fn is not None and not variadic and op.n_out == 1 and len(names) < 63
                 and all(real_rules.get(name) == "g" for name in names)):
             prim._set_passes_g()        # Note [Pass-through rules] in _engine.pyx
+        for name, factor in (op.deferred or {}).items():
+            # Note [Deferred weight gradients] in _kernels.py
+            prim._set_deferred(names.index(name), names.index(factor))
         if fn is not None:
             rules.append(op.name)
         overrides = _complex.COMPLEX_RULES.get(op.name) if fn is not None else None
