@@ -14,36 +14,36 @@ parents before consumers) and counts and runs only those.
 
 Note [Accumulation]
 ~~~~~~~~~~~~~~~~~~~
-Derivative rules never unbroadcast or cast: the engine sums each gradient back to the shape
-of the input it belongs to and casts it to that input's dtype (``fit_gradient``). The first
-gradient reaching a node is kept as it is (no copy; it may be shared with another node, e.g.
-the two inputs of ``add`` receive the same array). Later ones are added by ``add_gradient``:
-in place into a buffer the pass owns (Note [Gradient buffer ownership]), else into the new
-contribution if the pass owns that, else out of place once, which gives a buffer the pass
-owns for the later ones. So a large backward allocates no more than its rules' results. Under
-``create_graph`` every one of these steps is a recorded operation, so the gradient itself can
-be differentiated. The executor's replay (``_plan.pyx``) calls these same functions.
+Derivative rules never unbroadcast or cast: the gradient buffer sums each gradient back to the
+shape of the input it belongs to and casts it to that input's dtype (``_fit``; Note [Gradient
+buffers]). The first gradient reaching a node is kept as it is (no copy; it may be shared with
+another node, e.g. the two inputs of ``add`` receive the same array). Later ones are added by
+``_sum``: in place into a buffer the pass owns (Note [Gradient buffer ownership]), else into
+the new contribution if the pass owns that, else out of place once, which gives a buffer the
+pass owns for the later ones. So a large backward allocates no more than its rules' results.
+Under ``create_graph`` every one of these steps is a recorded operation, so the gradient
+itself can be differentiated.
 
 Note [Gradient buffer ownership]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A gradient array may be written in place only if nothing outside the pass can see it. The
-pass decides that from what it did, never from reference counts (which say nothing reliable
-under free-threaded CPython, and count Cython's temporaries): a slot's gradient is *owned*
-(``OWNED``) when the pass made it and has not handed it out.
+pass decides that from what it did, never from reference counts (which count Cython's
+temporaries and say nothing about who else will read an array): an entry's gradient is
+*owned* (``OWNED``) when the pass made it and has not handed it out.
 
-* The pass owns what it allocates: the sum of ``fit_gradient`` (a reduction over broadcast
-  axes, a cast) and the result of an out-of-place ``add_gradient``.
-* It owns what a *table* rule made for one input (``rule_result_owned``): a table rule is a
-  pure function of its arguments, so a writeable base array it returns is its own unless it
-  is one of the arguments (``g`` passed through by ``add``, ``reshape``'s view of it, a saved
-  value, ``result``), or is also returned for another input.
+* The pass owns what it allocates: the sum of ``_fit`` (a reduction over broadcast axes, a
+  cast) and the result of an out-of-place ``_sum``.
+* It owns what a *table* rule made for one input (``_result_owned``): a table rule is a pure
+  function of its arguments, so a writeable base array it returns is its own unless it is one
+  of the arguments (``g`` passed through by ``add``, ``reshape``'s view of it, a saved value,
+  ``result``), or is also returned for another input.
 * It owns nothing else: the head gradients, anything a ``Function``'s or custom op's
   ``backward`` returns (user code may keep it), read-only and broadcast views, symbolic
   constants (Note [Filled gradients]), the outputs of multi-output nodes.
 * A table rule that passes its own ``g`` on unchanged (``add``) passes the pass's ownership
-  of ``g`` on to the one input slot that keeps it as it is (``_deliver`` fits every gradient
-  of the node first to count them); when two slots keep it, or its ``g`` was not owned,
-  neither slot owns it.
+  of ``g`` on to the one input that keeps it as it is (``GradientBuffer.deliver`` fits every
+  gradient of the node first to count them); when two inputs keep it, or its ``g`` was not
+  owned, neither owns it.
 * Handing out ends ownership: a gradient given to ``grad()``'s caller or to a ``Function``
   stops being the pass's; a variable's owned gradient becomes its ``.grad`` buffer
   instead of being copied (``write_grad_buffer``) and the pass drops it; ``grad()`` returns an
@@ -51,7 +51,7 @@ under free-threaded CPython, and count Cython's temporaries): a slot's gradient 
   gradient that was also given to a ``Function`` is copied.
 
 Anything not owned is copied by its first accumulation (``acc + g``), after which the sum is
-owned. The in-place decisions are the same in the engine and the executor.
+owned. The executor's replay decides ownership with the same buffer, so the two agree.
 Note [Release]
 ~~~~~~~~~~~~~~
 Once a node has run, the values it saved and the gradients it received are dropped (unless
@@ -71,23 +71,22 @@ attached a gradient to it after its graph was gone.
 Note [Pass state]
 ~~~~~~~~~~~~~~~~~
 Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: a C array with one
-*slot* per node it visited (the node, its dependency count, flags for needed, target and
-owned, and the gradient accumulated so far, all references owned by the pass), its ready heap
-and, under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the
-slots by ``seq`` with ``qsort``. There is no process-wide lock and no global pass state
-besides the counter that numbers passes, so passes on different graphs run in different
-threads at once, and a ``Function``'s backward may start a pass in its own
-thread or in another one and wait for it. Nothing is locked while user code runs.
+*slot* per node it visited (the node, its dependency count, flags for needed and target, all
+references owned by the pass), its ready heap, its ``GradientBuffer`` (an entry per slot) and,
+under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the slots by
+``seq`` with ``qsort``. There is no process-wide lock and no global pass state besides the
+counter that numbers passes, so passes on different graphs run in different threads at once,
+and a ``Function``'s backward may start a pass in its own thread or in another one and wait
+for it. Nothing is locked while user code runs.
 
 A node records only which pass claimed it: ``epoch`` (that pass's number, 0 when none) and
-``slot``. A pass visiting an unclaimed node claims it (test and set with no Python code
-between them, so under the GIL two passes cannot both claim it) and hands it back at its end.
-A pass that meets a node another *running* pass claimed (the outer pass, for a pass started
-inside a ``Function``'s backward that differentiates through the outer graph; or a pass in
-another thread over a shared variable or the same graph) keeps the node's slot in a side
-dict. So the common case costs one comparison per lookup, and nested or concurrent passes
-never see each other's counts or pending gradients: an inner pass through the outer graph
-gives the right values, and the outer pass's gradients survive it.
+``slot``. A pass visiting an unclaimed node claims it (Note [Threads]) and hands it back at its
+end. A pass that meets a node another *running* pass claimed (the outer pass, for a pass
+started inside a ``Function``'s backward that differentiates through the outer graph; or a
+pass in another thread over a shared variable or the same graph) keeps the node's slot in a
+side dict. So the common case costs one comparison per lookup, and nested or concurrent
+passes never see each other's counts or pending gradients: an inner pass through the outer
+graph gives the right values, and the outer pass's gradients survive it.
 
 What passes do share is the graph itself. Two passes over one graph at once both give right
 gradients as long as neither frees it: with ``retain_graph=True`` they are independent.
@@ -102,6 +101,20 @@ same variable add (``grad_req='add'``) or overwrite (``'write'``) as they would 
 an inner ``backward()`` writes its variables' ``.grad`` when it finishes, and the outer pass
 writes them again when it reaches them. A ``Function`` node's user ``backward`` runs for one
 pass at a time (Note [Function backward in concurrent passes] in ``_function.py``).
+
+Note [Threads]
+~~~~~~~~~~~~~~
+The engine relies on the GIL, and says so once, here. Claiming a node (the test of ``epoch``
+and its write), numbering a pass (``_epoch``), counting dependencies and moving gradients in
+and out of a pass's buffer run with no Python code in between, so under the GIL no other
+thread can interleave with them; threads meet only where Python code runs (a rule, a kernel
+that releases the GIL), and by then every pass keeps its own state (Note [Pass state]). The
+one read-modify-write that can interleave with NumPy releasing the GIL, writing a variable's
+``.grad``, has its lock (``_lock_grads``). Ownership (Note [Gradient buffer ownership]) needs
+no atomics: only the pass that owns a buffer ever writes it. A free-threaded CPython that runs
+without the GIL would break the claims and counters, so the import refuses it
+(``_require_gil``); a free-threaded build that re-enabled the GIL (as it does when it imports
+an extension module not declared free-threading safe, such as fastgrad's) is fine.
 """
 
 cimport cython
@@ -123,6 +136,9 @@ from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap
 from fastgrad._large.kernels cimport (add_into, add as large_add, sum_rows, large_rule,
                                       large_rule_size)
 
+import sys as _sys
+import sysconfig as _sysconfig
+
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
 from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
@@ -130,6 +146,19 @@ from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 from fastgrad import _anomaly, _kernels
 
 cnp.import_array()
+
+
+def _require_gil():
+    """Refuse a free-threaded CPython running without the GIL (Note [Threads])."""
+    enabled = getattr(_sys, "_is_gil_enabled", None)
+    if _sysconfig.get_config_var("Py_GIL_DISABLED") and enabled is not None and not enabled():
+        raise ImportError(
+            "fastgrad needs the GIL: its backward pass claims nodes and counts dependencies "
+            "under it (Note [Threads] in fastgrad/_engine.pyx), and this free-threaded Python "
+            "runs without it. Run with the GIL enabled (PYTHON_GIL=1 or -X gil=1).")
+
+
+_require_gil()
 
 cdef extern from "Python.h":
     object PyObject_Vectorcall(object callable, PyObject **args, size_t nargsf, PyObject *kwnames)
@@ -624,6 +653,8 @@ cdef class GradientBuffer:
                 if dests[i].entry < 0 or gi is None:
                     continue
                 fitted = _fit(gi, &dests[i], create, site, i, &allocated)
+                # A bit per input, a tuple past 63: cheaper than a bytearray for all
+                # (docs/benchmarks.rst, "Numbers behind the engine's Notes").
                 if i < 64:
                     fits[i] = fitted
                     fit_alloc |= (<unsigned long long>allocated) << i
@@ -910,9 +941,9 @@ cdef tuple _call_rule(Node n, PyObject **argv, Py_ssize_t nargs, bint create):
 # The rule of ``add`` (``copy``, ``astype``, ...) gives every input ``g`` itself. In a first-order
 # pass the engine builds that tuple in C (``passes_g``, set at import for a single-output op whose
 # every formula is ``g``) instead of calling the compiled rule: a Python frame per node of a chain
-# of additions. Its checks (a released node, modified saved values) and what ``_deliver`` is
-# given (the rule's argument ``g``, for the ownership of Note [Gradient buffer ownership]) are
-# those of the rule's call. Under ``create_graph`` the graph binding's rule runs as for any op.
+# of additions. Its checks (a released node, modified saved values) and what
+# ``GradientBuffer.deliver`` is given (the rule's argument ``g``, for the ownership of Note
+# [Gradient buffer ownership]) are those of the rule's call. Under ``create_graph`` the graph binding's rule runs as for any op.
 cdef tuple _passed_on(Node n, object g, unsigned long long mask, Py_ssize_t nparents,
                       PyObject **argv, Py_ssize_t *count):
     """What the rule of ``n`` (``passes_g``) returns for the inputs ``mask`` wants, with ``g``
@@ -1026,6 +1057,7 @@ cdef class _Pass:
         self.n = k + 1
         if n.epoch == 0:
             n.epoch = self.epoch       # no Python code between the test and the claim
+                                       #   (Note [Threads])
             n.slot = k
         else:
             if self.shadow is None:

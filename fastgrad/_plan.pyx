@@ -24,23 +24,23 @@ rule reads stay in their slots until the next forward.
 
 Note [Backward replay]
 ~~~~~~~~~~~~~~~~~~~~~~
-``backward`` replays the linked steps in reverse creation order over per-slot accumulators,
-without a graph walk, a heap, dependency counts or tape nodes. That is exactly the engine's
+``backward`` replays the linked steps in reverse creation order over per-slot entries of a
+``GradientBuffer``, without a graph walk, a heap, dependency counts or tape nodes. That is exactly the engine's
 order for the same program recorded imperatively: the engine runs the ready node with the
 largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
 consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
 recorded in the symbol's order is reverse creation order. Within a step the input gradients
-are delivered in input order and the head gradients are seeded first in output order. Every
-step after the rule is the engine's own function, cimported from ``_engine.pxd``: the gradient
-is summed back to the input's shape and cast to its dtype by ``fit_gradient_like``, added by
-``add_gradient`` with the ownership ``rule_result_owned`` decides (Note [Accumulation] and Note
-[Gradient buffer ownership] in ``_engine.pyx``; an output of a multi-output step is never
-owned, as in the engine; the replay does not pass ownership on through a rule that returns its
-own ``g`` unchanged, which the engine's ``_deliver`` does: that can cost the replay a copy,
-never a value), and a multi-output step's unreached outputs get the engine's symbolic
-zeros (``complete_gradients``). So each gradient is the same sum of the same terms in the same
-order, by the same code, as imperatively, and the executor's gradients equal the imperative
-ones bit for bit (``tests/test_executor_core.py``).
+are delivered in input order and the head gradients are seeded first in output order.
+
+The replay's loop is the engine's loop over that fixed order: take the step's gradient from
+the plan's ``GradientBuffer``, call its rule, hand the gradients to the buffer
+(``deliver``), which fits, owns, adds and defers them exactly as for a tape (Note [Gradient
+buffers] in ``_engine.pyx``); a step's ``Dest`` entries name the slots its inputs' gradients
+go to, fitted to the values in those slots. A step whose op declares a deferred product
+defers it where the engine would (``Step.defer_left``, worked out at bind). So each gradient
+is the same sum of the same terms in the same order, by the same code, as imperatively, and
+the executor's gradients equal the imperative ones bit for bit
+(``tests/test_executor_core.py``).
 
 Each argument's gradient is then written by the engine's ``write_grad_buffer``: ``'write'``
 copies it into the buffer, or makes the buffer take the pass's own array when the executor
@@ -65,7 +65,7 @@ steps make new ones.
 Forward and backward allocate through the buffer cache of the large-array kernels (Note
 [Buffer cache] in ``_large/pool.h``; ``use_buffer_cache``): dropping a step's worth of values
 at once made glibc give their memory back to the system, and every step page-faulted it in
-again (the LeNet step: about 1,900 faults a step, now none). Arrays made there keep the cache
+again (docs/benchmarks.rst, "Numbers behind the engine's Notes"). Arrays made there keep the cache
 as their allocator wherever they go (a gradient buffer the executor hands out), and give
 their block back to it when they are freed.
 
