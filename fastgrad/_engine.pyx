@@ -1245,11 +1245,12 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
             # Which of its inputs want a gradient, and where each goes.
             dests = ps.buf.destinations(PyTuple_GET_SIZE(n.parents))
             needs = _destinations(ps, n, dests, &mask)
-            if needs is not None and _has_deferred_product(n, mask, ps.create):
-                needs = _defer_product(ps, n, g, dests, &mask, needs)
         owned = _hand_out(ps, slot, n, g, owned, needs is not None, captured)
         if _acts_as_leaf(n):
             continue
+        if needs is not None and _has_deferred_product(n, mask, ps.create):
+            # The op's hook may keep a product for later instead (Note [Gradient buffers]).
+            needs = _defer_product(ps, n, g, dests, &mask, needs)
         if needs is not None:
             # Call its rule; hand the gradients it returns to its inputs' buffer entries.
             _run_rule(ps, n, g, owned, needs, mask, dests)
