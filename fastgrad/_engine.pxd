@@ -58,4 +58,5 @@ cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object 
 cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *
 cdef bint same_layout(cnp.ndarray a, cnp.ndarray b)
 cdef object needs_mask(list wants)
-cdef void check_rule_result(object site, str name, tuple grads, Py_ssize_t n_in) except *
+cdef void check_rule_result(object site, tuple grads, Py_ssize_t n_in,
+                            object report_as) except *

@@ -123,8 +123,7 @@ from cpython.tuple cimport (PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyT
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
 from cpython.sequence cimport PySequence_Fast_ITEMS
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
-from libc.string cimport memset
+from cpython.mem cimport PyMem_Realloc, PyMem_Free, PyMem_Calloc
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
                                PyThread_get_thread_ident, WAIT_LOCK, NOWAIT_LOCK)
@@ -537,13 +536,16 @@ cdef class GradientBuffer:
         PyMem_Free(self.dests)
 
     cdef int reset(self, Py_ssize_t n, bint create) except -1:
-        """Make ``n`` empty entries (the first pass of a plan, every pass of the tape)."""
+        """Make ``n`` empty entries (at a plan's bind, at every pass of the tape)."""
         self.clear()
-        cdef void *mem = PyMem_Realloc(self.entries, (n if n > 0 else 1) * sizeof(Entry))
+        PyMem_Free(self.entries)
+        self.entries = NULL
+        self.n = 0
+        # calloc: a large zeroed block comes from fresh pages, with no memset
+        cdef void *mem = PyMem_Calloc(n if n > 0 else 1, sizeof(Entry))
         if mem == NULL:
             raise MemoryError()
         self.entries = <Entry *>mem
-        memset(self.entries, 0, n * sizeof(Entry))
         self.n = n
         self.create = create
         return 0
@@ -554,9 +556,10 @@ cdef class GradientBuffer:
         cdef PyObject *p
         for k in range(self.n):
             p = self.entries[k].acc
-            self.entries[k].acc = NULL
+            if p != NULL:
+                self.entries[k].acc = NULL
+                Py_DECREF(<object>p)
             self.entries[k].flags &= SHARED
-            Py_XDECREF(p)
         self.deferred = None
         self.stacked = None
 
@@ -726,13 +729,15 @@ cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object 
     return tuple(out)
 
 
-cdef void check_rule_result(object site, str name, tuple grads, Py_ssize_t n_in) except *:
-    """A rule returns one gradient per input; under anomaly detection each is checked."""
+cdef void check_rule_result(object site, tuple grads, Py_ssize_t n_in,
+                            object report_as) except *:
+    """A rule returns one gradient per input (``site``, a node or a plan step, names the op
+    in the error); under anomaly detection each is checked, reported as ``report_as``."""
     if PyTuple_GET_SIZE(grads) != n_in:
         raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients for %d "
-                           "inputs" % (name, PyTuple_GET_SIZE(grads), n_in))
+                           "inputs" % (_site_name(site), PyTuple_GET_SIZE(grads), n_in))
     if is_anomaly_c():
-        _anomaly_report(site, grads)
+        _anomaly_report(report_as, grads)
 
 
 cdef object needs_mask(list wants):
@@ -1136,8 +1141,7 @@ cdef class _Pass:
                 n.epoch = 0
             slots[k].node = NULL
             Py_DECREF(n)                # n still holds its own reference until it goes
-        if self.buf is not None:
-            self.buf.clear()
+        self.buf = None                 # its entries go with it
 
     cdef void order_by_seq(self) except *:
         """Sort the slots by ``seq`` (parents first) and renumber them."""
@@ -1319,9 +1323,14 @@ cdef list _walk(_Pass ps):
             if obj is None:
                 continue
             p = <Node>obj
-            pslot = ps.slot_of(p)
-            if pslot < 0:
-                pslot = ps.visit(p)
+            if p.epoch == ps.epoch:
+                pslot = p.slot
+            elif p.epoch == 0:
+                pslot = ps.visit(p)     # unclaimed, so not visited (Note [Pass state])
+            else:
+                pslot = ps.shadow_slot(p)
+                if pslot < 0:
+                    pslot = ps.visit(p)
             ps.slots[pslot].deps += 1
     return freed
 
@@ -1508,7 +1517,7 @@ cdef void _run_rule(_Pass ps, Node n, object g, bint owned, object needs,
             # A Function or a custom op: its backward is user code, which may keep the
             # gradient it receives and the arrays it returns.
             grads = tuple(n.op.node_backward(n, g, needs, create))
-        check_rule_result(n, n.op.name, grads, nparents)
+        check_rule_result(n, grads, nparents, n)
         ps.buf.deliver(n, grads, dests, args, nargs, g, owned and table and not create)
     finally:
         if args == &argv[0]:

@@ -641,8 +641,8 @@ cdef class Plan:
                 args = _rule_args(st, vals, g, needs)
                 grads = st.rule(*args)
             # Hand the gradients to the inputs' entries.
-            check_rule_result(_AnomalySite(st.op, st.index) if anomaly else None, st.op,
-                              grads, st.n_in)
+            check_rule_result(st, grads, st.n_in,
+                              _AnomalySite(st.op, st.index) if anomaly else None)
             buf.deliver(st, grads, dests,
                         PySequence_Fast_ITEMS(args) if args is not None else NULL,
                         PyTuple_GET_SIZE(args) if args is not None else 0,
