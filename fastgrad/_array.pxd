@@ -56,6 +56,10 @@ cdef class Primitive:
     cdef readonly int complex_mode   # 0 no complex rule, 1 same rule, 2 complex_variant
                                      #   (Note [Complex gradients] in _complex.py)
     cdef readonly Primitive complex_variant  # the op with its rule for complex values
+    cdef readonly Py_ssize_t defer_input  # the input whose gradient is a product x.T @ g a
+                                     #   pass may defer and stack, or -1 (Note [Deferred
+                                     #   weight gradients] in _kernels.py; Op(deferred=...))
+    cdef Py_ssize_t defer_saved      # the factor x's index among the values the rule saves
     cdef void *vectorcall            # the call entry (Note [Primitive vectorcall])
 
     cdef object apply(self, tuple args, tuple params)

@@ -214,6 +214,7 @@ class Primitive:
     differentiable_outputs: tuple[bool, ...] | None
     complex_mode: int
     complex_variant: Primitive | None
+    defer_input: int
     def __init__(self, name: str, forward: Callable[..., Any], backward: Callable[..., Any] | None,
                  n_in: int, n_out: int, param_names: tuple[str, ...],
                  param_defaults: tuple[Any, ...], save_inputs: tuple[int, ...],

@@ -47,6 +47,7 @@ cdef class Primitive:
         self.views = views
         self.zero = zero
         self.differentiable_outputs = differentiable_outputs
+        self.defer_input = -1
         self.elementwise = (isinstance(forward, _np.ufunc) and forward.signature is None
                             and forward.nout == 1 and forward.nin == n_in and not param_names)
         self.vectorcall = <void *>_primitive_vectorcall
@@ -77,6 +78,18 @@ cdef class Primitive:
         if self.passes_g:
             raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
         self.passes_g = True
+
+    def _set_deferred(self, Py_ssize_t i, Py_ssize_t factor):
+        """Declare the gradient for input ``i`` the product ``x.T @ g`` of input ``factor``
+        (``x``) and the op's gradient, which a pass may defer and stack (once, at import; Note
+        [Deferred weight gradients] in _kernels.py)."""
+        if self.defer_input >= 0:
+            raise AttributeError("fastgrad.%s: its rules are fixed after import" % self.name)
+        if factor not in self.save_inputs:
+            raise ValueError("fastgrad.%s: a deferred product needs its rule to save input %d"
+                             % (self.name, factor))
+        self.defer_saved = self.save_inputs.index(factor)
+        self.defer_input = i
 
     @property
     def saves(self):

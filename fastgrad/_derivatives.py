@@ -26,6 +26,10 @@ Each entry is ``Op(name, forward, signature, **rules)``:
     ``{input: formula}`` for inputs whose complex formula is not the real one with ``conj``;
     omitted when the op is not checked for complex values, so that recording it with a complex
     input or output raises ``NotImplementedError`` naming it.
+``deferred``
+    A speed hook: ``{"y": "x"}`` says that the gradient for input ``y`` is the product
+    ``x.T @ g``, which a backward pass may keep and sum with ``y``'s other such products in
+    one (Note [Deferred weight gradients] in _kernels.py). ``x`` must be saved by the rules.
 
 Formulas never unbroadcast or cast: the engine sums every gradient back to its input's shape
 and casts it to its dtype (Note [Accumulation] in _engine.pyx). A formula that mentions an input
@@ -48,11 +52,11 @@ class Op:
 
     __slots__ = ("name", "forward", "signature", "rules", "n_out", "differentiable", "ufunc",
                  "order", "views", "zero", "differentiable_outputs", "aliases", "npx",
-                 "complex", "call")
+                 "complex", "call", "deferred")
 
     def __init__(self, name, forward, signature, n_out=1, differentiable=True, ufunc=None,
                  order=-1, views=False, zero=False, differentiable_outputs=None, aliases=(),
-                 npx=False, complex=None, call=None, **rules):
+                 npx=False, complex=None, call=None, deferred=None, **rules):
         self.name = name
         self.forward = forward
         self.signature = signature
@@ -76,6 +80,10 @@ class Op:
         # for complex values ({} when the formulas serve both: Note [Complex gradients]).
         self.complex = {} if complex is True else (None if complex is False else complex)
         self.call = call     # forward's argument list, if not (*inputs, *params)
+        # A speed hook: {input: factor} when the input's gradient is the product
+        # factor.T @ g, which a backward pass may defer and sum with the input's other such
+        # products in one (Note [Deferred weight gradients] in _kernels.py).
+        self.deferred = dict(deferred) if deferred else None
 
 
 def nondiff(name, forward, signature, **options):
@@ -311,8 +319,11 @@ TABLE = [
     Op("diff", np.diff, "x; n=1, axis=-1", x="diff_backward(g, x.shape, n, axis)", complex=True),
 
     # ------------------------------------------------------------ linear algebra
+    # y's gradient is x.T @ g, for 2-D operands: a pass may stack it with y's other such
+    # products into one (Note [Deferred weight gradients] in _kernels.py).
     Op("matmul", np.matmul, "x, y",
-       x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)", complex=True),
+       x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)",
+       deferred={"y": "x"}, complex=True),
     Op("dot", np.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)",
        complex=True),
     Op("tensordot", np.tensordot, "x, y; axes",

@@ -14,36 +14,36 @@ parents before consumers) and counts and runs only those.
 
 Note [Accumulation]
 ~~~~~~~~~~~~~~~~~~~
-Derivative rules never unbroadcast or cast: the engine sums each gradient back to the shape
-of the input it belongs to and casts it to that input's dtype (``fit_gradient``). The first
-gradient reaching a node is kept as it is (no copy; it may be shared with another node, e.g.
-the two inputs of ``add`` receive the same array). Later ones are added by ``add_gradient``:
-in place into a buffer the pass owns (Note [Gradient buffer ownership]), else into the new
-contribution if the pass owns that, else out of place once, which gives a buffer the pass
-owns for the later ones. So a large backward allocates no more than its rules' results. Under
-``create_graph`` every one of these steps is a recorded operation, so the gradient itself can
-be differentiated. The executor's replay (``_plan.pyx``) calls these same functions.
+Derivative rules never unbroadcast or cast: the gradient buffer sums each gradient back to the
+shape of the input it belongs to and casts it to that input's dtype (``_fit``; Note [Gradient
+buffers]). The first gradient reaching a node is kept as it is (no copy; it may be shared with
+another node, e.g. the two inputs of ``add`` receive the same array). Later ones are added by
+``_sum``: in place into a buffer the pass owns (Note [Gradient buffer ownership]), else into
+the new contribution if the pass owns that, else out of place once, which gives a buffer the
+pass owns for the later ones. So a large backward allocates no more than its rules' results.
+Under ``create_graph`` every one of these steps is a recorded operation, so the gradient
+itself can be differentiated.
 
 Note [Gradient buffer ownership]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A gradient array may be written in place only if nothing outside the pass can see it. The
-pass decides that from what it did, never from reference counts (which say nothing reliable
-under free-threaded CPython, and count Cython's temporaries): a slot's gradient is *owned*
-(``OWNED``) when the pass made it and has not handed it out.
+pass decides that from what it did, never from reference counts (which count Cython's
+temporaries and say nothing about who else will read an array): an entry's gradient is
+*owned* (``OWNED``) when the pass made it and has not handed it out.
 
-* The pass owns what it allocates: the sum of ``fit_gradient`` (a reduction over broadcast
-  axes, a cast) and the result of an out-of-place ``add_gradient``.
-* It owns what a *table* rule made for one input (``rule_result_owned``): a table rule is a
-  pure function of its arguments, so a writeable base array it returns is its own unless it
-  is one of the arguments (``g`` passed through by ``add``, ``reshape``'s view of it, a saved
-  value, ``result``), or is also returned for another input.
+* The pass owns what it allocates: the sum of ``_fit`` (a reduction over broadcast axes, a
+  cast) and the result of an out-of-place ``_sum``.
+* It owns what a *table* rule made for one input (``_result_owned``): a table rule is a pure
+  function of its arguments, so a writeable base array it returns is its own unless it is one
+  of the arguments (``g`` passed through by ``add``, ``reshape``'s view of it, a saved value,
+  ``result``), or is also returned for another input.
 * It owns nothing else: the head gradients, anything a ``Function``'s or custom op's
   ``backward`` returns (user code may keep it), read-only and broadcast views, symbolic
   constants (Note [Filled gradients]), the outputs of multi-output nodes.
 * A table rule that passes its own ``g`` on unchanged (``add``) passes the pass's ownership
-  of ``g`` on to the one input slot that keeps it as it is (``_deliver`` fits every gradient
-  of the node first to count them); when two slots keep it, or its ``g`` was not owned,
-  neither slot owns it.
+  of ``g`` on to the one input that keeps it as it is (``GradientBuffer.deliver`` fits every
+  gradient of the node first to count them); when two inputs keep it, or its ``g`` was not
+  owned, neither owns it.
 * Handing out ends ownership: a gradient given to ``grad()``'s caller or to a ``Function``
   stops being the pass's; a variable's owned gradient becomes its ``.grad`` buffer
   instead of being copied (``write_grad_buffer``) and the pass drops it; ``grad()`` returns an
@@ -51,7 +51,7 @@ under free-threaded CPython, and count Cython's temporaries): a slot's gradient 
   gradient that was also given to a ``Function`` is copied.
 
 Anything not owned is copied by its first accumulation (``acc + g``), after which the sum is
-owned. The in-place decisions are the same in the engine and the executor.
+owned. The executor's replay decides ownership with the same buffer, so the two agree.
 Note [Release]
 ~~~~~~~~~~~~~~
 Once a node has run, the values it saved and the gradients it received are dropped (unless
@@ -71,23 +71,22 @@ attached a gradient to it after its graph was gone.
 Note [Pass state]
 ~~~~~~~~~~~~~~~~~
 Each ``backward()``/``grad()`` call owns its state in a ``_Pass`` object: a C array with one
-*slot* per node it visited (the node, its dependency count, flags for needed, target and
-owned, and the gradient accumulated so far, all references owned by the pass), its ready heap
-and, under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the
-slots by ``seq`` with ``qsort``. There is no process-wide lock and no global pass state
-besides the counter that numbers passes, so passes on different graphs run in different
-threads at once, and a ``Function``'s backward may start a pass in its own
-thread or in another one and wait for it. Nothing is locked while user code runs.
+*slot* per node it visited (the node, its dependency count, flags for needed and target, all
+references owned by the pass), its ready heap, its ``GradientBuffer`` (an entry per slot) and,
+under ``create_graph``, its memo (Note [Shared subexpressions]). ``grad()`` sorts the slots by
+``seq`` with ``qsort``. There is no process-wide lock and no global pass state besides the
+counter that numbers passes, so passes on different graphs run in different threads at once,
+and a ``Function``'s backward may start a pass in its own thread or in another one and wait
+for it. Nothing is locked while user code runs.
 
 A node records only which pass claimed it: ``epoch`` (that pass's number, 0 when none) and
-``slot``. A pass visiting an unclaimed node claims it (test and set with no Python code
-between them, so under the GIL two passes cannot both claim it) and hands it back at its end.
-A pass that meets a node another *running* pass claimed (the outer pass, for a pass started
-inside a ``Function``'s backward that differentiates through the outer graph; or a pass in
-another thread over a shared variable or the same graph) keeps the node's slot in a side
-dict. So the common case costs one comparison per lookup, and nested or concurrent passes
-never see each other's counts or pending gradients: an inner pass through the outer graph
-gives the right values, and the outer pass's gradients survive it.
+``slot``. A pass visiting an unclaimed node claims it (Note [Threads]) and hands it back at its
+end. A pass that meets a node another *running* pass claimed (the outer pass, for a pass
+started inside a ``Function``'s backward that differentiates through the outer graph; or a
+pass in another thread over a shared variable or the same graph) keeps the node's slot in a
+side dict. So the common case costs one comparison per lookup, and nested or concurrent
+passes never see each other's counts or pending gradients: an inner pass through the outer
+graph gives the right values, and the outer pass's gradients survive it.
 
 What passes do share is the graph itself. Two passes over one graph at once both give right
 gradients as long as neither frees it: with ``retain_graph=True`` they are independent.
@@ -102,6 +101,20 @@ same variable add (``grad_req='add'``) or overwrite (``'write'``) as they would 
 an inner ``backward()`` writes its variables' ``.grad`` when it finishes, and the outer pass
 writes them again when it reaches them. A ``Function`` node's user ``backward`` runs for one
 pass at a time (Note [Function backward in concurrent passes] in ``_function.py``).
+
+Note [Threads]
+~~~~~~~~~~~~~~
+The engine relies on the GIL, and says so once, here. Claiming a node (the test of ``epoch``
+and its write), numbering a pass (``_epoch``), counting dependencies and moving gradients in
+and out of a pass's buffer run with no Python code in between, so under the GIL no other
+thread can interleave with them; threads meet only where Python code runs (a rule, a kernel
+that releases the GIL), and by then every pass keeps its own state (Note [Pass state]). The
+one read-modify-write that can interleave with NumPy releasing the GIL, writing a variable's
+``.grad``, has its lock (``_lock_grads``). Ownership (Note [Gradient buffer ownership]) needs
+no atomics: only the pass that owns a buffer ever writes it. A free-threaded CPython that runs
+without the GIL would break the claims and counters, so the import refuses it
+(``_require_gil``); a free-threaded build that re-enabled the GIL (as it does when it imports
+an extension module not declared free-threading safe, such as fastgrad's) is fine.
 """
 
 cimport cython
@@ -110,7 +123,7 @@ from cpython.tuple cimport (PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyT
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from libc.stdlib cimport qsort
 from cpython.sequence cimport PySequence_Fast_ITEMS
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.mem cimport PyMem_Realloc, PyMem_Free, PyMem_Calloc
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
                                PyThread_get_thread_ident, WAIT_LOCK, NOWAIT_LOCK)
@@ -122,6 +135,9 @@ from fastgrad._state cimport set_recording_c, set_training_c, is_anomaly_c, swap
 from fastgrad._large.kernels cimport (add_into, add as large_add, sum_rows, large_rule,
                                       large_rule_size)
 
+import sys as _sys
+import sysconfig as _sysconfig
+
 import numpy as _np
 from fastgrad._filled import Filled as FILLED
 from fastgrad._zeros import ConstantDerivative, GRADIENT_OF
@@ -129,6 +145,19 @@ from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 from fastgrad import _anomaly, _kernels
 
 cnp.import_array()
+
+
+def _require_gil():
+    """Refuse a free-threaded CPython running without the GIL (Note [Threads])."""
+    enabled = getattr(_sys, "_is_gil_enabled", None)
+    if _sysconfig.get_config_var("Py_GIL_DISABLED") and enabled is not None and not enabled():
+        raise ImportError(
+            "fastgrad needs the GIL: its backward pass claims nodes and counts dependencies "
+            "under it (Note [Threads] in fastgrad/_engine.pyx), and this free-threaded Python "
+            "runs without it. Run with the GIL enabled (PYTHON_GIL=1 or -X gil=1).")
+
+
+_require_gil()
 
 cdef extern from "Python.h":
     object PyObject_Vectorcall(object callable, PyObject **args, size_t nargsf, PyObject *kwnames)
@@ -152,20 +181,15 @@ cdef Primitive P_ADD = None
 cdef Primitive P_CAST = None
 cdef Primitive P_COPY = None
 cdef Primitive P_REAL = None
-cdef Primitive P_MATMUL = None     # Note [Deferred weight gradients] in _kernels.py
 
 
 def register_primitives(prims):
     """Take the primitives the engine records with (by name): called once by
     fastgrad._registry when it has built them."""
-    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL, P_MATMUL
+    global P_SUM_TO, P_ADD, P_CAST, P_COPY, P_REAL
     P_SUM_TO, P_ADD, P_CAST = prims["sum_to"], prims["add"], prims["astype"]
     P_COPY = prims["copy"]
     P_REAL = prims["real"]
-    P_MATMUL = prims["matmul"]
-    if P_MATMUL.saves[0] != (0, 1):     # defer_weight_gradient reads saved (x, y)
-        raise RuntimeError("the engine expects matmul's rule to keep (x, y), not inputs %s"
-                           % (P_MATMUL.saves[0],))
 
 
 # ------------------------------------------------------------------ helpers
@@ -226,48 +250,87 @@ cdef object _head_grad(ndarray h, object hg, Py_ssize_t i, bint create):
     return g
 
 
-cdef object _fit(object g, Node p, Py_ssize_t oidx, Node consumer, Py_ssize_t i, bint create,
-                 bint *allocated):
-    """Sum ``g`` back to the shape of ``p``'s output ``oidx`` and cast it to its dtype
-    (``*allocated``: see ``fit_gradient``; never set under ``create_graph``)."""
+# ------------------------------------------------------------------ the gradient buffer
+
+# Note [Gradient buffers]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Everything that happens to a gradient between the rule that made it and the rule that reads
+# it happens in one type, ``GradientBuffer`` (PyTorch's ``InputBuffer`` is its model): one
+# *entry* per node of the pass (per slot of a plan's replay), and five operations.
+#
+# * ``deliver`` takes what a rule returned, one gradient per input, and for each input that
+#   wants one *fits* it (``_fit``: summed over broadcast axes, cast, complex to real; Note
+#   [Accumulation]), decides whether the pass *owns* it (Note [Gradient buffer ownership]) and
+#   *adds* it to the entry of the input's producer. Where an input's gradient goes is a
+#   ``Dest`` the caller fills: the tape from the input's node, the replay from its slot.
+# * ``add`` accumulates one gradient into an entry (the seeds use it directly).
+# * ``take`` hands an entry's gradient to the node about to run, with its ownership, after
+#   adding the products deferred for it.
+# * ``defer`` keeps a product for later instead of running the rule for it: the op's
+#   deferred-product hook (``Primitive.defer_input``, declared in the derivative table as
+#   ``Op(..., deferred=...)``; Note [Deferred weight gradients] in _kernels.py).
+# * a *symbolic zero* is an entry with no gradient (NULL): nothing reached it, nothing is
+#   allocated; ``complete_gradients`` fills a multi-output node's unreached outputs with
+#   constants that cost no memory.
+#
+# The tape and the executor's replay both run every gradient through these operations, so
+# they cannot disagree: the same terms are summed in the same order by the same code, and the
+# executor's gradients equal the tape's bit for bit. Under ``create_graph`` each step is a
+# recorded op instead (``P_SUM_TO``, ``P_CAST``, ``P_REAL``, ``P_ADD``), so the gradient can be
+# differentiated again; nothing is owned or deferred then.
+
+cdef inline bint _has_shape(cnp.ndarray a, tuple shape) except -1:
+    """Whether ``a.shape == shape``, without building the shape tuple."""
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != PyTuple_GET_SIZE(shape):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != <cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k):
+            return False
+    return True
+
+
+cdef bint same_layout(cnp.ndarray a, cnp.ndarray b):
+    """Whether ``a`` and ``b`` have the same shape and dtype (without building tuples)."""
+    cdef int k, nd = cnp.PyArray_NDIM(a)
+    if nd != cnp.PyArray_NDIM(b):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
+            return False
+    if <void*>cnp.PyArray_DESCR(a) == <void*>cnp.PyArray_DESCR(b):
+        return True
+    return a.dtype == b.dtype
+
+
+cdef object _fit(object g, Dest *d, bint create, object site, Py_ssize_t i, bint *allocated):
+    """``g`` summed back to the shape of the input ``d`` describes and cast to its dtype
+    (Note [Accumulation]): a NumPy array, or a symbolic constant that already fits (Note
+    [Filled gradients]); a recorded array under ``create_graph``. ``*allocated`` is set when
+    the result is an array this call made (a sum, a cast), which the pass then owns (Note
+    [Gradient buffer ownership]). ``site`` (a ``Node``, or a plan step) names the op in errors."""
     allocated[0] = False
-    if p.n_out == 1:
-        shape = p.out_shape
-        dtype = p.out_dtype
-        if (not create and type(g) is NP_NDARRAY and type(shape) is tuple
-                and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
-                and _has_shape(<cnp.ndarray>g, <tuple>shape)):
-            return g            # already fits: what fit_gradient would return, sooner
-    else:
-        shape = p.out_shape[oidx]
-        dtype = p.out_dtype[oidx]
+    if d.like != NULL:
+        like = <object>d.like
+        if type(like) is not NP_NDARRAY:
+            like = _asarray(like)
+        if type(g) is NP_NDARRAY and same_layout(<cnp.ndarray>g, <cnp.ndarray>like):
+            return g            # already fits, compared in C
+        return _fit_first_order(g, like.shape, like.dtype, site, i, allocated)
+    shape = <object>d.shape
+    dtype = <object>d.dtype
     if create:
-        if not isinstance(g, ndarray):
-            if type(g) is FILLED and g.shape == shape and g.dtype == dtype:
-                return g
-            g = wrap(_asarray(g), None, 0)
-        gshape = (<ndarray>g)._data.shape
-        if gshape != shape:
-            _check_fit(gshape, shape, consumer, i)
-            g = P_SUM_TO.apply((g,), (shape,))
-        if (<ndarray>g)._data.dtype != dtype:
-            if (<ndarray>g)._data.dtype.kind == "c" and dtype.kind != "c":
-                g = P_REAL.apply((g,), ())      # Note [Complex gradients] in _complex.py
-            if (<ndarray>g)._data.dtype != dtype:
-                g = P_CAST.apply((g,), (dtype,))
-        return g
-    return fit_gradient(g, shape, dtype, consumer, i, allocated)
+        return _fit_recorded(g, shape, dtype, site, i)
+    if (type(g) is NP_NDARRAY and type(shape) is tuple
+            and <void *>cnp.PyArray_DESCR(<cnp.ndarray>g) == <void *>dtype
+            and _has_shape(<cnp.ndarray>g, <tuple>shape)):
+        return g                # already fits: what _fit_first_order would return, sooner
+    return _fit_first_order(g, shape, dtype, site, i, allocated)
 
 
-cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ssize_t i,
-                         bint *allocated):
-    """The first-order fit of Note [Accumulation]: the gradient ``g`` a rule returned, summed
-    over the axes it was broadcast along to ``shape`` and cast to ``dtype``; a NumPy array,
-    or a symbolic constant that already fits (Note [Filled gradients]). ``*allocated`` is set
-    when the result is an array this call made (a sum, a cast), which the pass then owns (Note
-    [Gradient buffer ownership]). ``site`` (a ``Node``, or a plan step) names the op in errors.
-    Shared by the engine and the executor's replay (``_plan.pyx``)."""
-    allocated[0] = False
+cdef object _fit_first_order(object g, tuple shape, object dtype, object site, Py_ssize_t i,
+                             bint *allocated):
+    """``_fit`` for a first-order pass."""
     if type(g) is not NP_NDARRAY:
         if type(g) is FILLED:
             # Passed on as it is when it already fits (Note [Filled gradients]).
@@ -286,29 +349,22 @@ cdef object fit_gradient(object g, tuple shape, object dtype, object site, Py_ss
     return g
 
 
-cdef object fit_gradient_like(object g, object like, object site, Py_ssize_t i,
-                              bint *allocated):
-    """``fit_gradient`` to the shape and dtype of the array ``like`` (the executor's replay
-    has the input's value at hand), compared in C first, so a gradient that already fits
-    costs no shape tuple."""
-    if type(like) is not NP_NDARRAY:
-        like = _asarray(like)
-    if (type(g) is NP_NDARRAY and same_layout(<cnp.ndarray>g, <cnp.ndarray>like)):
-        allocated[0] = False
-        return g
-    return fit_gradient(g, (<object>like).shape, (<object>like).dtype, site, i,
-                        allocated)
-
-
-cdef inline bint _has_shape(cnp.ndarray a, tuple shape) except -1:
-    """Whether ``a.shape == shape``, without building the shape tuple."""
-    cdef int k, nd = cnp.PyArray_NDIM(a)
-    if nd != PyTuple_GET_SIZE(shape):
-        return False
-    for k in range(nd):
-        if cnp.PyArray_DIMS(a)[k] != <cnp.npy_intp><object>PyTuple_GET_ITEM(shape, k):
-            return False
-    return True
+cdef object _fit_recorded(object g, object shape, object dtype, object site, Py_ssize_t i):
+    """``_fit`` under ``create_graph``: each step a recorded op."""
+    if not isinstance(g, ndarray):
+        if type(g) is FILLED and g.shape == shape and g.dtype == dtype:
+            return g
+        g = wrap(_asarray(g), None, 0)
+    gshape = (<ndarray>g)._data.shape
+    if gshape != shape:
+        _check_fit(gshape, shape, site, i)
+        g = P_SUM_TO.apply((g,), (shape,))
+    if (<ndarray>g)._data.dtype != dtype:
+        if (<ndarray>g)._data.dtype.kind == "c" and dtype.kind != "c":
+            g = P_REAL.apply((g,), ())      # Note [Complex gradients] in _complex.py
+        if (<ndarray>g)._data.dtype != dtype:
+            g = P_CAST.apply((g,), (dtype,))
+    return g
 
 
 cdef object _cast(object g, object dtype):
@@ -384,21 +440,16 @@ cdef void _check_fit(tuple gshape, tuple shape, object site, Py_ssize_t i) excep
                          % (_site_name(site), i, gshape, shape))
 
 
-cdef bint rule_result_owned(object r, tuple args, tuple grads, Py_ssize_t i):
-    """Whether ``r``, the gradient a table rule called with ``args`` returned for its input
-    ``i`` (``grads`` is all it returned), is an array the rule made and no longer holds, so
-    that the pass owns it from now on (Note [Gradient buffer ownership]).
+cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads,
+                        Py_ssize_t i):
+    """Whether ``r``, the gradient a table rule called with the ``nargs`` arguments ``args``
+    returned for its input ``i`` (``grads`` is all it returned), is an array the rule made and
+    no longer holds, so that the pass owns it from now on (Note [Gradient buffer ownership]).
 
     A table rule is a pure function of its arguments: what it returns is one of them (``g``
     passed through), a view, or an array it computed. So a writeable base array that is none
     of the arguments (looked into one level of tuples: multi-output ``g`` and ``result``) and
     is not also returned for another input is the rule's own."""
-    return _result_owned(r, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), grads, i)
-
-
-cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads,
-                        Py_ssize_t i):
-    """``rule_result_owned`` with the rule's arguments as the C array it was called with."""
     cdef Py_ssize_t k, j
     cdef PyObject *a
     cdef PyObject *me = <PyObject *>r
@@ -421,13 +472,13 @@ cdef bint _result_owned(object r, PyObject **args, Py_ssize_t nargs, tuple grads
     return True
 
 
-cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bint *owned):
-    """``acc + g`` for first-order accumulation (Note [Accumulation]): in place into ``acc``
-    when the pass owns it, else into ``g`` when the pass owns that, else a new array, which
-    the pass then owns (``*owned``). Large in-place additions go through ``add_into`` (Note
-    [Large-array kernels] in _large/__init__.py), and so do large out-of-place sums. Shared
-    by the engine and the executor's replay."""
-    owned[0] = True
+cdef object _sum(object acc, bint acc_owned, object g, bint g_owned, bint create):
+    """``acc + g`` (Note [Accumulation]): recorded under ``create_graph``; otherwise in place
+    into ``acc`` when the pass owns it, else into ``g`` when the pass owns that, else a new
+    array (which the pass then owns). Large in-place additions and large out-of-place sums go
+    through the large-array kernels (Note [Large-array kernels] in _large/__init__.py)."""
+    if create:
+        return P_ADD.apply((acc, g), ())
     if acc_owned:
         if not add_into(acc, g):
             acc += g
@@ -444,17 +495,266 @@ cdef object add_gradient(object acc, bint acc_owned, object g, bint g_owned, bin
     return acc
 
 
-cdef bint same_layout(cnp.ndarray a, cnp.ndarray b):
-    """Whether ``a`` and ``b`` have the same shape and dtype (without building tuples)."""
-    cdef int k, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
+cdef inline bint _deferrable(object x, object g, Dest *d) noexcept:
+    """Whether the product ``x.T @ g`` for the input ``d`` may be deferred (Note [Deferred
+    weight gradients] in _kernels.py): NumPy matrices of one real floating dtype, the input's
+    too (no cast to decide), ``x`` with few rows."""
+    cdef int t
+    if type(x) is not NP_NDARRAY or type(g) is not NP_NDARRAY:
         return False
-    for k in range(nd):
-        if cnp.PyArray_DIMS(a)[k] != cnp.PyArray_DIMS(b)[k]:
+    if (cnp.PyArray_NDIM(<cnp.ndarray>x) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>g) != 2
+            or cnp.PyArray_DIM(<cnp.ndarray>x, 0) > _DEFERRED_MAX_ROWS):
+        return False
+    t = cnp.PyArray_TYPE(<cnp.ndarray>x)
+    if (t != cnp.NPY_FLOAT and t != cnp.NPY_DOUBLE) or cnp.PyArray_TYPE(<cnp.ndarray>g) != t:
+        return False
+    if d.like != NULL:
+        y = <object>d.like
+        return (type(y) is NP_NDARRAY and cnp.PyArray_NDIM(<cnp.ndarray>y) == 2
+                and cnp.PyArray_TYPE(<cnp.ndarray>y) == t)
+    return (d.n_out == 1 and PyTuple_CheckExact(<object>d.shape)
+            and PyTuple_GET_SIZE(<object>d.shape) == 2
+            and isinstance(<object>d.dtype, cnp.dtype)
+            and (<cnp.dtype><object>d.dtype).type_num == t)
+
+
+@cython.final
+cdef class GradientBuffer:
+    """The incoming gradients of one backward pass (Note [Gradient buffers]): per entry the
+    gradient accumulated so far and whether the pass owns it, the deferred products, and the
+    operations that fit, own, add and hand out gradients."""
+
+    def __cinit__(self):
+        self.entries = NULL
+        self.n = 0
+        self.dests = NULL
+        self.ndests = 0
+
+    def __dealloc__(self):
+        self.clear()
+        PyMem_Free(self.entries)
+        PyMem_Free(self.dests)
+
+    cdef int reset(self, Py_ssize_t n, bint create) except -1:
+        """Make ``n`` empty entries (at a plan's bind, at every pass of the tape)."""
+        self.clear()
+        PyMem_Free(self.entries)
+        self.entries = NULL
+        self.n = 0
+        # calloc: a large zeroed block comes from fresh pages, with no memset
+        cdef void *mem = PyMem_Calloc(n if n > 0 else 1, sizeof(Entry))
+        if mem == NULL:
+            raise MemoryError()
+        self.entries = <Entry *>mem
+        self.n = n
+        self.create = create
+        return 0
+
+    cdef void clear(self) noexcept:
+        """Drop every gradient the buffer holds; entries keep only their SHARED mark."""
+        cdef Py_ssize_t k
+        cdef PyObject *p
+        for k in range(self.n):
+            p = self.entries[k].acc
+            if p != NULL:
+                self.entries[k].acc = NULL
+                Py_DECREF(<object>p)
+            self.entries[k].flags &= SHARED
+        self.deferred = None
+        self.stacked = None
+
+    cdef Dest *destinations(self, Py_ssize_t n) except NULL:
+        """Room for the destinations of a node's ``n`` inputs (reused from node to node)."""
+        cdef void *mem
+        if n > self.ndests or self.dests == NULL:
+            mem = PyMem_Realloc(self.dests, (n if n > 8 else 8) * sizeof(Dest))
+            if mem == NULL:
+                raise MemoryError()
+            self.dests = <Dest *>mem
+            self.ndests = n if n > 8 else 8
+        return self.dests
+
+    cdef void add(self, Py_ssize_t k, Py_ssize_t oidx, Py_ssize_t n_out, object g,
+                  bint g_owned) except *:
+        """Add the gradient ``g`` for output ``oidx`` of entry ``k``'s node (Note
+        [Accumulation]); ``g_owned``: the pass owns ``g`` (Note [Gradient buffer ownership])."""
+        cdef Entry *e = &self.entries[k]
+        cdef PyObject *old = e.acc
+        cdef object acc
+        if n_out > 1:
+            # A multi-output node keeps a list per entry, with no ownership: later
+            # contributions are added out of place.
+            if old == NULL:
+                accs = [None] * n_out
+                Py_INCREF(accs)
+                e.acc = <PyObject *>accs
+            else:
+                accs = <object>old
+            acc = accs[oidx]
+            accs[oidx] = g if acc is None else _sum(acc, False, g, False, self.create)
+            return
+        if e.flags & SHARED:
+            g_owned = False
+        if old == NULL:
+            Py_INCREF(g)
+            e.acc = <PyObject *>g
+            e.flags = (e.flags & ~OWNED) | (OWNED if g_owned else 0)
+            return
+        acc = _sum(<object>old, (e.flags & OWNED) != 0, g, g_owned, self.create)
+        Py_INCREF(acc)
+        e.acc = <PyObject *>acc
+        Py_DECREF(<object>old)
+        if not self.create and not e.flags & SHARED:
+            e.flags |= OWNED
+
+    cdef object take(self, Py_ssize_t k, bint *owned):
+        """The gradient of entry ``k`` (None: a symbolic zero), which the entry no longer
+        holds, after adding its deferred products; ``*owned``: the pass owns it."""
+        cdef Entry *e = &self.entries[k]
+        if e.flags & DEFERRED:
+            xs, gs = self.deferred.pop(k)
+            e.flags &= ~DEFERRED
+            if self.stacked is None:
+                self.stacked = {}
+            self.add(k, 0, 1, _summed_weight_gradients(xs, gs, self.stacked), True)
+        owned[0] = (e.flags & OWNED) != 0
+        e.flags &= ~OWNED
+        cdef PyObject *p = e.acc
+        if p == NULL:
+            return None
+        e.acc = NULL
+        g = <object>p
+        Py_DECREF(g)                   # the entry's reference is now g's
+        return g
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef void deliver(self, object site, tuple grads, Dest *dests, PyObject **args,
+                      Py_ssize_t nargs, object g, bint g_owned) except *:
+        """Fit each gradient a rule returned (``grads``, one per input; ``args``: its
+        ``nargs`` arguments, NULL for user code) to its input and add it to the entry of the
+        input's producer (``dests``), with the ownership of Note [Gradient buffer ownership].
+        ``g_owned``: the pass owns ``g``, the gradient the table rule received; a rule that
+        passes it on unchanged (``add``) hands the pass's buffer on to the one input that keeps
+        it as it is (two that keep it share it: neither owns it)."""
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(grads), holders = 0
+        cdef bint create = self.create, allocated, owned, passed = False
+        cdef Dest *d
+        cdef object gi, fitted
+        cdef list fits = None
+        cdef unsigned long long fit_alloc = 0     # bit i: fits[i] was allocated (i < 64)
+        if g_owned:
+            for i in range(n):
+                if PyTuple_GET_ITEM(grads, i) == <PyObject *>g and dests[i].entry >= 0:
+                    passed = True
+                    break
+        if passed:
+            # Fit every gradient first, to count the inputs that will hold g itself.
+            fits = [None] * n
+            for i in range(n):
+                gi = <object>PyTuple_GET_ITEM(grads, i)
+                if dests[i].entry < 0 or gi is None:
+                    continue
+                fitted = _fit(gi, &dests[i], create, site, i, &allocated)
+                # A bit per input, a tuple past 63: cheaper than a bytearray for all
+                # (docs/benchmarks.rst, "Numbers behind the engine's Notes").
+                if i < 64:
+                    fits[i] = fitted
+                    fit_alloc |= (<unsigned long long>allocated) << i
+                else:
+                    fits[i] = (fitted, allocated)
+                if fitted is g:
+                    holders += 1
+        for i in range(n):
+            d = &dests[i]
+            if d.entry < 0:
+                continue
+            gi = <object>PyTuple_GET_ITEM(grads, i)
+            if gi is None:
+                continue
+            if fits is None:
+                fitted = _fit(gi, d, create, site, i, &allocated)
+            elif i < 64:
+                fitted = fits[i]
+                allocated = (fit_alloc >> i) & 1
+                fits[i] = None
+            else:
+                fitted, allocated = <tuple>fits[i]
+                fits[i] = None
+            # The pass owns what it allocated, what a table rule made for this input alone,
+            # and its own g passed on to this input alone.
+            owned = allocated or (args != NULL and fitted is gi and not create and (
+                _result_owned(gi, args, nargs, grads, i) or (fitted is g and holders == 1)))
+            gi = None
+            self.add(d.entry, d.oidx, d.n_out, fitted, owned)
+            fitted = None
+
+    cdef bint defer(self, Dest *d, Py_ssize_t left, object x, object g) except -1:
+        """The deferred-product hook (Note [Deferred weight gradients] in _kernels.py): keep
+        ``(x, g)``, whose product ``x.T @ g`` is the gradient for the input ``d``, to add it
+        with the input's other such products in one when its gradient is taken; ``left``: the
+        input's consumers still to run. False (nothing kept) when nothing could be stacked with
+        it or the product does not qualify; the caller then runs the rule as usual."""
+        cdef Py_ssize_t k = d.entry
+        if self.create or k < 0:
             return False
-    if <void*>cnp.PyArray_DESCR(a) == <void*>cnp.PyArray_DESCR(b):
+        if not self.entries[k].flags & DEFERRED and left <= 1:
+            return False                # its only consumer left: nothing to stack with
+        if not _deferrable(x, g, d):
+            return False
+        if self.deferred is None:
+            self.deferred = {}
+        pending = self.deferred.get(k)
+        if pending is None:
+            pending = ([], [])
+            self.deferred[k] = pending
+        (<list>pending[0]).append(x)
+        (<list>pending[1]).append(g)
+        self.entries[k].flags |= DEFERRED
         return True
-    return a.dtype == b.dtype
+
+
+cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object dtypes):
+    """The per-output gradients of a multi-output op, with symbolic zeros (Note [Zero
+    gradients] in _zeros.py) for the outputs no gradient reached."""
+    cdef Py_ssize_t k
+    out = []
+    for k in range(n_out):
+        gk = g[k] if g is not None else None
+        if gk is None:
+            # No memory, and a rule's product with it is zero even where the other factor
+            # is infinite.
+            gk = FILLED(_np.zeros((), dtype=dtypes[k]), shapes[k])
+        out.append(gk)
+    return tuple(out)
+
+
+cdef void check_rule_result(object site, tuple grads, Py_ssize_t n_in,
+                            object report_as) except *:
+    """A rule returns one gradient per input (``site``, a node or a plan step, names the op
+    in the error); under anomaly detection each is checked, reported as ``report_as``."""
+    if PyTuple_GET_SIZE(grads) != n_in:
+        raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients for %d "
+                           "inputs" % (_site_name(site), PyTuple_GET_SIZE(grads), n_in))
+    if is_anomaly_c():
+        _anomaly_report(report_as, grads)
+
+
+cdef object needs_mask(list wants):
+    """The ``needs`` argument of a rule: bit ``i`` set when input ``i`` wants a gradient
+    (``wants[i]`` true), one bit per input however many there are."""
+    cdef unsigned long long small = 0
+    cdef Py_ssize_t i, n = len(wants)
+    if n < 63:
+        for i in range(n):
+            if wants[i]:
+                small |= (<unsigned long long>1) << i
+        return small
+    big = 0
+    for i in range(n):
+        if wants[i]:
+            big |= (<object>1) << i
+    return big
 
 
 cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *:
@@ -476,73 +776,6 @@ cdef void write_grad_buffer(ndarray buf, int req, object g, bint take) except *:
     else:
         _npadd(buf._data, g, out=buf._data)
     _bump_cell(cell_of(buf))
-
-
-cdef bint deferrable_product(object x, object y, object g) except -1:
-    """Whether the gradient of ``matmul(x, y)`` for ``y``, given ``g``, may be deferred (Note
-    [Deferred weight gradients] in _kernels.py): NumPy matrices of one real floating dtype,
-    ``x`` with few rows."""
-    cdef int t
-    if type(x) is not NP_NDARRAY or type(y) is not NP_NDARRAY or type(g) is not NP_NDARRAY:
-        return False
-    if (cnp.PyArray_NDIM(<cnp.ndarray>x) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>y) != 2
-            or cnp.PyArray_NDIM(<cnp.ndarray>g) != 2
-            or cnp.PyArray_DIM(<cnp.ndarray>x, 0) > _DEFERRED_MAX_ROWS):
-        return False
-    t = cnp.PyArray_TYPE(<cnp.ndarray>x)
-    return ((t == cnp.NPY_FLOAT or t == cnp.NPY_DOUBLE)
-            and cnp.PyArray_TYPE(<cnp.ndarray>y) == t and cnp.PyArray_TYPE(<cnp.ndarray>g) == t)
-
-
-cdef dict keep_product(dict deferred, Py_ssize_t key, object x, object g):
-    """Add ``(x, g)`` to the products deferred for ``key`` (Note [Deferred weight gradients]
-    in _kernels.py); returns ``deferred``, made if it was None."""
-    if deferred is None:
-        deferred = {}
-    pending = deferred.get(key)
-    if pending is None:
-        pending = ([], [])
-        deferred[key] = pending
-    (<list>pending[0]).append(x)
-    (<list>pending[1]).append(g)
-    return deferred
-
-
-cdef object summed_weight_gradients(list xs, list gs, dict memo):
-    """The deferred products' sum (Note [Deferred weight gradients] in _kernels.py)."""
-    return _summed_weight_gradients(xs, gs, memo)
-
-
-cdef object needs_mask(list wants):
-    """The ``needs`` argument of a rule: bit ``i`` set when input ``i`` wants a gradient
-    (``wants[i]`` true), one bit per input however many there are."""
-    cdef unsigned long long small = 0
-    cdef Py_ssize_t i, n = len(wants)
-    if n < 63:
-        for i in range(n):
-            if wants[i]:
-                small |= (<unsigned long long>1) << i
-        return small
-    big = 0
-    for i in range(n):
-        if wants[i]:
-            big |= (<object>1) << i
-    return big
-
-
-cdef tuple complete_gradients(object g, Py_ssize_t n_out, object shapes, object dtypes):
-    """The per-output gradients of a multi-output op, with symbolic zeros (Note [Zero
-    gradients] in _zeros.py) for the outputs no gradient reached. Shared with the executor."""
-    cdef Py_ssize_t k
-    out = []
-    for k in range(n_out):
-        gk = g[k] if g is not None else None
-        if gk is None:
-            # No memory, and a rule's product with it is zero even where the other factor
-            # is infinite.
-            gk = FILLED(_np.zeros((), dtype=dtypes[k]), shapes[k])
-        out.append(gk)
-    return tuple(out)
 
 
 cdef void _write_var(object ref, object g, bint owned) except *:
@@ -713,9 +946,9 @@ cdef tuple _call_rule(Node n, PyObject **argv, Py_ssize_t nargs, bint create):
 # The rule of ``add`` (``copy``, ``astype``, ...) gives every input ``g`` itself. In a first-order
 # pass the engine builds that tuple in C (``passes_g``, set at import for a single-output op whose
 # every formula is ``g``) instead of calling the compiled rule: a Python frame per node of a chain
-# of additions. Its checks (a released node, modified saved values) and what ``_deliver`` is
-# given (the rule's argument ``g``, for the ownership of Note [Gradient buffer ownership]) are
-# those of the rule's call. Under ``create_graph`` the graph binding's rule runs as for any op.
+# of additions. Its checks (a released node, modified saved values) and what
+# ``GradientBuffer.deliver`` is given (the rule's argument ``g``, for the ownership of Note
+# [Gradient buffer ownership]) are those of the rule's call. Under ``create_graph`` the graph binding's rule runs as for any op.
 cdef tuple _passed_on(Node n, object g, unsigned long long mask, Py_ssize_t nparents,
                       PyObject **argv, Py_ssize_t *count):
     """What the rule of ``n`` (``passes_g``) returns for the inputs ``mask`` wants, with ``g``
@@ -736,23 +969,18 @@ cdef tuple _passed_on(Node n, object g, unsigned long long mask, Py_ssize_t npar
     count[0] = 1
     return grads
 
-
 # ------------------------------------------------------------------ the pass
 
 cdef enum:
     NEEDED = 1          # lies on a path to a requested variable (grad()); always for backward()
     TARGET = 2          # its gradient is returned by grad()
-    OWNED = 4           # its accumulated gradient is a buffer this pass allocated
-    DEFERRED = 8        # it has deferred weight-gradient products (Note [Deferred weight
-                        # gradients] in _kernels.py)
 
 
 cdef struct Slot:
     PyObject *node          # the node (a reference the pass owns)
-    PyObject *acc           # the gradient accumulated so far (owned), or NULL
     long long seq           # node.seq, for sorting in C
     Py_ssize_t deps         # consumers not yet run in this pass
-    unsigned char flags     # NEEDED | TARGET | OWNED
+    unsigned char flags     # NEEDED | TARGET
 
 
 cdef int _by_seq(const void *a, const void *b) noexcept nogil:
@@ -763,7 +991,7 @@ cdef int _by_seq(const void *a, const void *b) noexcept nogil:
 @cython.final
 cdef class _Pass:
     """The state of one backward pass (Note [Pass state]): per visited node a slot with the
-    node, its dependency count, flags and accumulated gradient; the ready heap; the memo."""
+    node, its dependency count and flags; the ready heap; the gradient buffer; the memo."""
 
     cdef unsigned long long epoch
     cdef bint create
@@ -776,8 +1004,8 @@ cdef class _Pass:
     cdef Py_ssize_t nwork           # entries in use
     cdef Py_ssize_t capwork         # entries allocated
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
-    cdef dict deferred              # slot -> ([x, ...], [g, ...]): Note [Deferred weight
-    cdef dict stacked               # gradients] in _kernels.py; the stacked rows' memo
+    cdef GradientBuffer buf         # the nodes' incoming gradients, by slot (Note [Gradient
+                                    #   buffers]); made once the walk has counted the nodes
     cdef object __weakref__
 
     def __cinit__(self):
@@ -793,7 +1021,6 @@ cdef class _Pass:
         cdef Slot *slots = self.slots
         self.slots = NULL
         for k in range(self.n):
-            Py_XDECREF(slots[k].acc)
             Py_XDECREF(slots[k].node)
         PyMem_Free(slots)
         PyMem_Free(self.work)
@@ -829,13 +1056,13 @@ cdef class _Pass:
             self.grow()
         Py_INCREF(n)
         self.slots[k].node = <PyObject *>n
-        self.slots[k].acc = NULL
         self.slots[k].seq = n.seq
         self.slots[k].deps = 0
         self.slots[k].flags = NEEDED
         self.n = k + 1
         if n.epoch == 0:
             n.epoch = self.epoch       # no Python code between the test and the claim
+                                       #   (Note [Threads])
             n.slot = k
         else:
             if self.shadow is None:
@@ -912,105 +1139,9 @@ cdef class _Pass:
             n = <Node>slots[k].node
             if n.epoch == self.epoch:
                 n.epoch = 0
-            Py_XDECREF(slots[k].acc)
             slots[k].node = NULL
             Py_DECREF(n)                # n still holds its own reference until it goes
-        self.deferred = None
-        self.stacked = None
-
-    cdef inline object take_acc(self, Py_ssize_t k):
-        """The gradient accumulated for slot ``k``, which the slot no longer holds."""
-        cdef PyObject *p = self.slots[k].acc
-        if p == NULL:
-            return None
-        self.slots[k].acc = NULL
-        g = <object>p
-        Py_DECREF(g)                   # the slot's reference is now g's
-        return g
-
-    cdef inline void set_acc(self, Py_ssize_t k, object g) noexcept:
-        cdef PyObject *old = self.slots[k].acc
-        Py_INCREF(g)
-        self.slots[k].acc = <PyObject *>g
-        Py_XDECREF(old)
-
-    cdef void accumulate(self, Node p, Py_ssize_t slot, Py_ssize_t oidx, object g,
-                         bint g_owned) except *:
-        """Add the gradient ``g`` for output ``oidx`` of ``p`` to its slot (Note
-        [Accumulation]); ``g_owned``: the pass owns ``g`` (Note [Gradient buffer ownership])."""
-        cdef object acc
-        cdef bint owned
-        cdef PyObject *held = self.slots[slot].acc
-        if p.n_out == 1:
-            if held == NULL:
-                self.set_acc(slot, g)
-                if g_owned:
-                    self.slots[slot].flags |= OWNED
-                else:
-                    self.slots[slot].flags &= ~OWNED
-                return
-            acc = <object>held
-            if self.create:
-                self.set_acc(slot, P_ADD.apply((acc, g), ()))
-                return
-            acc = add_gradient(acc, (self.slots[slot].flags & OWNED) != 0, g, g_owned, &owned)
-            self.set_acc(slot, acc)
-            self.slots[slot].flags |= OWNED
-            return
-        # A multi-output node keeps a list per slot, with no ownership: later contributions
-        # are added out of place.
-        if held == NULL:
-            accs = [None] * p.n_out
-            self.set_acc(slot, accs)
-        else:
-            accs = <object>held
-        acc = accs[oidx]
-        if acc is None:
-            accs[oidx] = g
-        elif self.create:
-            accs[oidx] = P_ADD.apply((acc, g), ())
-        else:
-            accs[oidx] = add_gradient(acc, False, g, False, &owned)
-
-    cdef bint defer_weight_gradient(self, Node n, object g) except -1:
-        """Keep the gradient of ``n`` (a matmul) for its right operand, a variable, to be
-        summed with the variable's other products in one (Note [Deferred weight gradients] in
-        _kernels.py); False leaves it to the rule."""
-        cdef object obj = <object>PyTuple_GET_ITEM(n.parents, 1)
-        cdef Node p
-        cdef Py_ssize_t slot
-        if obj is None or is_anomaly_c():
-            return False
-        p = <Node>obj
-        if not _acts_as_leaf(p):
-            return False
-        slot = self.slot_of(p)
-        if not self.slots[slot].flags & DEFERRED and self.slots[slot].deps <= 1:
-            return False                # its only consumer left: nothing to stack with
-        cdef tuple saved = n.saved
-        if n.released or saved is None:
-            return False                # the rule's path raises the error
-        x = <object>PyTuple_GET_ITEM(saved, 0)
-        y = <object>PyTuple_GET_ITEM(saved, 1)
-        if isinstance(x, ndarray):
-            x = (<ndarray>x)._data
-        if isinstance(y, ndarray):
-            y = (<ndarray>y)._data
-        if not deferrable_product(x, y, g):
-            return False
-        _check_versions(n, saved)
-        self.deferred = keep_product(self.deferred, slot, x, g)
-        self.slots[slot].flags |= DEFERRED
-        return True
-
-    cdef void add_deferred(self, Node p, Py_ssize_t slot) except *:
-        """Add the deferred products of ``p`` (Note [Deferred weight gradients] in
-        _kernels.py) to its gradient, as one product."""
-        xs, gs = self.deferred.pop(slot)
-        self.slots[slot].flags &= ~DEFERRED
-        if self.stacked is None:
-            self.stacked = {}
-        self.accumulate(p, slot, 0, _summed_weight_gradients(xs, gs, self.stacked), True)
+        self.buf = None                 # its entries go with it
 
     cdef void order_by_seq(self) except *:
         """Sort the slots by ``seq`` (parents first) and renumber them."""
@@ -1052,78 +1183,6 @@ cdef class _Pass:
                             self.slots[j].deps += 1
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef void _deliver(_Pass ps, Node n, tuple grads, PyObject **args, Py_ssize_t nargs, object g,
-                   bint g_owned) except *:
-    """Fit the gradients ``n``'s rule returned (``grads``; ``args`` its ``nargs`` arguments,
-    NULL for a ``Function``) to its inputs and add each to its parent's slot, with the ownership of Note
-    [Gradient buffer ownership]. ``g_owned``: the pass owns ``g``, the gradient the table rule
-    received; a rule that passes it on unchanged (``add``) then hands the pass's buffer on, and
-    the one slot that keeps it as it is owns it (two that keep it share it: neither does)."""
-    cdef tuple parents = n.parents
-    cdef Py_ssize_t i, k, pslot, nparents = PyTuple_GET_SIZE(parents), holders = 0
-    cdef bint create = ps.create, prune = ps.prune, allocated, owned, passed = False
-    cdef tuple poidx = n.parent_oidx
-    cdef Node p
-    cdef object obj, gi, fitted
-    cdef list fits = None
-    cdef unsigned long long fit_alloc = 0     # bit i: fits[i] was allocated (i < 64)
-    if g_owned:
-        for i in range(nparents):
-            if PyTuple_GET_ITEM(grads, i) == <PyObject *>g:
-                passed = True
-                break
-    if passed:
-        # Fit every gradient first, to count the slots that will hold g itself.
-        fits = [None] * nparents
-        for i in range(nparents):
-            obj = <object>PyTuple_GET_ITEM(parents, i)
-            gi = <object>PyTuple_GET_ITEM(grads, i)
-            if obj is None or gi is None:
-                continue
-            p = <Node>obj
-            if (prune and not ps.slots[ps.slot_of(p)].flags & NEEDED) or p.zero:
-                continue
-            k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-            fitted = _fit(gi, p, k, n, i, create, &allocated)
-            # A bit per input, a tuple past 63 (a bytearray for all was measured: W1 +1.1%
-            # instructions).
-            if i < 64:
-                fits[i] = fitted
-                fit_alloc |= (<unsigned long long>allocated) << i
-            else:
-                fits[i] = (fitted, allocated)
-            if fitted is g:
-                holders += 1
-    for i in range(nparents):
-        obj = <object>PyTuple_GET_ITEM(parents, i)
-        if obj is None:
-            continue
-        p = <Node>obj
-        pslot = ps.slot_of(p)
-        if (prune and not ps.slots[pslot].flags & NEEDED) or p.zero:
-            continue
-        gi = <object>PyTuple_GET_ITEM(grads, i)
-        if gi is None:
-            continue
-        k = 0 if poidx is None else <Py_ssize_t>poidx[i]
-        if fits is None:
-            fitted = _fit(gi, p, k, n, i, create, &allocated)
-        elif i < 64:
-            fitted = fits[i]
-            allocated = (fit_alloc >> i) & 1
-            fits[i] = None
-        else:
-            fitted, allocated = <tuple>fits[i]
-            fits[i] = None
-        # The pass owns what it allocated, what a table rule made for this input alone, and
-        # its own g passed on to this input alone.
-        owned = allocated or (args != NULL and fitted is gi and not create and (
-            _result_owned(gi, args, nargs, grads, i) or (fitted is g and holders == 1)))
-        gi = None
-        ps.accumulate(p, pslot, k, fitted, owned)
-        fitted = None
 
 
 def run_backward(list heads, list head_grads, list variables, bint retain_graph,
@@ -1138,7 +1197,7 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
         raise ValueError("backward: got %d heads but %d head gradients"
                          % (len(heads), len(head_grads)))
     cdef _Pass ps = _Pass.__new__(_Pass)
-    _epoch += 1                     # under the GIL: no two passes get the same epoch
+    _epoch += 1                     # under the GIL (Note [Threads])
     ps.epoch = _epoch
     ps.create = create_graph
     ps.prune = variables is not None
@@ -1160,24 +1219,63 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
 @cython.wraparound(False)
 cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint retain,
                  bint allow_unused):
-    cdef bint create = ps.create
+    """The backward pass (Note [Scheduling]): walk, seed, then run the ready nodes."""
     cdef long long start_seq = last_seq()       # nodes after it are made by this pass
-    cdef list seeds = []
-    cdef list freed = []
-    cdef Node n, p
-    cdef ndarray h
-    cdef Py_ssize_t i, k, nparents, slot, pslot
-    cdef object obj, g, gi, grads
-    cdef bint prune = ps.prune
-    cdef tuple parents, poidx
-    cdef unsigned long long mask
-    cdef bint owned, allocated
-    cdef object fitted, needs = None
-    cdef PyObject *argv[RULE_ARGV]          # Note [Rule arguments]
-    cdef PyObject **rargs
-    cdef Py_ssize_t nargs
-    cdef tuple spill
+    cdef list seeds = _seeds(ps, heads, head_grads, allow_unused)
+    cdef list freed = _walk(ps)
+    cdef list targets = None
+    cdef dict captured = None
+    if ps.prune:
+        targets = _targets(ps, variables, freed, allow_unused)
+        captured = {}
+    ps.buf = GradientBuffer.__new__(GradientBuffer)
+    ps.buf.reset(ps.n, ps.create)
+    _push_seeds(ps, seeds)
+    seeds = None
 
+    cdef Node n
+    cdef Py_ssize_t slot
+    cdef object g, needs
+    cdef bint owned
+    cdef unsigned long long mask
+    cdef Dest *dests = NULL
+    while ps.nwork:
+        # Take the ready node recorded last and the gradient its consumers left it.
+        slot = ps.heap_pop()
+        n = <Node>ps.slots[slot].node
+        g = ps.buf.take(slot, &owned)
+        needs = None
+        if g is not None and not n.zero and not _acts_as_leaf(n):
+            # Which of its inputs want a gradient, and where each goes.
+            dests = ps.buf.destinations(PyTuple_GET_SIZE(n.parents))
+            needs = _destinations(ps, n, dests, &mask)
+        owned = _hand_out(ps, slot, n, g, owned, needs is not None, captured)
+        if _acts_as_leaf(n):
+            continue
+        if needs is not None and _has_deferred_product(n, mask, ps.create):
+            # The op's hook may keep a product for later instead (Note [Gradient buffers]).
+            needs = _defer_product(ps, n, g, dests, &mask, needs)
+        if needs is not None:
+            # Call its rule; hand the gradients it returns to its inputs' buffer entries.
+            _run_rule(ps, n, g, owned, needs, mask, dests)
+        g = None
+        if not retain:
+            _release(n)
+        _schedule_parents(ps, n)
+
+    if not ps.prune:
+        return None
+    return _collect(ps, variables, targets, captured, ps.create, start_seq)
+
+
+# ------------------------------------------------------------------ the steps of the pass
+
+cdef list _seeds(_Pass ps, list heads, list head_grads, bint allow_unused):
+    """Check the heads, make their gradients and give their nodes slots: ``(node, output,
+    gradient)`` per head that has history."""
+    cdef list seeds = []
+    cdef Py_ssize_t i
+    cdef ndarray h
     for i in range(len(heads)):
         obj = heads[i]
         if not isinstance(obj, ndarray):
@@ -1185,7 +1283,7 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                             % (i, type(obj).__name__))
         h = <ndarray>obj
         if h._node is None:
-            if prune and allow_unused:
+            if ps.prune and allow_unused:
                 # A constant head (e.g. the derivative of a linear function) reaches no
                 # variable: with the opt-in, every variable gets zeros from it.
                 continue
@@ -1196,176 +1294,268 @@ cdef object _run(_Pass ps, list heads, list head_grads, list variables, bint ret
                 "backward: head %d does not depend on any variable: it has no recorded history "
                 "(it was computed outside autograd.record(), only from arrays without "
                 "attach_grad(), or from data that left the graph through numpy.asarray() or "
-                "detach())%s" % (i, "" if not prune else
+                "detach())%s" % (i, "" if not ps.prune else
                                  "; pass allow_unused=True to grad() to get zeros for it"))
-        g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, create)
+        g = _head_grad(h, head_grads[i] if head_grads is not None else None, i, ps.create)
         seeds.append((h._node, h._oidx, g))
         if ps.slot_of(h._node) < 0:
             ps.visit(h._node)
+    return seeds
 
-    # Walk the graph; count the consumers of every node (Note [Scheduling]).
+
+cdef list _walk(_Pass ps):
+    """Walk the graph from the heads' nodes, giving each node a slot and counting its
+    consumers (Note [Scheduling]); returns the released nodes met, which ``grad()`` forgives
+    unless it needs their rules."""
+    cdef list freed = []
+    cdef Node n, p
+    cdef Py_ssize_t pslot
     while ps.nwork:
         ps.nwork -= 1
         n = <Node>ps.slots[ps.work[ps.nwork]].node
         if _acts_as_leaf(n):
             continue
         if n.released:
-            if not prune:
+            if not ps.prune:
                 raise MXNetError(_released_message(n))
             freed.append(n)     # an error only if its rule would run (checked after pruning)
         for obj in n.parents:
             if obj is None:
                 continue
             p = <Node>obj
-            pslot = ps.slot_of(p)
-            if pslot < 0:
-                pslot = ps.visit(p)
+            if p.epoch == ps.epoch:
+                pslot = p.slot
+            elif p.epoch == 0:
+                pslot = ps.visit(p)     # unclaimed, so not visited (Note [Pass state])
+            else:
+                pslot = ps.shadow_slot(p)
+                if pslot < 0:
+                    pslot = ps.visit(p)
             ps.slots[pslot].deps += 1
+    return freed
 
-    cdef list targets = None
-    if prune:
-        ps.order_by_seq()
-        targets = []
-        for i in range(len(variables)):
-            obj = variables[i]
-            if not isinstance(obj, ndarray):
-                raise TypeError("grad: variable %d is a %s, not a fastgrad array"
-                                % (i, type(obj).__name__))
-            h = <ndarray>obj
-            if h._node is None:
-                raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
-                                      "call attach_grad() on it before recording"
-                                      % (i, h.shape))
-            slot = ps.slot_of(h._node)
-            if slot < 0:
-                if not allow_unused:
-                    raise MXNetValueError(
-                        "grad: variable %d (shape %s) is not reached from the heads: no "
-                        "recorded path leads from them to it (a path through an op whose "
-                        "derivative is zero, such as floor or a cast to an integer type, would "
-                        "count and give zeros); pass allow_unused=True to get zeros for it"
-                        % (i, h.shape))
-                targets.append(None)
-                continue
-            ps.slots[slot].flags |= TARGET
-            targets.append(h._node)
-        ps.prune_to_targets()
-        # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
-        # producer was released captures y's gradient and stops there.
-        for obj in freed:
-            n = <Node>obj
-            if ps.slots[ps.slot_of(n)].flags & NEEDED:
-                for par in n.parents:
-                    if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
-                        raise MXNetError(_released_message(n))
 
-    cdef dict captured = {} if prune else None
+cdef list _targets(_Pass ps, list variables, list freed, bint allow_unused):
+    """For ``grad()``: mark the variables' nodes as targets and keep only the nodes on a path
+    to one (Note [Scheduling]); the variables' nodes, None for one not reached."""
+    cdef list targets = []
+    cdef Py_ssize_t i, slot
+    cdef ndarray h
+    cdef Node n
+    ps.order_by_seq()
+    for i in range(len(variables)):
+        obj = variables[i]
+        if not isinstance(obj, ndarray):
+            raise TypeError("grad: variable %d is a %s, not a fastgrad array"
+                            % (i, type(obj).__name__))
+        h = <ndarray>obj
+        if h._node is None:
+            raise MXNetValueError("grad: variable %d (shape %s) has no recorded history; "
+                                  "call attach_grad() on it before recording"
+                                  % (i, h.shape))
+        slot = ps.slot_of(h._node)
+        if slot < 0:
+            if not allow_unused:
+                raise MXNetValueError(
+                    "grad: variable %d (shape %s) is not reached from the heads: no "
+                    "recorded path leads from them to it (a path through an op whose "
+                    "derivative is zero, such as floor or a cast to an integer type, would "
+                    "count and give zeros); pass allow_unused=True to get zeros for it"
+                    % (i, h.shape))
+            targets.append(None)
+            continue
+        ps.slots[slot].flags |= TARGET
+        targets.append(h._node)
+    ps.prune_to_targets()
+    # A freed node is fine as long as nothing needs its rule: grad(y + 0, [y]) after y's
+    # producer was released captures y's gradient and stops there.
+    for obj in freed:
+        n = <Node>obj
+        if ps.slots[ps.slot_of(n)].flags & NEEDED:
+            for par in n.parents:
+                if par is not None and ps.slots[ps.slot_of(<Node>par)].flags & NEEDED:
+                    raise MXNetError(_released_message(n))
+    return targets
+
+
+cdef void _push_seeds(_Pass ps, list seeds) except *:
+    """Add the head gradients to their nodes' entries (never owned: they are the caller's),
+    then make the heads nothing else consumes ready."""
+    cdef Node n
+    cdef Py_ssize_t slot
     for obj in seeds:
         n = <Node>obj[0]
         slot = ps.slot_of(n)
         if ps.slots[slot].flags & NEEDED:
-            ps.accumulate(n, slot, obj[1], obj[2], False)
+            ps.buf.add(slot, obj[1], n.n_out, obj[2], False)
     for obj in seeds:
         n = <Node>obj[0]
         slot = ps.slot_of(n)
         if ps.slots[slot].flags & NEEDED and ps.slots[slot].deps == 0:
             ps.slots[slot].deps = -1
             ps.heap_push(slot)
-    seeds = None
 
-    while ps.nwork:
-        slot = ps.heap_pop()
-        n = <Node>ps.slots[slot].node
-        if ps.slots[slot].flags & DEFERRED:
-            ps.add_deferred(n, slot)
-        owned = (ps.slots[slot].flags & OWNED) != 0
-        g = ps.take_acc(slot)
-        if prune:
-            if ps.slots[slot].flags & TARGET:
-                captured[n] = (g, owned)
-                owned = False               # handed out to grad()'s caller
-        elif n.var_refs is not None:
-            # A variable's gradient the pass owns becomes its .grad buffer (handed out).
-            _write_vars(n, g, n.op is None and owned)
-        if _acts_as_leaf(n):
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef object _destinations(_Pass ps, Node n, Dest *dests, unsigned long long *mask):
+    """Fill ``dests`` with where the gradient for each input of ``n`` goes: its producer's
+    slot, shape and dtype; no entry (-1) for a constant, a producer that carries no gradient
+    (Note [Zero gradients]) or one ``grad()`` does not need. Return the rule's ``needs``: bit
+    ``i`` for each input that wants a gradient, however many (Note [Rule arguments]); the
+    first 63 bits also in ``*mask``; None when no input wants one."""
+    cdef tuple parents = n.parents
+    cdef tuple poidx = n.parent_oidx
+    cdef Py_ssize_t i, k, slot, nparents = PyTuple_GET_SIZE(parents)
+    cdef unsigned long long m = 0
+    cdef object big = None
+    cdef PyObject *obj
+    cdef Node p
+    cdef Dest *d
+    for i in range(nparents):
+        d = &dests[i]
+        d.entry = -1
+        obj = PyTuple_GET_ITEM(parents, i)
+        if obj == <PyObject *>None:
             continue
-        parents = n.parents
-        nparents = PyTuple_GET_SIZE(parents)
-        # The rule's ``needs``: one bit per input that wants a gradient, however many.
-        mask = 0
-        needs = None
-        for i in range(nparents):
-            obj = <object>PyTuple_GET_ITEM(parents, i)
-            if obj is not None and not (<Node>obj).zero and (
-                    not prune or ps.slots[ps.slot_of(<Node>obj)].flags & NEEDED):
-                if i < 63:
-                    mask |= (<unsigned long long>1) << i
-                else:
-                    needs = (mask if needs is None else needs) | ((<object>1) << i)  # a Python int
-        if needs is None and mask:
-            needs = mask
-        if (mask & 2 and n.op is P_MATMUL and not create and g is not None
-                and ps.defer_weight_gradient(n, g)):
-            mask &= ~(<unsigned long long>2)
-            needs = mask if mask else None
-        if needs is not None and g is not None and not n.zero:
-            nargs = 0
-            rargs = NULL
-            spill = None
-            try:
-                if type(n.op) is Primitive and (<Primitive>n.op).passes_g and not create:
-                    grads = _passed_on(n, g, mask, nparents, argv, &nargs)
-                    rargs = &argv[0]
-                elif type(n.op) is Primitive:
-                    spill = _rule_argv(n, g, needs, create, argv, &nargs)
-                    if spill is None:
-                        rargs = &argv[0]
-                    else:
-                        rargs = PySequence_Fast_ITEMS(spill)
-                    grads = _call_rule(n, rargs, nargs, create)
-                else:
-                    # A Function or a custom op: its backward is user code, which may keep the
-                    # gradient it receives and the arrays it returns.
-                    grads = tuple(n.op.node_backward(n, g, needs, create))
-                    if prune and ps.slots[slot].flags & TARGET:
-                        captured[n] = (captured[n][0], False)
-                if PyTuple_GET_SIZE(grads) != nparents:
-                    raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                       "for %d inputs" % (n.op.name, len(grads), nparents))
-                if is_anomaly_c():
-                    _anomaly_report(n, grads)
-                _deliver(ps, n, grads, rargs, nargs, g,
-                         owned and rargs != NULL and not create)
-            finally:
-                if rargs == &argv[0]:
-                    for i in range(nargs):
-                        Py_XDECREF(argv[i])
-                rargs = NULL
-                spill = None
-            grads = None          # release the rule's results as soon as they are delivered
-        g = None
-        if not retain and not n.zero:     # a zero node holds nothing a rule needs
-            n.saved = None
-            n.result = None
-            n.consts = None
-            n.released = True
-            if type(n.op) is not Primitive:
-                n.op.release()
-        for i in range(nparents):
-            obj = <object>PyTuple_GET_ITEM(parents, i)
-            if obj is None:
-                continue
-            p = <Node>obj
-            pslot = ps.slot_of(p)
-            if prune and not ps.slots[pslot].flags & NEEDED:
-                continue
-            ps.slots[pslot].deps -= 1
-            if ps.slots[pslot].deps == 0:
-                ps.heap_push(pslot)
+        p = <Node>obj
+        if p.zero:
+            continue
+        slot = ps.slot_of(p)
+        if ps.prune and not ps.slots[slot].flags & NEEDED:
+            continue
+        d.entry = slot
+        d.like = NULL
+        d.n_out = p.n_out
+        if p.n_out == 1:
+            d.oidx = 0
+            d.shape = <PyObject *>p.out_shape
+            d.dtype = <PyObject *>p.out_dtype
+        else:
+            k = 0 if poidx is None else <Py_ssize_t><object>PyTuple_GET_ITEM(poidx, i)
+            d.oidx = k
+            d.shape = <PyObject *>(p.out_shape[k])      # borrowed: the node holds them
+            d.dtype = <PyObject *>(p.out_dtype[k])
+        if i < 63:
+            m |= (<unsigned long long>1) << i
+        else:
+            big = (m if big is None else big) | ((<object>1) << i)   # a Python int
+    mask[0] = m
+    if big is not None:
+        return big
+    return m if m else None
 
-    if not prune:
-        return None
-    return _collect(ps, variables, targets, captured, create, start_seq)
+
+cdef inline bint _has_deferred_product(Node n, unsigned long long mask, bint create) noexcept:
+    """Whether ``n``'s op declares a deferred product (``Primitive.defer_input``) for an input
+    that wants a gradient, in a first-order pass."""
+    return (not create and type(n.op) is Primitive and (<Primitive>n.op).defer_input >= 0
+            and (mask >> (<Primitive>n.op).defer_input) & 1)
+
+
+cdef object _defer_product(_Pass ps, Node n, object g, Dest *dests, unsigned long long *mask,
+                           object needs):
+    """The op's deferred-product hook (Note [Deferred weight gradients] in _kernels.py): the
+    gradient for input ``defer_input`` of a variable with more consumers to come is kept in
+    the buffer (``GradientBuffer.defer``) instead of computed by the rule. Returns the rule's
+    ``needs`` without that input when it was kept, else ``needs`` unchanged."""
+    cdef Primitive op = <Primitive>n.op
+    cdef Py_ssize_t i = op.defer_input
+    cdef Dest *d = &dests[i]
+    cdef tuple saved = n.saved
+    if is_anomaly_c() or not _acts_as_leaf(<Node>PyTuple_GET_ITEM(n.parents, i)):
+        return needs
+    if n.released or saved is None:
+        return needs                    # the rule's call raises the error
+    x = <object>PyTuple_GET_ITEM(saved, op.defer_saved)
+    if isinstance(x, ndarray):
+        x = (<ndarray>x)._data
+    if not ps.buf.defer(d, ps.slots[d.entry].deps, x, g):
+        return needs
+    _check_versions(n, saved)
+    mask[0] &= ~((<unsigned long long>1) << i)
+    d.entry = -1
+    return mask[0] if mask[0] else None
+
+
+cdef bint _hand_out(_Pass ps, Py_ssize_t slot, Node n, object g, bint owned,
+                    bint to_user_code, dict captured) except -1:
+    """Give ``n``'s gradient to whoever asked for it: ``grad()``'s caller (``captured``) or
+    the ``.grad`` of the variables it belongs to. Returns whether the pass still owns it
+    (Note [Gradient buffer ownership]); ``to_user_code``: a ``Function``'s backward will
+    receive it, so the caller gets a copy."""
+    if ps.prune:
+        if ps.slots[slot].flags & TARGET:
+            captured[n] = (g, owned and not (to_user_code and type(n.op) is not Primitive))
+            return False                    # handed out to grad()'s caller
+    elif n.var_refs is not None:
+        # A variable's gradient the pass owns becomes its .grad buffer (handed out).
+        _write_vars(n, g, n.op is None and owned)
+    return owned
+
+
+cdef void _run_rule(_Pass ps, Node n, object g, bint owned, object needs,
+                    unsigned long long mask, Dest *dests) except *:
+    """Call ``n``'s derivative rule on its gradient ``g`` and deliver what it returns to the
+    gradient buffer. A table rule's arguments are a C array on this frame's stack (Note [Rule
+    arguments]); a pass-through rule is not called at all (Note [Pass-through rules])."""
+    cdef PyObject *argv[RULE_ARGV]
+    cdef PyObject **args = NULL
+    cdef Py_ssize_t i, nargs = 0, nparents = PyTuple_GET_SIZE(n.parents)
+    cdef tuple spill = None, grads
+    cdef bint create = ps.create
+    cdef bint table = type(n.op) is Primitive
+    try:
+        if table and (<Primitive>n.op).passes_g and not create:
+            grads = _passed_on(n, g, mask, nparents, argv, &nargs)
+            args = &argv[0]
+        elif table:
+            spill = _rule_argv(n, g, needs, create, argv, &nargs)
+            args = &argv[0] if spill is None else PySequence_Fast_ITEMS(spill)
+            grads = _call_rule(n, args, nargs, create)
+        else:
+            # A Function or a custom op: its backward is user code, which may keep the
+            # gradient it receives and the arrays it returns.
+            grads = tuple(n.op.node_backward(n, g, needs, create))
+        check_rule_result(n, grads, nparents, n)
+        ps.buf.deliver(n, grads, dests, args, nargs, g, owned and table and not create)
+    finally:
+        if args == &argv[0]:
+            for i in range(nargs):
+                Py_XDECREF(argv[i])
+
+
+cdef inline void _release(Node n) except *:
+    """Drop what ``n`` saved for its rule, which has run (Note [Release])."""
+    if n.zero:
+        return          # a zero node holds nothing a rule needs
+    n.saved = None
+    n.result = None
+    n.consts = None
+    n.released = True
+    if type(n.op) is not Primitive:
+        n.op.release()
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef int _schedule_parents(_Pass ps, Node n) except -1:
+    """``n`` has run: each of its producers has one consumer fewer to wait for, and is ready
+    when none is left."""
+    cdef tuple parents = n.parents
+    cdef Py_ssize_t i, pslot
+    cdef PyObject *obj
+    for i in range(PyTuple_GET_SIZE(parents)):
+        obj = PyTuple_GET_ITEM(parents, i)
+        if obj == <PyObject *>None:
+            continue
+        pslot = ps.slot_of(<Node>obj)
+        if ps.prune and not ps.slots[pslot].flags & NEEDED:
+            continue
+        ps.slots[pslot].deps -= 1
+        if ps.slots[pslot].deps == 0:
+            ps.heap_push(pslot)
+    return 0
 
 
 cdef ndarray _link_reach(ndarray g, list leaves, object target):

@@ -885,12 +885,13 @@ def prelu(x, alpha):
 # gradient contribution x_t.T @ g_t from each. Made one at a time, they are many small
 # products whose rows (the batch) are too few for BLAS to run at speed, and as many
 # additions of a whole weight-sized array. Their sum is one product of the rows stacked:
-# sum_t x_t.T @ g_t == [x_0; x_1; ...].T @ [g_0; g_1; ...]. So a backward pass that meets a
-# 2-D product whose right operand is a variable with more consumers still to come keeps
-# (x_t, g_t) instead of running the rule for it, and makes the one product when the
-# variable's gradient is complete (``_engine.pyx``; the executor's replay does the same at the
-# same points, ``_plan.pyx``); on the LSTM benchmark the weights' gradients take well under
-# half the time (docs/benchmarks.rst, Numbers behind the kernels' Notes). Only first-order
+# sum_t x_t.T @ g_t == [x_0; x_1; ...].T @ [g_0; g_1; ...]. An op declares such a product in
+# the derivative table (``Op("matmul", ..., deferred={"y": "x"})``: y's gradient is x.T @ g),
+# and a backward pass that meets a 2-D one whose y is a variable with more consumers still to
+# come keeps (x_t, g_t) in its gradient buffer instead of running the rule for it, and makes
+# the one product when the variable's gradient is taken (``GradientBuffer.defer`` and
+# ``take`` in ``_engine.pyx``; the executor's replay calls them at the same points). It pays
+# on RNN weights (docs/benchmarks.rst, "Numbers behind the engine's Notes"). Only first-order
 # passes defer (under create_graph the rule is recorded as usual), only real floating
 # dtypes that all agree (no casts to decide), and only products with at most
 # DEFERRED_MAX_ROWS rows, where the stacked product pays; a contribution is summed in a

@@ -1,5 +1,7 @@
 # The plan of a bound symbol.  See Note [Executor plan] in _plan.pyx.
 
+from fastgrad._engine cimport GradientBuffer, Dest
+
 
 cdef class _Composite:
     cdef readonly str name           # the composite's op name ('npx.softmax', ...)
@@ -33,11 +35,13 @@ cdef class Step:
     cdef readonly object node_id     # the id of its symbol node
     cdef readonly Py_ssize_t index   # position in the plan
     cdef tuple released              # slots forward drops after this step (Note [Slot lifetimes])
-    # Note [Deferred weight gradients] in _kernels.py: for a matmul whose right operand is an
-    # argument, the consumers of that argument the engine would count at this step (this one
-    # and those replayed after it), else 0; and the rule's needs without that operand.
-    cdef Py_ssize_t defer_left
-    cdef object needs_without_y
+    # The op's deferred-product hook (Primitive.defer_input; Note [Deferred weight gradients]
+    # in _kernels.py), for an input that is an argument wanting a gradient:
+    cdef Py_ssize_t defer_input      # that input, or -1
+    cdef Py_ssize_t defer_left       # its consumers the engine would count at this step
+                                     #   (this one and those replayed after it), else 0
+    cdef Py_ssize_t defer_x_slot     # the slot of the product's other factor x
+    cdef object needs_deferred       # the rule's needs without that input
 
 
 cdef class Plan:
@@ -54,17 +58,13 @@ cdef class Plan:
     cdef tuple head_slots            # the slots of the outputs a gradient flows back from
     cdef tuple head_index            # their output indices
     cdef list ones                   # per grad head: ones of its shape (the default gradient)
-    cdef list acc                    # per slot: the gradient accumulated so far (backward only)
-    cdef bytearray owned             # per slot: acc is a buffer the pass owns
-    cdef bytearray multi             # per slot: an output of a multi-output step
-    cdef dict deferred               # per argument slot: its deferred products ([x], [g])
+    cdef GradientBuffer grads        # per slot: its incoming gradient (Note [Gradient
+                                     #   buffers] in _engine.pyx); empty between passes
     cdef tuple out_slots
     cdef list outputs                # the output arrays handed to the user (reused)
     cdef type out_cls
     cdef readonly bint any_grad
 
     cdef list _store_outputs(self)
-    cdef void _accumulate(self, Py_ssize_t s, object g, bint exclusive) except *
     cdef void _replay(self, list head_grads) except *
-    cdef bint _defer(self, Step st, list vals, object g) except -1
     cdef void _write_grads(self) except *

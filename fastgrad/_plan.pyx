@@ -24,23 +24,23 @@ rule reads stay in their slots until the next forward.
 
 Note [Backward replay]
 ~~~~~~~~~~~~~~~~~~~~~~
-``backward`` replays the linked steps in reverse creation order over per-slot accumulators,
-without a graph walk, a heap, dependency counts or tape nodes. That is exactly the engine's
+``backward`` replays the linked steps in reverse creation order over per-slot entries of a
+``GradientBuffer``, without a graph walk, a heap, dependency counts or tape nodes. That is exactly the engine's
 order for the same program recorded imperatively: the engine runs the ready node with the
 largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
 consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
 recorded in the symbol's order is reverse creation order. Within a step the input gradients
-are delivered in input order and the head gradients are seeded first in output order. Every
-step after the rule is the engine's own function, cimported from ``_engine.pxd``: the gradient
-is summed back to the input's shape and cast to its dtype by ``fit_gradient_like``, added by
-``add_gradient`` with the ownership ``rule_result_owned`` decides (Note [Accumulation] and Note
-[Gradient buffer ownership] in ``_engine.pyx``; an output of a multi-output step is never
-owned, as in the engine; the replay does not pass ownership on through a rule that returns its
-own ``g`` unchanged, which the engine's ``_deliver`` does: that can cost the replay a copy,
-never a value), and a multi-output step's unreached outputs get the engine's symbolic
-zeros (``complete_gradients``). So each gradient is the same sum of the same terms in the same
-order, by the same code, as imperatively, and the executor's gradients equal the imperative
-ones bit for bit (``tests/test_executor_core.py``).
+are delivered in input order and the head gradients are seeded first in output order.
+
+The replay's loop is the engine's loop over that fixed order: take the step's gradient from
+the plan's ``GradientBuffer``, call its rule, hand the gradients to the buffer
+(``deliver``), which fits, owns, adds and defers them exactly as for a tape (Note [Gradient
+buffers] in ``_engine.pyx``); a step's ``Dest`` entries name the slots its inputs' gradients
+go to, fitted to the values in those slots. A step whose op declares a deferred product
+defers it where the engine would (``Step.defer_left``, worked out at bind). So each gradient
+is the same sum of the same terms in the same order, by the same code, as imperatively, and
+the executor's gradients equal the imperative ones bit for bit
+(``tests/test_executor_core.py``).
 
 Each argument's gradient is then written by the engine's ``write_grad_buffer``: ``'write'``
 copies it into the buffer, or makes the buffer take the pass's own array when the executor
@@ -65,7 +65,7 @@ steps make new ones.
 Forward and backward allocate through the buffer cache of the large-array kernels (Note
 [Buffer cache] in ``_large/pool.h``; ``use_buffer_cache``): dropping a step's worth of values
 at once made glibc give their memory back to the system, and every step page-faulted it in
-again (the LeNet step: about 1,900 faults a step, now none). Arrays made there keep the cache
+again (docs/benchmarks.rst, "Numbers behind the engine's Notes"). Arrays made there keep the cache
 as their allocator wherever they go (a gradient buffer the executor hands out), and give
 their block back to it when they are freed.
 
@@ -79,14 +79,13 @@ replaces the composites of a list by the primitives they ran, from the second fo
 cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.list cimport PyList_GET_ITEM
-from cpython.ref cimport Py_INCREF
-from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.sequence cimport PySequence_Fast_ITEMS
 cimport numpy as cnp
 from fastgrad._node cimport new_leaf, HAS_RULE, NO_RULE
 from fastgrad._array cimport ndarray, Primitive, wrap
-from fastgrad._engine cimport (fit_gradient_like, add_gradient, rule_result_owned,
-                               complete_gradients, write_grad_buffer, same_layout, needs_mask,
-                               deferrable_product, keep_product, summed_weight_gradients)
+from fastgrad._engine cimport (GradientBuffer, Dest, SHARED, complete_gradients,
+                               write_grad_buffer, same_layout, needs_mask, check_rule_result)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 from fastgrad._large.kernels cimport use_buffer_cache, restore_allocator
 
@@ -95,7 +94,6 @@ import numpy as _np
 
 from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
-from fastgrad._anomaly import report as _anomaly_report
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._expand import EXPANDABLE
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
@@ -357,6 +355,7 @@ cdef class Plan:
             st.saved_slots = ()
             st.shape_slots = ()
             gslots = [-1] * len(ins)
+            st.defer_input = -1
             if is_primitive(fn):
                 if all([static[s] for s in ins]):
                     with _np.errstate(all="ignore"):
@@ -388,6 +387,9 @@ cdef class Plan:
                 st.saved_slots = tuple([ins[j] for j in save_inputs])
                 st.shape_slots = tuple([ins[j] for j in save_shapes])
                 st.save_result = save_result
+                if fn.defer_input >= 0:
+                    st.defer_input = fn.defer_input
+                    st.defer_x_slot = st.saved_slots[(<Primitive>fn).defer_saved]
             else:
                 st.op = snode.op
                 for i, s in enumerate(ins):
@@ -416,9 +418,11 @@ cdef class Plan:
         self.head_slots = tuple([s for s in self.out_slots if linked[s]])
         self.head_index = tuple([i for i, s in enumerate(self.out_slots) if linked[s]])
         self.bsteps = [st for st in reversed(self.steps) if st.linked]
-        self.acc = [None] * len(values)
-        self.owned = bytearray(len(values))
-        self.multi = bytearray(multi)
+        self.grads = GradientBuffer.__new__(GradientBuffer)
+        self.grads.reset(len(values), False)
+        for i in range(len(values)):
+            if multi[i]:
+                self.grads.entries[i].flags = SHARED    # never owned, as in the engine
         self.any_grad = bool(grad_args)
 
     def _plan_lifetimes(self, list static):
@@ -450,11 +454,13 @@ cdef class Plan:
         self.kept_slots = tuple(sorted([s for s in produced if s in kept]))
 
     def _plan_deferred_products(self, list arg_slots):
-        """Mark the matmul steps whose gradient for a variable the replay defers where the
-        engine would (Note [Deferred weight gradients] in _kernels.py): the engine defers
+        """Mark the steps whose op declares a deferred product (``Primitive.defer_input``)
+        for an argument, which the replay defers where the engine would (Note [Deferred weight
+        gradients] in _kernels.py): the engine defers
         while the variable has more than one consumer left to run, counting every input of
         every node it visits, a node being visited when it has history and leads to a head."""
         cdef Step st
+        cdef Py_ssize_t i
         wants = set([arg_slots[k] for k in self.grad_args])
         history = set(wants)
         for st in self.steps:
@@ -472,10 +478,11 @@ cdef class Plan:
             for s in st.ins:
                 if s in left:
                     left[s] += 1
-            if (st.composite is None and st.op == "matmul" and st.n_in == 2
-                    and st.gslots[1] >= 0 and st.gslots[1] in wants):
-                st.defer_left = left[st.gslots[1]]
-                st.needs_without_y = needs_mask([st.gslots[0] >= 0, False])
+            i = st.defer_input
+            if i >= 0 and st.gslots[i] in wants:
+                st.defer_left = left[st.gslots[i]]
+                st.needs_deferred = needs_mask([s >= 0 and k != i
+                                                for k, s in enumerate(st.gslots)])
 
     def take_traces(self):
         """The traces of composite steps the last forward made, by symbol node id (Note
@@ -580,7 +587,6 @@ cdef class Plan:
         ``head_grads``: one gradient per output (an ndarray of its shape and dtype), or
         ``None`` for ones.
         """
-        cdef Py_ssize_t i
         cdef int prev_rec = set_recording_c(0)
         cdef int prev_train = set_training_c(train_mode)
         cdef object allocator = use_buffer_cache()
@@ -591,128 +597,119 @@ cdef class Plan:
             restore_allocator(allocator)
             set_recording_c(prev_rec)
             set_training_c(prev_train)
-            for i in range(len(self.acc)):
-                self.acc[i] = None
-            self.deferred = None
-
-    cdef void _accumulate(self, Py_ssize_t s, object g, bint g_owned) except *:
-        """Add ``g`` to the gradient of slot ``s`` with the engine's ``add_gradient`` (Note
-        [Accumulation] in ``_engine.pyx``); ``g_owned``: the replay owns ``g``."""
-        cdef list accs = self.acc
-        cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
-        cdef object acc = <object>PyList_GET_ITEM(accs, s)
-        cdef bint now_owned
-        if acc is None:
-            accs[s] = g
-            owned[s] = g_owned and not self.multi[s]
-            return
-        if self.multi[s]:
-            # an output of a multi-output step: no ownership, as in the engine
-            accs[s] = add_gradient(acc, False, g, False, &now_owned)
-            return
-        accs[s] = add_gradient(acc, owned[s], g, g_owned, &now_owned)
-        owned[s] = now_owned
+            self.grads.clear()
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     cdef void _replay(self, list head_grads) except *:
+        """Note [Backward replay]: the engine's loop over a fixed order, with its buffer."""
+        cdef GradientBuffer buf = self.grads
         cdef list vals = self.values
-        cdef list accs = self.acc
-        cdef Py_ssize_t i, k, s, nh = PyTuple_GET_SIZE(self.head_slots)
+        cdef Py_ssize_t i, nh = PyTuple_GET_SIZE(self.head_slots)
         cdef Step st
-        cdef object g, gi, fitted, outs, needs
+        cdef Dest *dests
+        cdef object g, needs
         cdef tuple grads, args
-        cdef bint owned, allocated, anomaly = is_anomaly_c()
+        cdef bint owned, anomaly = is_anomaly_c()
         # Seeds first, in output order (never owned: a head gradient is not the pass's).
         for i in range(nh):
-            s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.head_slots, i)
             if head_grads is None:
                 g = self.ones[i]
             else:
                 g = head_grads[<Py_ssize_t><object>PyTuple_GET_ITEM(self.head_index, i)]
-            self._accumulate(s, g, False)
+            buf.add(<Py_ssize_t><object>PyTuple_GET_ITEM(self.head_slots, i), 0, 1, g, False)
         for obj in self.bsteps:
             st = <Step>obj
-            if st.n_out == 1:
-                s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, 0)
-                g = <object>PyList_GET_ITEM(accs, s)
-                if g is None:
-                    continue
-                accs[s] = None
-            else:
-                g = [accs[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, k)]
-                     for k in range(st.n_out)]
-                if all([gk is None for gk in g]):
-                    continue
-                for k in range(st.n_out):
-                    accs[<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, k)] = None
+            # Take the step's gradient; where the gradient for each of its inputs goes.
+            g = _take(buf, st, &owned)
+            if g is None:
+                continue
+            dests = buf.destinations(st.n_in)
+            _step_destinations(st, vals, dests)
+            needs = st.needs
+            args = None
             if st.composite is not None:
-                args = None         # its gradients come from a pass of its own: not owned
-                grads = st.composite.backward_c(g, st.needs)
+                # Its gradients come from a pass of its own: not owned.
+                grads = st.composite.backward_c(g, needs)
             else:
-                needs = st.needs
-                if st.defer_left and not anomaly and self._defer(st, vals, g):
-                    needs = st.needs_without_y      # the product for y waits (_defer)
-                    if not needs:
+                if st.defer_left and not anomaly:
+                    needs = _defer_product(buf, st, vals, g, dests, needs)
+                    if needs is None:
                         continue
                 if st.n_out > 1:
-                    # Outputs no gradient reached get symbolic zeros, as in the engine.
-                    outs = [_as_np(vals[<Py_ssize_t>st.outs[k]]) for k in range(st.n_out)]
-                    g = complete_gradients(g, st.n_out, [o.shape for o in outs],
-                                           [o.dtype for o in outs])
-                    outs = None
+                    g = _completed(st, vals, g)
                 args = _rule_args(st, vals, g, needs)
                 grads = st.rule(*args)
+            # Hand the gradients to the inputs' entries.
+            check_rule_result(st, grads, st.n_in,
+                              _AnomalySite(st.op, st.index) if anomaly else None)
+            buf.deliver(st, grads, dests,
+                        PySequence_Fast_ITEMS(args) if args is not None else NULL,
+                        PyTuple_GET_SIZE(args) if args is not None else 0,
+                        g, owned and args is not None)
             g = None
-            if PyTuple_GET_SIZE(grads) != st.n_in:
-                raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
-                                   "for %d inputs" % (st.op, len(grads), st.n_in))
-            if anomaly:
-                _anomaly_report(_AnomalySite(st.op, st.index), grads)
-            for i in range(st.n_in):
-                s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, i)
-                if s < 0:
-                    continue
-                gi = <object>PyTuple_GET_ITEM(grads, i)
-                if gi is None:
-                    continue
-                fitted = fit_gradient_like(gi, <object>PyList_GET_ITEM(vals, s), st, i,
-                                           &allocated)
-                # Note [Gradient buffer ownership] in _engine.pyx, as the engine decides it.
-                owned = allocated or (args is not None and fitted is gi
-                                      and rule_result_owned(gi, args, grads, i))
-                gi = None
-                self._accumulate(s, fitted, owned)
-                fitted = None
             args = None
-
-    cdef bint _defer(self, Step st, list vals, object g) except -1:
-        """Keep ``st``'s gradient for its right operand to sum with the others in one product,
-        where the engine would (Note [Deferred weight gradients] in _kernels.py)."""
-        cdef Py_ssize_t s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, 1)
-        if st.defer_left <= 1 and (self.deferred is None or s not in self.deferred):
-            return False
-        x = _slot(vals, st.ins, 0)
-        if not deferrable_product(x, _slot(vals, st.ins, 1), g):
-            return False
-        self.deferred = keep_product(self.deferred, s, x, g)
-        return True
 
     cdef void _write_grads(self) except *:
         """Write every argument's gradient into its buffer (as the engine writes a
         variable's)."""
-        cdef list accs = self.acc
-        cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
         cdef Py_ssize_t j, k, s
+        cdef bint owned
         cdef object g
-        cdef dict memo = {}
         for j in range(PyTuple_GET_SIZE(self.grad_args)):
             k = <Py_ssize_t><object>PyTuple_GET_ITEM(self.grad_args, j)
             s = <Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)
-            if self.deferred is not None and s in self.deferred:
-                xs, gs = self.deferred.pop(s)
-                self._accumulate(s, summed_weight_gradients(xs, gs, memo), True)
-            g = <object>PyList_GET_ITEM(accs, s)
-            accs[s] = None
+            g = self.grads.take(s, &owned)
             write_grad_buffer(<ndarray>self.bufs[k], <int>self.reqs[k], g,
-                              owned[s] and self.swappable[k])
+                              owned and self.swappable[k])
+
+
+cdef object _take(GradientBuffer buf, Step st, bint *owned):
+    """The gradient of ``st``'s output (a list for a multi-output step, whose outputs are
+    never owned), or None when none reached it."""
+    cdef Py_ssize_t k
+    cdef bint unused
+    if st.n_out == 1:
+        return buf.take(<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, 0), owned)
+    owned[0] = False
+    g = [buf.take(<Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, k), &unused)
+         for k in range(st.n_out)]
+    if all([gk is None for gk in g]):
+        return None
+    return g
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef void _step_destinations(Step st, list vals, Dest *dests) noexcept:
+    """Where the gradient for each input of ``st`` goes: its slot, fitted to the slot's value
+    (``Dest``, Note [Gradient buffers] in _engine.pyx)."""
+    cdef Py_ssize_t i, s
+    for i in range(st.n_in):
+        s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, i)
+        dests[i].entry = s
+        if s >= 0:
+            dests[i].oidx = 0
+            dests[i].n_out = 1
+            dests[i].shape = NULL
+            dests[i].dtype = NULL
+            dests[i].like = PyList_GET_ITEM(vals, s)
+
+
+cdef object _defer_product(GradientBuffer buf, Step st, list vals, object g, Dest *dests,
+                           object needs):
+    """The op's deferred-product hook, where the engine would apply it (Note [Deferred weight
+    gradients] in _kernels.py): the rule's needs without the deferred input when its product
+    was kept, else ``needs``."""
+    cdef Dest *d = &dests[st.defer_input]
+    if not buf.defer(d, st.defer_left, <object>PyList_GET_ITEM(vals, st.defer_x_slot), g):
+        return needs
+    d.entry = -1
+    return st.needs_deferred if st.needs_deferred else None
+
+
+cdef tuple _completed(Step st, list vals, object g):
+    """A multi-output step's gradients, with symbolic zeros for its outputs no gradient
+    reached, as in the engine."""
+    outs = [_as_np(vals[<Py_ssize_t>st.outs[k]]) for k in range(st.n_out)]
+    return complete_gradients(g, st.n_out, [o.shape for o in outs], [o.dtype for o in outs])

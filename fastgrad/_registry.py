@@ -252,6 +252,9 @@ def build(table):
         if (fn is not None and not variadic and op.n_out == 1 and len(names) < 63
                 and all(real_rules.get(name) == "g" for name in names)):
             prim._set_passes_g()        # Note [Pass-through rules] in _engine.pyx
+        for name, factor in (op.deferred or {}).items():
+            # Note [Deferred weight gradients] in _kernels.py
+            prim._set_deferred(names.index(name), names.index(factor))
         overrides = op.complex if fn is not None else None
         if overrides is not None and not (has_conj or overrides):
             prim._set_complex(1)
