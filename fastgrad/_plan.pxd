@@ -19,6 +19,8 @@ cdef class Step:
     cdef Py_ssize_t n_in
     cdef Py_ssize_t n_out
     cdef tuple params                # the kernel's non-array arguments
+    cdef bint elementwise            # a ufunc of the arrays alone: large inputs go through the
+                                     #   large-array kernels, as the tape's (Note [Executor plan])
     cdef readonly bint linked        # a gradient flows through the step
     # --- the backward replay (Note [Backward replay]); set when linked ---
     cdef object rule                 # the primitive's derivative rule (None for a composite)

@@ -10,7 +10,9 @@ in a list of values, and the nodes become *steps* in creation order (Note [Symbo
 * constants, and primitives that depend on no argument, are computed once at bind (constant
   folding) and never again;
 * every other primitive is a ``Step`` that calls its NumPy kernel on the values of its input
-  slots and stores what it returns in its output slots;
+  slots and stores what it returns in its output slots (a ufunc of a large array through the
+  large-array kernels, as ``Primitive.apply`` calls it for the tape: Note [Large-array
+  kernels] in ``_large``);
 * a composition (``npx.softmax``, ``npx.dropout``, ...) is a step that calls its function on
   fastgrad arrays, recorded on a small tape of its own when a gradient will be needed.
 
@@ -88,7 +90,8 @@ from fastgrad._engine cimport (fit_gradient_like, add_gradient, rule_result_owne
                                complete_gradients, write_grad_buffer, same_layout, needs_mask,
                                deferrable_product, keep_product, summed_weight_gradients)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
-from fastgrad._large.kernels cimport use_buffer_cache, restore_allocator
+from fastgrad._large.kernels cimport (use_buffer_cache, restore_allocator, elementwise,
+                                      is_large)
 
 import types
 import numpy as _np
@@ -196,7 +199,14 @@ cdef void _run_primitive(Step st, list vals) except *:
         v = <object>PyTuple_GET_ITEM(st.params, i)
         Py_INCREF(v)
         PyTuple_SET_ITEM(args, n_in + i, v)
-    out = st.kernel(*args)
+    out = None
+    if st.elementwise:
+        for i in range(n_in):
+            if is_large(<object>PyTuple_GET_ITEM(args, i)):    # Note [Large-array kernels]
+                out = elementwise(st.kernel, args)
+                break
+    if out is None:
+        out = st.kernel(*args)
     if st.n_out == 1:
         if type(out) is not NP_NDARRAY:
             out = _asarray(out)
@@ -383,6 +393,7 @@ cdef class Plan:
                                 "gradient; use grad_req='null' for it" % (fn.name, snode.name, i))
                 st.kernel = fn.forward
                 st.params = tuple(snode.params)
+                st.elementwise = (<Primitive>fn).elementwise and not st.params
                 st.rule = fn.backward
                 save_inputs, save_shapes, save_result = fn.saves
                 st.saved_slots = tuple([ins[j] for j in save_inputs])
