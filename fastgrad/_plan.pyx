@@ -32,8 +32,10 @@ order for the same program recorded imperatively: the engine runs the ready node
 largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
 consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
 recorded in the symbol's order is reverse creation order. Within a step the input gradients
-are delivered in input order and the head gradients are seeded first in output order. Every
-step after the rule is the engine's own function, cimported from ``_engine.pxd``: the gradient
+are delivered in input order and the head gradients are seeded first in output order. The rule
+is the binding the engine's ``_call_rule`` would run (the large-array kernels' for a large
+gradient: Note [Bindings] in ``_bindings.py``). Every step after the rule is the engine's own
+function, cimported from ``_engine.pxd``: the gradient
 is summed back to the input's shape and cast to its dtype by ``fit_gradient_like``, added by
 ``add_gradient`` with the ownership ``rule_result_owned`` decides (Note [Accumulation] and Note
 [Gradient buffer ownership] in ``_engine.pyx``; an output of a multi-output step is never
@@ -91,7 +93,7 @@ from fastgrad._engine cimport (fit_gradient_like, add_gradient, rule_result_owne
                                deferrable_product, keep_product, summed_weight_gradients)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
 from fastgrad._large.kernels cimport (use_buffer_cache, restore_allocator, elementwise,
-                                      is_large)
+                                      is_large, large_rule, large_rule_size)
 
 import types
 import numpy as _np
@@ -99,6 +101,7 @@ import numpy as _np
 from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
 from fastgrad._anomaly import report as _anomaly_report
+from fastgrad._filled import Filled as FILLED
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._expand import EXPANDABLE
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
@@ -395,6 +398,7 @@ cdef class Plan:
                 st.params = tuple(snode.params)
                 st.elementwise = (<Primitive>fn).elementwise and not st.params
                 st.rule = fn.backward
+                st.rule_large = fn.backward_large
                 save_inputs, save_shapes, save_result = fn.saves
                 st.saved_slots = tuple([ins[j] for j in save_inputs])
                 st.shape_slots = tuple([ins[j] for j in save_shapes])
@@ -673,7 +677,11 @@ cdef class Plan:
                                            [o.dtype for o in outs])
                     outs = None
                 args = _rule_args(st, vals, g, needs)
-                grads = st.rule(*args)
+                if st.rule_large is not None and (
+                        large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
+                    grads = st.rule_large(*args)     # the engine's choice (_call_rule)
+                else:
+                    grads = st.rule(*args)
             g = None
             if PyTuple_GET_SIZE(grads) != st.n_in:
                 raise RuntimeError("fastgrad.%s: its derivative rule returned %d gradients "
