@@ -71,6 +71,5 @@ cdef class Plan:
     cdef list _store_outputs(self)
     cdef void _accumulate(self, Py_ssize_t s, object g, bint exclusive) except *
     cdef void _replay(self, list head_grads) except *
-    cdef void _replay_group(self, object group) except *
     cdef bint _defer(self, Step st, list vals, object g) except -1
     cdef void _write_grads(self) except *

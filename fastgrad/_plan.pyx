@@ -694,10 +694,6 @@ cdef class Plan:
             self._accumulate(s, g, False)
         for obj in self.bsteps:
             st = <Step>obj
-            if st.fgroup is not None and st.fgroup.fused:
-                if st.index == st.fgroup.last_linked:   # Note [Fused groups] in _fusion.py
-                    self._replay_group(st.fgroup)
-                continue
             if st.n_out == 1:
                 s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.outs, 0)
                 g = <object>PyList_GET_ITEM(accs, s)
@@ -754,21 +750,6 @@ cdef class Plan:
                 self._accumulate(s, fitted, owned)
                 fitted = None
             args = None
-
-    cdef void _replay_group(self, object group) except *:
-        """Replay a fused group's steps (Note [Fused groups] in ``symbol/_fusion.py``): it
-        uses up its own slots' gradients and hands back new ones, which the pass owns, for the
-        slots it reads from outside."""
-        cdef unsigned char* owned = <unsigned char*>PyByteArray_AS_STRING(self.owned)
-        cdef Py_ssize_t s
-        results = group.backward(self.values, self.acc)
-        for info in group.steps:
-            s = info.out
-            self.acc[s] = None
-            owned[s] = 0
-        for s, g in results:
-            self.acc[s] = g
-            owned[s] = not self.multi[s]
 
     cdef bint _defer(self, Step st, list vals, object g) except -1:
         """Keep ``st``'s gradient for its right operand to sum with the others in one product,

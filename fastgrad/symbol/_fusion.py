@@ -135,9 +135,8 @@ class FusedGroup:
         self.linked = [st for st in reversed(run) if st.linked]
         self.gin = sorted(set([s for st in run for s in st.gslots if s >= 0]) - made)
         self.fused = False                # the last forward ran fused
-        self.replayable = True            # the plan's replay calls backward (else: unfused
+        self.replayable = False           # the plan's replay calls backward (else: unfused
                                           #   whenever a step is linked)
-        self.last_linked = self.linked[0].index if self.linked else -1
         self.shape = None
         self.dtypes = {}                  # per slot the group makes: its dtype (last forward)
 
