@@ -36,7 +36,6 @@ cdef class Step:
     cdef readonly object node_id     # the id of its symbol node
     cdef readonly Py_ssize_t index   # position in the plan
     cdef tuple released              # slots forward drops after this step (Note [Slot lifetimes])
-    cdef object fgroup               # the fused group it belongs to, or None (Note [Fused groups])
     # Note [Deferred weight gradients] in _kernels.py: for a matmul whose right operand is an
     # argument, the consumers of that argument the engine would count at this step (this one
     # and those replayed after it), else 0; and the rule's needs without that operand.
@@ -47,7 +46,6 @@ cdef class Step:
 cdef class Plan:
     cdef list values                 # one value per slot (Note [Executor plan])
     cdef list steps                  # the Steps, in creation order
-    cdef list groups                 # the fused groups (symbol/_fusion.py), in step order
     cdef list bsteps                 # the linked Steps, in reverse creation order
     cdef list arg_arrays             # the executor's argument arrays (shared list)
     cdef tuple arg_slots             # per argument: its slot

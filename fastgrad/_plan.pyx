@@ -104,7 +104,6 @@ from fastgrad._anomaly import report as _anomaly_report
 from fastgrad._filled import Filled as FILLED
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._expand import EXPANDABLE
-from fastgrad.symbol._fusion import StepInfo, fusible, plan_groups
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
 
 cnp.import_array()
@@ -429,7 +428,6 @@ cdef class Plan:
         self.out_slots = tuple([slot[(n.id, k)] for n, k in symbol._entries])
         self._plan_lifetimes(static)
         self._plan_deferred_products(arg_slots)
-        self._plan_fusion()
         self.head_slots = tuple([s for s in self.out_slots if linked[s]])
         self.head_index = tuple([i for i, s in enumerate(self.out_slots) if linked[s]])
         self.bsteps = [st for st in reversed(self.steps) if st.linked]
@@ -494,38 +492,6 @@ cdef class Plan:
                 st.defer_left = left[st.gslots[1]]
                 st.needs_without_y = needs_mask([st.gslots[0] >= 0, False])
 
-    def _plan_fusion(self):
-        """Find the runs of elementwise steps forward may fuse (Note [Fused groups] in
-        ``symbol/_fusion.py``)."""
-        cdef Step st
-        last_read = {}
-        for st in self.steps:
-            for s in st.ins:
-                last_read[s] = st.index
-        outputs = set(self.out_slots)
-
-        def read_after(s, i):
-            return s in outputs or last_read.get(s, -1) > i
-
-        infos = []
-        for st in self.steps:
-            if st.composite is None and fusible(st.op, st.kernel, st.n_out,
-                                                PyTuple_GET_SIZE(st.shape_slots) > 0):
-                infos.append(StepInfo(st.index, st.op, st.kernel, st.ins, st.outs[0], st.params,
-                                      st.linked, st.rule, st.needs, st.gslots, st.saved_slots,
-                                      st.save_result))
-            else:
-                infos.append(None)
-        self.groups = plan_groups(infos, read_after)
-        for group in self.groups:
-            for k in range(group.first, group.last + 1):
-                (<Step>self.steps[k]).fgroup = group
-
-    @property
-    def fused_groups(self):
-        """The fused groups, as ``(first step, last step, fused at the last forward)``."""
-        return [(g.first, g.last, g.fused) for g in self.groups]
-
     def take_traces(self):
         """The traces of composite steps the last forward made, by symbol node id (Note
         [Composite expansion] in ``symbol/_expand.py``); ``None`` when there are none."""
@@ -574,10 +540,8 @@ cdef class Plan:
     def forward(self, bint is_train):
         """Run every step and return the output arrays (reused while shapes do not change)."""
         cdef list vals = self.values
-        cdef Py_ssize_t k, j, i = 0, n = PyTuple_GET_SIZE(self.arg_slots)
-        cdef Py_ssize_t nsteps = len(self.steps)
+        cdef Py_ssize_t k, n = PyTuple_GET_SIZE(self.arg_slots)
         cdef Step st
-        cdef bint may_fuse = not is_anomaly_c()
         cdef int prev_train = set_training_c(is_train)
         cdef int prev_rec = set_recording_c(0)
         cdef object allocator = use_buffer_cache()
@@ -588,24 +552,14 @@ cdef class Plan:
             for k in range(n):
                 vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.arg_slots, k)] = \
                     (<ndarray>PyList_GET_ITEM(self.arg_arrays, k))._data
-            while i < nsteps:
-                st = <Step>PyList_GET_ITEM(self.steps, i)
-                if (st.fgroup is not None and i == st.fgroup.first
-                        and st.fgroup.forward(vals, may_fuse)):
-                    # the group ran its steps (Note [Fused groups] in symbol/_fusion.py)
-                    for j in range(i, st.fgroup.last + 1):
-                        st = <Step>PyList_GET_ITEM(self.steps, j)
-                        for k in range(PyTuple_GET_SIZE(st.released)):
-                            vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.released, k)] = None
-                    i = j + 1
-                    continue
+            for obj in self.steps:
+                st = <Step>obj
                 if st.composite is None:
                     _run_primitive(st, vals)
                 else:
                     _run_composite(st, vals)
                 for k in range(PyTuple_GET_SIZE(st.released)):
                     vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.released, k)] = None
-                i += 1
         finally:
             restore_allocator(allocator)
             set_recording_c(prev_rec)
