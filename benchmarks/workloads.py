@@ -1195,8 +1195,16 @@ class LargeElementwise(Workload):
         rng = onp.random.default_rng(self.seed + 3)
         return {"x": rng.uniform(-3.0, 3.0, size=self.size)}
 
+    optional_backends = ("fastgrad-exec",)
+
     def loss(self, ops, x):
         return ops.sum(ops.sin(x) * ops.exp(-x * x) + x * x)
+
+    def fastgrad_exec_step(self, backend, inputs):
+        sym = backend.sym
+        x = sym.var("x")
+        loss = sym.sum(sym.sin(x) * sym.exp(-x * x) + x * x)
+        return backend.bind_step(loss, inputs, self.params)
 
     def numpy_step(self, inputs):
         x = inputs["x"]

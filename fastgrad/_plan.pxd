@@ -21,9 +21,12 @@ cdef class Step:
     cdef Py_ssize_t n_in
     cdef Py_ssize_t n_out
     cdef tuple params                # the kernel's non-array arguments
+    cdef bint elementwise            # a ufunc of the arrays alone: large inputs go through the
+                                     #   large-array kernels, as the tape's (Note [Executor plan])
     cdef readonly bint linked        # a gradient flows through the step
     # --- the backward replay (Note [Backward replay]); set when linked ---
     cdef object rule                 # the primitive's derivative rule (None for a composite)
+    cdef object rule_large           # the same rule's large binding (Note [Bindings]), or None
     cdef object needs                # the rule's ``needs``: a Python int, bit i for input i
     cdef tuple gslots                # per input: the slot its gradient goes to, or -1
     cdef tuple saved_slots           # slots of the inputs the rule reads (rule order)

@@ -10,7 +10,9 @@ in a list of values, and the nodes become *steps* in creation order (Note [Symbo
 * constants, and primitives that depend on no argument, are computed once at bind (constant
   folding) and never again;
 * every other primitive is a ``Step`` that calls its NumPy kernel on the values of its input
-  slots and stores what it returns in its output slots;
+  slots and stores what it returns in its output slots (a ufunc of a large array through the
+  large-array kernels, as ``Primitive.apply`` calls it for the tape: Note [Large-array
+  kernels] in ``_large``);
 * a composition (``npx.softmax``, ``npx.dropout``, ...) is a step that calls its function on
   fastgrad arrays, recorded on a small tape of its own when a gradient will be needed.
 
@@ -30,7 +32,9 @@ order for the same program recorded imperatively: the engine runs the ready node
 largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
 consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
 recorded in the symbol's order is reverse creation order. Within a step the input gradients
-are delivered in input order and the head gradients are seeded first in output order.
+are delivered in input order and the head gradients are seeded first in output order. The rule
+is the binding the engine's ``_call_rule`` would run (the large-array kernels' for a large
+gradient: Note [Bindings] in ``_bindings.py``).
 
 The replay's loop is the engine's loop over that fixed order: take the step's gradient from
 the plan's ``GradientBuffer``, call its rule, hand the gradients to the buffer
@@ -87,13 +91,15 @@ from fastgrad._array cimport ndarray, Primitive, wrap
 from fastgrad._engine cimport (GradientBuffer, Dest, SHARED, complete_gradients,
                                write_grad_buffer, same_layout, needs_mask, check_rule_result)
 from fastgrad._state cimport (set_recording_c, set_training_c, is_training_c, is_anomaly_c)
-from fastgrad._large.kernels cimport use_buffer_cache, restore_allocator
+from fastgrad._large.kernels cimport (use_buffer_cache, restore_allocator, elementwise,
+                                      is_large, large_rule, large_rule_size)
 
 import types
 import numpy as _np
 
 from fastgrad._array import parse_grad_req
 from fastgrad._engine import run_backward
+from fastgrad._filled import Filled as FILLED
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._expand import EXPANDABLE
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, is_primitive
@@ -194,7 +200,14 @@ cdef void _run_primitive(Step st, list vals) except *:
         v = <object>PyTuple_GET_ITEM(st.params, i)
         Py_INCREF(v)
         PyTuple_SET_ITEM(args, n_in + i, v)
-    out = st.kernel(*args)
+    out = None
+    if st.elementwise:
+        for i in range(n_in):
+            if is_large(<object>PyTuple_GET_ITEM(args, i)):    # Note [Large-array kernels]
+                out = elementwise(st.kernel, args)
+                break
+    if out is None:
+        out = st.kernel(*args)
     if st.n_out == 1:
         if type(out) is not NP_NDARRAY:
             out = _asarray(out)
@@ -382,7 +395,9 @@ cdef class Plan:
                                 "gradient; use grad_req='null' for it" % (fn.name, snode.name, i))
                 st.kernel = fn.forward
                 st.params = tuple(snode.params)
+                st.elementwise = (<Primitive>fn).elementwise and not st.params
                 st.rule = fn.backward
+                st.rule_large = fn.backward_large
                 save_inputs, save_shapes, save_result = fn.saves
                 st.saved_slots = tuple([ins[j] for j in save_inputs])
                 st.shape_slots = tuple([ins[j] for j in save_shapes])
@@ -639,7 +654,11 @@ cdef class Plan:
                 if st.n_out > 1:
                     g = _completed(st, vals, g)
                 args = _rule_args(st, vals, g, needs)
-                grads = st.rule(*args)
+                if st.rule_large is not None and (
+                        large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
+                    grads = st.rule_large(*args)     # the engine's choice (_call_rule)
+                else:
+                    grads = st.rule(*args)
             # Hand the gradients to the inputs' entries.
             check_rule_result(st, grads, st.n_in,
                               _AnomalySite(st.op, st.index) if anomaly else None)

@@ -154,3 +154,38 @@ def test_executor_gradient_of_a_multi_output_op_with_an_unreached_output_is_exac
     dp[:, 4:] = onp.exp(a)
     onp.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), dp * w, rtol=1e-13)
     onp.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), (dp * x).sum(0), rtol=1e-13)
+
+
+def test_executor_on_large_arrays_uses_the_large_kernels_as_the_tape_does():
+    """Steps of large arrays run where the tape runs them (Note [Executor plan]): ufunc
+    kernels and the rules' large binding through the large-array kernels, split across the
+    pool as often as the tape splits them, with the tape's values bit for bit."""
+    from fastgrad import _large
+
+    def prog(F, v):
+        x = v["x"]
+        return F.sum(F.sin(x) * F.exp(-x * x) + x * x)
+
+    values = _values({"x": ((1 << 18) + 4097,)}, onp.float64)
+    old = _large.set_num_threads(2)
+    try:
+        ex = _bind(prog, values)
+        ex.forward(is_train=True)
+        start = _large.pool_calls()
+        out = ex.forward(is_train=True)[0]
+        forward_calls = _large.pool_calls() - start
+        ex.backward()
+        backward_calls = _large.pool_calls() - start - forward_calls
+        x = mx.np.array(values["x"])
+        x.attach_grad()
+        start = _large.pool_calls()
+        with mx.autograd.record():
+            y = prog(mx.np, {"x": x})
+        tape_forward_calls = _large.pool_calls() - start
+        y.backward()
+        tape_backward_calls = _large.pool_calls() - start - tape_forward_calls
+    finally:
+        _large.set_num_threads(old if old else None)
+    assert (forward_calls, backward_calls) == (tape_forward_calls, tape_backward_calls)
+    assert onp.array_equal(out.asnumpy(), y.asnumpy())
+    assert onp.array_equal(ex.grad_dict["x"].asnumpy(), x.grad.asnumpy())
