@@ -7,7 +7,8 @@ with a CPU-bound process (a Python ``while True: pass``, as ``taskset -c CORE py
 "while True: pass"`` makes) pinned to one core for the whole phase. The neighbour is killed
 when its phase ends, also on Ctrl-C or an error. The table gives, per workload and backend,
 the idle and loaded medians, their ratio (loaded/idle: 1 is a library that shares the
-machine gracefully), and the spread of each phase (median/minimum of a step).
+machine gracefully), the spread of each phase (median/minimum of a step), and whether the
+gradients of both phases agree with hand-written NumPy's (compare.py's check).
 
 Usage::
 
@@ -96,10 +97,18 @@ def spread(times: Sequence[float]) -> float | None:
     return statistics.median(times) / min(times) if times else None
 
 
-def rows(idle, loaded) -> list[tuple[str, str, float | None, float | None, float | None,
-                                     float | None, float | None]]:
+def _check(r) -> str:
+    if r.backend == "numpy":
+        return "reference"
+    if r.check is None:
+        return "-"
+    return "ok" if r.check.ok else "WRONG"
+
+
+def rows(idle, loaded) -> list[tuple]:
     """(workload, backend, idle median, loaded median, loaded/idle, idle spread, loaded
-    spread) per cell measured in both phases."""
+    spread, gradients) per cell measured in both phases; gradients are "ok" when both
+    phases' gradients agree with hand-written NumPy's."""
     loaded_by = {(r.workload.key, r.backend): r for r in loaded}
     out = []
     for r in idle:
@@ -107,16 +116,18 @@ def rows(idle, loaded) -> list[tuple[str, str, float | None, float | None, float
         if other is None or r.status != "ok" or other.status != "ok":
             continue
         ratio = other.median / r.median if r.median else None
+        checks = {_check(r), _check(other)}
         out.append((r.workload.key, r.backend, r.median, other.median, ratio,
-                    spread(r.times), spread(other.times)))
+                    spread(r.times), spread(other.times),
+                    checks.pop() if len(checks) == 1 else "WRONG"))
     return out
 
 
 def render(table, head: Sequence[str], markdown: bool, compare) -> str:
     header = ("workload", "backend", "idle median", "loaded median", "loaded/idle",
-              "idle med/min", "loaded med/min")
+              "idle med/min", "loaded med/min", "gradients")
     body = [(w, b, compare.fmt_time(i), compare.fmt_time(l), compare.fmt_ratio(q),
-             "%.2f" % si, "%.2f" % sl) for w, b, i, l, q, si, sl in table]
+             "%.2f" % si, "%.2f" % sl, g) for w, b, i, l, q, si, sl, g in table]
     lines = list(head) + [""]
     if markdown:
         lines.append("| " + " | ".join(header) + " |")
