@@ -41,9 +41,10 @@ def test_hog_refuses_a_core_it_may_not_use():
 
 
 def test_short_run_checks_gradients(capsys):
-    # Workload 1 (the per-op chain), two backends, one sample a cell, in both phases.
+    # Workload 1 (the per-op chain), two backends, one sample a cell, in both phases; the
+    # environment's BLAS variables are kept (tests never change them).
     assert nn.main(["--core", str(_core()), "--workloads", "1", "--backends", "numpy,fastgrad",
-                    "--quick", "--repeat", "1", "--budget", "0.01"]) == 0
+                    "--quick", "--repeat", "1", "--budget", "0.01", "--keep-blas-env"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith("1 ")]
     assert {r[1] for r in rows} == {"numpy", "fastgrad"}, out
