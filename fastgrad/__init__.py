@@ -25,6 +25,7 @@ except ModuleNotFoundError as _missing:  # Note [The source tree shadows the ins
         raise
     raise _explained from None
 _bootstrap.wire()
+from fastgrad._threads import set_num_threads, get_num_threads, get_blas_num_threads  # noqa: E402
 from fastgrad import autograd  # noqa: E402
 
 from fastgrad import numpy as np  # noqa: E402
@@ -73,7 +74,7 @@ _sys.modules[__name__ + ".mon"] = monitor
 
 __all__ = ["autograd", "np", "npx", "nd", "cpu", "gpu", "Context", "Device", "num_gpus",
            "current_context", "list_ops", "sym", "viz", "__version__", "base", "device", "random"]
-__all__ += ["functional"]
+__all__ += ["functional", "set_num_threads", "get_num_threads", "get_blas_num_threads"]
 __all__ += ["optimizer", "lr_scheduler", "kvstore", "kv", "gluon"]
 __all__ += ["registry", "initializer", "init", "metric"]
 __all__ += ["io", "model", "callback", "monitor", "mon", "module", "mod"]

@@ -34,8 +34,9 @@ LAYERS = (
     ("state", "version, errors, devices, per-thread state, tape nodes, symbolic zeros",
      ["_version", "_source_tree", "base", "context", "device", "_state", "_node", "_zeros",
       "_complex", "_anomaly", "_reshape_codes"]),
-    ("kernels", "NumPy kernels, the thread pool and its split operators, filled gradients",
-     ["_large", "_large.*", "_filled", "_kernels", "_memo"]),
+    ("kernels", "NumPy kernels, the thread pool and its split operators, the thread settings, "
+     "filled gradients",
+     ["_large", "_large.*", "_threads", "_filled", "_kernels", "_memo"]),
     ("array", "the array type and the recording path (Primitive.apply), the backward core",
      ["_array", "_engine", "_function"]),
     ("table", "the derivative table, its rule helpers, the registry that compiles it",

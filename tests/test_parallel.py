@@ -14,6 +14,7 @@ import pytest
 
 import fastgrad  # noqa: F401
 from fastgrad import _large, autograd
+from fastgrad._large import kernels
 from fastgrad import np as fnp
 from fastgrad import npx
 from fastgrad._filled import Filled
@@ -378,8 +379,11 @@ def test_full_sum_is_numpys_bit_for_bit(shape, dtype):
     before = _large.pool_calls()
     got = _large.sum_all(x)
     expected = onp.add.reduce(x, axis=None)
-    assert type(got) is type(expected) and got.tobytes() == expected.tobytes()
-    assert _large.pool_calls() == before + 1
+    if not kernels.numpy_sums_pairwise():       # NumPy 2.0 (Note [NumPy's summation order])
+        assert got is None
+    else:
+        assert type(got) is type(expected) and got.tobytes() == expected.tobytes()
+        assert _large.pool_calls() == before + 1
     # Through fastgrad's sum, keepdims or not.
     for keepdims in (False, True):
         r = fnp.sum(fnp.array(x), keepdims=keepdims).asnumpy()
@@ -388,6 +392,8 @@ def test_full_sum_is_numpys_bit_for_bit(shape, dtype):
 
 
 def test_full_sum_zeros_and_overflow_as_numpy():
+    if not kernels.numpy_sums_pairwise():
+        pytest.skip("this NumPy does not sum pairwise over the whole array: sum_all declines")
     z = onp.full(N, -0.0)
     assert _large.sum_all(z).tobytes() == onp.add.reduce(z, axis=None).tobytes()
     big = onp.full(N, 1e308)

@@ -23,7 +23,8 @@ How the work is split, why the results are bit-identical, and what may fall back
 API, fork, platforms never built here) is ``docs/internals/parallel.rst``.
 
 Settings: ``set_num_threads(n)`` (``FASTGRAD_NUM_THREADS``; ``1`` turns every kernel here
-off, and the callers then call NumPy), ``disable(names)`` (switch single kernels off, named
+off, and the callers then call NumPy; users call ``fastgrad.set_num_threads``, which also sets
+the BLAS's threads, Note [Threads on a busy machine] in ``_threads.py``), ``disable(names)`` (switch single kernels off, named
 in ``KERNELS``, to measure what each brings), ``set_min_size(n)``, ``set_cache_limit(bytes)``,
 ``clear_cache()``; ``cached_empty(shape, dtype)`` makes a scratch array from the buffer cache; ``pool_calls()`` counts the calls the C pool ran (for tests).
 """

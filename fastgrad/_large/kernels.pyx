@@ -736,6 +736,41 @@ cdef bint _errstate_ok(dict errs):
     return True
 
 
+# Whether NumPy's full sums are one pairwise recursion over the whole array, as sum_all
+# assumes: -1 not known yet, 0 no, 1 yes (Note [NumPy's summation order]).
+cdef int _pairwise_sums = -1
+
+
+cdef bint _numpy_sums_pairwise() except -1:
+    """Note [NumPy's summation order]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    ``sum_all`` reproduces NumPy's pairwise summation of one contiguous run. NumPy 2.0 does
+    not sum a large array that way: its reduction runs the inner loop on buffers of 8192
+    elements and adds their pairwise sums in order, a different order (found by CI's job on
+    the oldest NumPy fastgrad supports). Which order the installed NumPy uses is not part
+    of its API, so it is tested once, on first use: ``sum_all`` of two probe arrays, one per
+    dtype, must equal ``numpy.add.reduce`` bit for bit, or ``sum_all`` declines from then
+    on and the callers call NumPy."""
+    global _pairwise_sums
+    if _pairwise_sums < 0:
+        _pairwise_sums = 1                   # lets the probes run
+        n = max(_min_size * POOL_CHEAP_FACTOR, 1 << 18) + 12345
+        base = _np.sin(_np.arange(n, dtype=_np.float64)) * 1000.0 + 0.1
+        for dtype in (_np.float32, _np.float64):
+            probe = base.astype(dtype)
+            with _errstate(all="ignore"):
+                ours = _sum_all(probe)
+                if ours is not None and ours != _add_reduce(probe, axis=None):
+                    _pairwise_sums = 0
+    return _pairwise_sums == 1
+
+
+def numpy_sums_pairwise():
+    """Whether the installed NumPy sums a contiguous array as one pairwise recursion, which
+    ``sum_all`` reproduces (Note [NumPy's summation order]); if not, ``sum_all`` declines."""
+    return _numpy_sums_pairwise()
+
+
 def sum_all(x):
     """``numpy.add.reduce(x)`` over every axis of a large C-contiguous float array, on the
     kernel pool; ``None`` when not applicable (the caller then calls NumPy).
@@ -743,8 +778,16 @@ def sum_all(x):
     NumPy sums a contiguous run pairwise: the sum of ``n`` values is the sum of the first
     ``n2`` plus the sum of the rest, ``n2`` being ``n // 2`` rounded down to a multiple of 8.
     The blocks here are the leaves of that recursion, each summed by NumPy's own reduce loop
-    and combined along the same tree, so the result is NumPy's, bit for bit.
+    and combined along the same tree, so the result is NumPy's, bit for bit (where NumPy
+    sums that way: Note [NumPy's summation order]).
     """
+    r = _sum_all(x)
+    if r is not None and not _numpy_sums_pairwise():
+        return None
+    return r
+
+
+cdef object _sum_all(object x):
     cdef cnp.ndarray arr
     cdef fg_job job
     cdef Py_ssize_t size, lo, hi, half, i

@@ -19,8 +19,11 @@
  * chunk t), so the same slice of a repeatedly used array lands on the same core, then any
  * chunk left: a worker that is asleep costs the caller nothing but its wake-up call.
  *
- * An idle worker spins for a short while (the next large op usually follows within
- * microseconds), then sleeps on a lock the caller releases when it publishes a job.
+ * An idle worker never spins: it sleeps on a lock (a futex wait on Linux) that the caller
+ * releases when it publishes a job. Spinning bought a few microseconds of wake-up on an idle
+ * machine and cost a core's worth of CPU on a busy one, where the spinning worker takes the
+ * time slice of the very thread it waits for. The caller claims any chunk still free once
+ * its own is done, so a worker slow to wake delays a job by at most its share of the work.
  * Floating-point exception flags are per thread: each chunk clears them, runs, and ORs what
  * it raised into fg_fpe, which the caller reports as NumPy would after one call.
  */
@@ -70,24 +73,6 @@ static inline int fg_cas(fg_word *p, fg_word e, fg_word d) {
 
 #define FG_MAX_ARGS 3
 #define FG_MAX_THREADS 32          /* one claim bit per chunk, one chunk per thread */
-#define FG_SPIN_NS 200000           /* how long an idle worker spins before it sleeps */
-
-/* A monotonic clock in nanoseconds, for the spin limit only. */
-#if defined(_MSC_VER)
-static long long fg_now_ns(void) {
-    LARGE_INTEGER t, f;
-    QueryPerformanceCounter(&t);
-    QueryPerformanceFrequency(&f);
-    return (long long)((double)t.QuadPart * 1e9 / (double)f.QuadPart);
-}
-#else
-#  include <time.h>
-static long long fg_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-#endif
 
 /* NumPy's strided loop, and the leading fields of its "numpy_1.24_ufunc_call_info"
  * capsule (documented with ufunc._get_strided_loop). */
@@ -294,14 +279,9 @@ static void fg_worker_main(void *arg) {
     fg_worker *w = (fg_worker *)arg;
     unsigned long long seen = w->seen;
     for (;;) {
-        int spins = 0;
-        long long since = fg_now_ns();
         unsigned long long g;
         while ((g = (unsigned long long)FG_LOAD(&fg_state) >> 32) == seen) {
-            if (++spins % 64 || fg_now_ns() - since < FG_SPIN_NS) {
-                FG_PAUSE();
-                continue;
-            }
+            /* Sleep at once, never spin (Note [Kernel pool]). */
             FG_STORE(&w->sleeping, 1);
             if (((unsigned long long)FG_LOAD(&fg_state) >> 32) != seen) {
                 /* A job came while going to sleep. If the caller saw us asleep, it has
@@ -311,8 +291,6 @@ static void fg_worker_main(void *arg) {
                 continue;
             }
             PyThread_acquire_lock(w->wake, WAIT_LOCK);
-            spins = 0;
-            since = fg_now_ns();
         }
         seen = g;
         fg_participate(w->id, g);
