@@ -15,7 +15,12 @@
 #endif
 /* the contiguous paths stay functions of their own: inlined into the dispatching loop they
  * lose their restrict pointers, and with them their vector code */
-#if defined(__GNUC__) || defined(__clang__)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__AVX2__)
+/* and on x86-64 Linux each is compiled twice, for the baseline and for AVX2, the one the
+ * processor runs chosen when the module loads (an ifunc): NumPy's own loops are AVX2 */
+#define FG_NOINLINE __attribute__((noinline, target_clones("avx2", "default")))
+#elif defined(__GNUC__) || defined(__clang__)
 #define FG_NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER)
 #define FG_NOINLINE __declspec(noinline)
@@ -26,31 +31,50 @@
 /* maximum_backward(g, x, y): g * 1, 0.5 * g or g * 0 (Note [Ties of maximum]) */
 #define FG_TIE(T, x, y) ((T)((x) > (y)) + (T)0.5 * (T)((x) == (y)))
 
+/* The contiguous paths: every operand contiguous, except that the gradient (g) and the
+ * second operand (y) may also be one value broadcast (stride 0): the gradient of a sum reaches
+ * its op as one value broadcast, and maximum(x, 0) compares with one value. Each is a loop of
+ * its own over restrict pointers, which the compiler vectorizes. */
+#define FG_MAXIMUM_PATH(NAME, T, YI)                                                    \
+static FG_NOINLINE void NAME(npy_intp n, const T *restrict g, const T *restrict x,          \
+                             const T *restrict y, T *restrict out) {                        \
+    const T y0 = y[0];                                                                      \
+    (void)y0;                                                                               \
+    for (npy_intp i = 0; i < n; i++) {                                                      \
+        T w = FG_TIE(T, x[i], YI);                                                          \
+        out[i] = g[i] * w;                                                                  \
+    }                                                                                       \
+}
+
+/* with one gradient value, the three products g * 1, g * 0.5, g * 0 are made once and each
+ * element selects one (the same values, and a select the compiler vectorizes) */
+#define FG_MAXIMUM_PATH_G0(NAME, T, YI)                                                     \
+static FG_NOINLINE void NAME(npy_intp n, const T *restrict g, const T *restrict x,          \
+                             const T *restrict y, T *restrict out) {                        \
+    const T y0 = y[0], above = g[0] * (T)1, tie = g[0] * (T)0.5, below = g[0] * (T)0;       \
+    (void)y0;                                                                               \
+    for (npy_intp i = 0; i < n; i++) {                                                      \
+        T xv = x[i], yv = YI;                                                               \
+        T v = xv == yv ? tie : below;                                                       \
+        out[i] = xv > yv ? above : v;                                                       \
+    }                                                                                       \
+}
+
 #define FG_MAXIMUM_BACKWARD(NAME, T)                                                        \
-static FG_NOINLINE void NAME##_contig(npy_intp n, const T *restrict g, const T *restrict x,             \
-                          const T *restrict y, T *restrict out) {                           \
-    for (npy_intp i = 0; i < n; i++) {                                                      \
-        T w = FG_TIE(T, x[i], y[i]);                                                        \
-        out[i] = g[i] * w;                                                                  \
-    }                                                                                       \
-}                                                                                           \
-static FG_NOINLINE void NAME##_scalar(npy_intp n, const T *restrict g, const T *restrict x, T y,        \
-                          T *restrict out) {                                                \
-    for (npy_intp i = 0; i < n; i++) {                                                      \
-        T w = FG_TIE(T, x[i], y);                                                           \
-        out[i] = g[i] * w;                                                                  \
-    }                                                                                       \
-}                                                                                           \
+FG_MAXIMUM_PATH(NAME##_cc, T, y[i])                                                         \
+FG_MAXIMUM_PATH(NAME##_c0, T, y0)                                                         \
+FG_MAXIMUM_PATH_G0(NAME##_0c, T, y[i])                                                         \
+FG_MAXIMUM_PATH_G0(NAME##_00, T, y0)                                                         \
 static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
     npy_intp n = dims[0], s = sizeof(T);                                                    \
     char *g = args[0], *x = args[1], *y = args[2], *out = args[3];                          \
-    if (steps[0] == s && steps[1] == s && steps[3] == s) {                                  \
-        if (steps[2] == s) {                                                                \
-            NAME##_contig(n, (T *)g, (T *)x, (T *)y, (T *)out); return;                     \
-        }                                                                                   \
-        if (steps[2] == 0) {    /* the relu idiom: maximum(x, constant) */                  \
-            NAME##_scalar(n, (T *)g, (T *)x, *(T *)y, (T *)out); return;                    \
-        }                                                                                   \
+    if (steps[1] == s && steps[3] == s && (steps[0] == s || steps[0] == 0)                  \
+            && (steps[2] == s || steps[2] == 0)) {                                          \
+        if (steps[0] == s)                                                                  \
+            (steps[2] == s ? NAME##_cc : NAME##_c0)((n), (T *)g, (T *)x, (T *)y, (T *)out);  \
+        else                                                                                \
+            (steps[2] == s ? NAME##_0c : NAME##_00)((n), (T *)g, (T *)x, (T *)y, (T *)out);  \
+        return;                                                                             \
     }                                                                                       \
     for (npy_intp i = 0; i < n; i++) {                                                      \
         T w = FG_TIE(T, *(T *)x, *(T *)y);  /* (a statement of its own: no branch) */      \
@@ -59,17 +83,22 @@ static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void 
     }                                                                                       \
 }
 
-/* a binary formula f(g, y) of the gradient and the op's output */
+/* a binary formula f(g, y) of the gradient and the op's output (g contiguous or one value) */
+#define FG_BINARY_PATH(NAME, T, GI, EXPR)                                                   \
+static FG_NOINLINE void NAME(npy_intp n, const T *restrict g, const T *restrict y,          \
+                             T *restrict out) {                                             \
+    for (npy_intp i = 0; i < n; i++) { T gv = g[GI], yv = y[i]; out[i] = EXPR; }            \
+}
+
 #define FG_BINARY(NAME, T, EXPR)                                                            \
-static FG_NOINLINE void NAME##_contig(npy_intp n, const T *restrict g, const T *restrict y,             \
-                          T *restrict out) {                                                \
-    for (npy_intp i = 0; i < n; i++) { T gv = g[i], yv = y[i]; out[i] = EXPR; }             \
-}                                                                                           \
+FG_BINARY_PATH(NAME##_c, T, i, EXPR)                                                        \
+FG_BINARY_PATH(NAME##_0, T, 0, EXPR)                                                        \
 static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
     npy_intp n = dims[0], s = sizeof(T);                                                    \
     char *g = args[0], *y = args[1], *out = args[2];                                        \
-    if (steps[0] == s && steps[1] == s && steps[2] == s) {                                  \
-        NAME##_contig(n, (T *)g, (T *)y, (T *)out); return;                                 \
+    if ((steps[0] == s || steps[0] == 0) && steps[1] == s && steps[2] == s) {               \
+        (steps[0] == s ? NAME##_c : NAME##_0)(n, (T *)g, (T *)y, (T *)out);                 \
+        return;                                                                             \
     }                                                                                       \
     for (npy_intp i = 0; i < n; i++) {                                                      \
         T gv = *(T *)g, yv = *(T *)y; *(T *)out = EXPR;                                     \
@@ -85,5 +114,62 @@ FG_BINARY(fg_sigmoid_backward_d, double, (gv * yv) * ((double)1 - yv))
 /* tanh: g * (1 - y * y) */
 FG_BINARY(fg_tanh_backward_f, float, gv * ((float)1 - yv * yv))
 FG_BINARY(fg_tanh_backward_d, double, gv * ((double)1 - yv * yv))
+
+/* The LSTM cell's backward (Note [The fused LSTM cell] in _table_fused.py), from the saved
+ * activations i, f, gg (the cell input), o and tc = tanh(c_new), the previous cell state c
+ * and the output gradients dh, dc; the gate pre-activations' gradients da, db, du, dv:
+ *     dcn = dc + dh * o * (1 - tc * tc)       the whole gradient of c_new
+ *     da = dcn * gg * i * (1 - i)    db = dcn * c * f * (1 - f)
+ *     du = dcn * i * (1 - gg * gg)   dv = dh * tc * o * (1 - o)
+ * and lstm_cell_dc's dc_prev = dcn * f. */
+#define FG_LSTM_DCN(T) (dc_ + dh_ * o_ * ((T)1 - tc_ * tc_))
+
+#define FG_LSTM_BACKWARD(NAME, T)                                                          \
+static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
+    npy_intp n = dims[0];                                                                   \
+    char *p[12];                                                                            \
+    for (int k = 0; k < 12; k++) p[k] = args[k];                                            \
+    for (npy_intp j = 0; j < n; j++) {                                                      \
+        T i_ = *(T *)p[0], f_ = *(T *)p[1], gg_ = *(T *)p[2], o_ = *(T *)p[3];              \
+        T tc_ = *(T *)p[4], c_ = *(T *)p[5], dh_ = *(T *)p[6], dc_ = *(T *)p[7];            \
+        T dcn = FG_LSTM_DCN(T);                                                             \
+        *(T *)p[8] = dcn * gg_ * (i_ * ((T)1 - i_));                                        \
+        *(T *)p[9] = dcn * c_ * (f_ * ((T)1 - f_));                                         \
+        *(T *)p[10] = dcn * i_ * ((T)1 - gg_ * gg_);                                        \
+        *(T *)p[11] = dh_ * tc_ * (o_ * ((T)1 - o_));                                       \
+        for (int k = 0; k < 12; k++) p[k] += steps[k];                                      \
+    }                                                                                       \
+}
+
+#define FG_LSTM_DC(NAME, T)                                                                \
+static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
+    npy_intp n = dims[0];                                                                   \
+    char *p[6];                                                                             \
+    for (int k = 0; k < 6; k++) p[k] = args[k];                                             \
+    for (npy_intp j = 0; j < n; j++) {                                                      \
+        T f_ = *(T *)p[0], o_ = *(T *)p[1], tc_ = *(T *)p[2];                               \
+        T dh_ = *(T *)p[3], dc_ = *(T *)p[4];                                               \
+        *(T *)p[5] = FG_LSTM_DCN(T) * f_;                                                   \
+        for (int k = 0; k < 6; k++) p[k] += steps[k];                                       \
+    }                                                                                       \
+}
+
+/* the cell state: c_new = f * c + i * gg */
+#define FG_LSTM_STATE(NAME, T)                                                             \
+static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
+    npy_intp n = dims[0];                                                                   \
+    char *i = args[0], *f = args[1], *gg = args[2], *c = args[3], *out = args[4];           \
+    for (npy_intp j = 0; j < n; j++) {                                                      \
+        *(T *)out = *(T *)f * *(T *)c + *(T *)i * *(T *)gg;                                 \
+        i += steps[0]; f += steps[1]; gg += steps[2]; c += steps[3]; out += steps[4];       \
+    }                                                                                       \
+}
+
+FG_LSTM_BACKWARD(fg_lstm_backward_f, float)
+FG_LSTM_BACKWARD(fg_lstm_backward_d, double)
+FG_LSTM_DC(fg_lstm_dc_f, float)
+FG_LSTM_DC(fg_lstm_dc_d, double)
+FG_LSTM_STATE(fg_lstm_state_f, float)
+FG_LSTM_STATE(fg_lstm_state_d, double)
 
 #endif
