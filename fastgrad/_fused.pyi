@@ -4,3 +4,6 @@ import numpy as np
 maximum_backward: np.ufunc
 sigmoid_backward: np.ufunc
 tanh_backward: np.ufunc
+lstm_backward: np.ufunc
+lstm_dc: np.ufunc
+lstm_state: np.ufunc
