@@ -124,28 +124,68 @@ FG_BINARY(fg_tanh_backward_d, double, gv * ((double)1 - yv * yv))
  * and lstm_cell_dc's dc_prev = dcn * f. */
 #define FG_LSTM_DCN(T) (dc_ + dh_ * o_ * ((T)1 - tc_ * tc_))
 
+#define FG_LSTM_BACKWARD_STEP(T, I, F, GG, O, TC, C, DH, DC, DA, DB, DU, DV)              \
+    {                                                                                       \
+        T i_ = I, f_ = F, gg_ = GG, o_ = O, tc_ = TC, c_ = C, dh_ = DH, dc_ = DC;           \
+        T dcn = FG_LSTM_DCN(T);                                                             \
+        DA = dcn * gg_ * (i_ * ((T)1 - i_));                                                \
+        DB = dcn * c_ * (f_ * ((T)1 - f_));                                                 \
+        DU = dcn * i_ * ((T)1 - gg_ * gg_);                                                 \
+        DV = dh_ * tc_ * (o_ * ((T)1 - o_));                                                \
+    }
+
 #define FG_LSTM_BACKWARD(NAME, T)                                                          \
+static FG_NOINLINE void NAME##_contig(                                                      \
+        npy_intp n, const T *restrict i, const T *restrict f, const T *restrict gg,         \
+        const T *restrict o, const T *restrict tc, const T *restrict c,                     \
+        const T *restrict dh, const T *restrict dc, T *restrict da, T *restrict db,         \
+        T *restrict du, T *restrict dv) {                                                   \
+    for (npy_intp j = 0; j < n; j++)                                                        \
+        FG_LSTM_BACKWARD_STEP(T, i[j], f[j], gg[j], o[j], tc[j], c[j], dh[j], dc[j],        \
+                              da[j], db[j], du[j], dv[j])                                   \
+}                                                                                           \
 static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
     npy_intp n = dims[0];                                                                   \
     char *p[12];                                                                            \
-    for (int k = 0; k < 12; k++) p[k] = args[k];                                            \
+    int contig = 1;                                                                         \
+    for (int k = 0; k < 12; k++) {                                                          \
+        p[k] = args[k];                                                                     \
+        contig &= steps[k] == (npy_intp)sizeof(T);                                          \
+    }                                                                                       \
+    if (contig) {                                                                           \
+        NAME##_contig(n, (T *)p[0], (T *)p[1], (T *)p[2], (T *)p[3], (T *)p[4], (T *)p[5],  \
+                      (T *)p[6], (T *)p[7], (T *)p[8], (T *)p[9], (T *)p[10], (T *)p[11]);  \
+        return;                                                                             \
+    }                                                                                       \
     for (npy_intp j = 0; j < n; j++) {                                                      \
-        T i_ = *(T *)p[0], f_ = *(T *)p[1], gg_ = *(T *)p[2], o_ = *(T *)p[3];              \
-        T tc_ = *(T *)p[4], c_ = *(T *)p[5], dh_ = *(T *)p[6], dc_ = *(T *)p[7];            \
-        T dcn = FG_LSTM_DCN(T);                                                             \
-        *(T *)p[8] = dcn * gg_ * (i_ * ((T)1 - i_));                                        \
-        *(T *)p[9] = dcn * c_ * (f_ * ((T)1 - f_));                                         \
-        *(T *)p[10] = dcn * i_ * ((T)1 - gg_ * gg_);                                        \
-        *(T *)p[11] = dh_ * tc_ * (o_ * ((T)1 - o_));                                       \
+        FG_LSTM_BACKWARD_STEP(T, *(T *)p[0], *(T *)p[1], *(T *)p[2], *(T *)p[3],            \
+                              *(T *)p[4], *(T *)p[5], *(T *)p[6], *(T *)p[7], *(T *)p[8],   \
+                              *(T *)p[9], *(T *)p[10], *(T *)p[11])                         \
         for (int k = 0; k < 12; k++) p[k] += steps[k];                                      \
     }                                                                                       \
 }
 
 #define FG_LSTM_DC(NAME, T)                                                                \
+static FG_NOINLINE void NAME##_contig(npy_intp n, const T *restrict f, const T *restrict o, \
+                                      const T *restrict tc, const T *restrict dh,           \
+                                      const T *restrict dc, T *restrict out) {              \
+    for (npy_intp j = 0; j < n; j++) {                                                      \
+        T f_ = f[j], o_ = o[j], tc_ = tc[j], dh_ = dh[j], dc_ = dc[j];                      \
+        out[j] = FG_LSTM_DCN(T) * f_;                                                       \
+    }                                                                                       \
+}                                                                                           \
 static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
     npy_intp n = dims[0];                                                                   \
     char *p[6];                                                                             \
-    for (int k = 0; k < 6; k++) p[k] = args[k];                                             \
+    int contig = 1;                                                                         \
+    for (int k = 0; k < 6; k++) {                                                           \
+        p[k] = args[k];                                                                     \
+        contig &= steps[k] == (npy_intp)sizeof(T);                                          \
+    }                                                                                       \
+    if (contig) {                                                                           \
+        NAME##_contig(n, (T *)p[0], (T *)p[1], (T *)p[2], (T *)p[3], (T *)p[4], (T *)p[5]); \
+        return;                                                                             \
+    }                                                                                       \
     for (npy_intp j = 0; j < n; j++) {                                                      \
         T f_ = *(T *)p[0], o_ = *(T *)p[1], tc_ = *(T *)p[2];                               \
         T dh_ = *(T *)p[3], dc_ = *(T *)p[4];                                               \
@@ -156,9 +196,18 @@ static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void 
 
 /* the cell state: c_new = f * c + i * gg */
 #define FG_LSTM_STATE(NAME, T)                                                             \
+static FG_NOINLINE void NAME##_contig(npy_intp n, const T *restrict i, const T *restrict f, \
+                                      const T *restrict gg, const T *restrict c,            \
+                                      T *restrict out) {                                    \
+    for (npy_intp j = 0; j < n; j++) out[j] = f[j] * c[j] + i[j] * gg[j];                   \
+}                                                                                           \
 static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
-    npy_intp n = dims[0];                                                                   \
+    npy_intp n = dims[0], s = sizeof(T);                                                    \
     char *i = args[0], *f = args[1], *gg = args[2], *c = args[3], *out = args[4];           \
+    if (steps[0] == s && steps[1] == s && steps[2] == s && steps[3] == s && steps[4] == s) {\
+        NAME##_contig(n, (T *)i, (T *)f, (T *)gg, (T *)c, (T *)out);                        \
+        return;                                                                             \
+    }                                                                                       \
     for (npy_intp j = 0; j < n; j++) {                                                      \
         *(T *)out = *(T *)f * *(T *)c + *(T *)i * *(T *)gg;                                 \
         i += steps[0]; f += steps[1]; gg += steps[2]; c += steps[3]; out += steps[4];       \

@@ -105,15 +105,11 @@ def _step(mode, x_proj, h, c, wh_t, bh, wr_t=None, clip=None):
         return F.tanh(x_proj + hp), None
     if mode == "rnn_relu":
         return _P["relu"](x_proj + hp), None
-    if mode == "lstm" and clip is None:
-        # one fused op for the cell's pointwise step (Note [The fused LSTM cell])
-        h, c, _ = _P["lstm_cell"](x_proj + hp, c)
-        if wr_t is not None:
-            h = F.matmul(h, wr_t)
-        return h, c
     if mode == "lstm":
         i, f, g, o = _gates(x_proj + hp, 4)
-        c = F.clip(_P["sigmoid"](f) * c + _P["sigmoid"](i) * F.tanh(g), clip[0], clip[1])
+        c = _P["sigmoid"](f) * c + _P["sigmoid"](i) * F.tanh(g)
+        if clip is not None:
+            c = F.clip(c, clip[0], clip[1])
         h = _P["sigmoid"](o) * F.tanh(c)
         if wr_t is not None:
             h = F.matmul(h, wr_t)

@@ -33,13 +33,21 @@ from fastgrad._fused import (lstm_backward, lstm_dc, lstm_state, maximum_backwar
 # the activations ``[i, f, gg, o, tanh(c_new)]`` that its backward reads, an output that
 # carries no gradient. The forward is NumPy's (SIMD) sigmoid and tanh on the whole gate block
 # plus one fused pass for ``c_new``, with the operations of the composition, so ``h`` and
-# ``c_new`` equal the composition's bit for bit. The backward is one pass over the saved
+# ``c_new`` equal the composition's bit for bit (a -0.0 of the cell input's tanh comes out as
+# +0.0: tanh(x) * 1 + 0). The backward is one pass over the saved
 # activations without a transcendental function: ``lstm_cell_backward`` for ``z`` and
 # ``lstm_cell_dc`` for ``c`` (the loops' formulas are in ``_fused_loops.h``); the order of its
 # sums differs from the composition's, so its gradients agree to rounding (float32: 1e-6).
 # The two backward ops are ops of their own: their rules (``lstm_cell_vjp``) recompute the
 # activations from ``z`` and ``c`` with table ops, so every order is differentiable; the
 # activations they are given are a cache, not an input that carries a gradient.
+#
+# ``npx.rnn`` does not call it (yet): at workload 9's size a step of npx.rnn's LSTM took as
+# many instructions with it as with the composition, and no less time: the gate products
+# dominate, and NumPy's passes over the strided gate blocks cost more than its passes over
+# contiguous arrays (docs/benchmarks.rst). It is
+# here for callers that see the whole cell, such as the executor's fusion of elementwise
+# chains; the sigmoid and tanh gradients inside it are fused kernels already.
 
 
 def lstm_cell(z, c):
@@ -53,13 +61,14 @@ def lstm_cell(z, c):
     dtype = np.result_type(z, c, np.float32)
     acts = np.empty(lead + (5 * hidden,), dtype)
     gates = acts[..., :4 * hidden]
-    # sigmoid as _kernels.sigmoid computes it (Note [Stable sigmoid]), on every gate; then
-    # the cell input's tanh over its block
-    np.multiply(z, 0.5, out=gates)
+    # sigmoid as _kernels.sigmoid computes it (Note [Stable sigmoid]): 0.5 * tanh(0.5 * x)
+    # + 0.5, on the input, forget and output gates, and on the cell input 1 * tanh(1 * x) + 0,
+    # which is tanh(x): four NumPy passes over the gate block
+    scale, shift = _gate_constants(hidden, dtype)
+    np.multiply(z, scale, out=gates)
     np.tanh(gates, out=gates)
-    gates *= 0.5
-    gates += 0.5
-    np.tanh(z[..., 2 * hidden:3 * hidden], out=acts[..., 2 * hidden:3 * hidden])
+    gates *= scale
+    gates += shift
     i, f, gg, o, tc = _blocks(acts, hidden)
     c_new = lstm_state(i, f, gg, c)
     np.tanh(c_new, out=tc)
@@ -72,7 +81,7 @@ def lstm_cell_backward(z, c, acts, dh, dc):
     acts = np.asarray(acts)
     dz = np.empty(acts.shape[:-1] + (4 * hidden,),
                   np.result_type(acts, c, dh, dc))
-    lstm_backward(*_blocks(acts, hidden), np.asarray(c), np.asarray(dh), np.asarray(dc),
+    lstm_backward(*_blocks(acts, hidden), _value(c), _value(dh), _value(dc),
                   out=_blocks(dz, hidden, 4))
     return dz
 
@@ -80,7 +89,28 @@ def lstm_cell_backward(z, c, acts, dh, dc):
 def lstm_cell_dc(z, c, acts, dh, dc):
     """The gradient of ``lstm_cell``'s previous cell state ``c`` from its activations."""
     i, f, gg, o, tc = _blocks(np.asarray(acts), _hidden(np.asarray(z)))
-    return lstm_dc(f, o, tc, np.asarray(dh), np.asarray(dc))
+    return lstm_dc(f, o, tc, _value(dh), _value(dc))
+
+
+def _value(x):
+    """``x`` as a NumPy array for the fused ufuncs (a ``Filled`` gradient as its broadcast
+    view, Note [Filled gradients]), a Python number left weak (Note [Weak scalars])."""
+    return x if type(x) in (float, int) else np.asarray(x)
+
+
+_GATE_CONSTANTS = {}
+
+
+def _gate_constants(hidden, dtype):
+    """The rows ``[0.5, 0.5, 1, 0.5]`` and ``[0.5, 0.5, 0, 0.5]`` by gate block."""
+    key = (hidden, dtype)
+    found = _GATE_CONSTANTS.get(key)
+    if found is None:
+        scale = np.repeat(np.array([0.5, 0.5, 1, 0.5], dtype), hidden)
+        shift = np.repeat(np.array([0.5, 0.5, 0, 0.5], dtype), hidden)
+        scale.flags.writeable = shift.flags.writeable = False
+        found = _GATE_CONSTANTS[key] = (scale, shift)
+    return found
 
 
 def _hidden(z):
