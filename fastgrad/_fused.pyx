@@ -24,6 +24,15 @@ other callers that want the one-pass kernel on plain arrays:
     ``g * y * (1 - y)``, the gradient of ``sigmoid`` from its output ``y``.
 ``tanh_backward(g, y)``
     ``g * (1 - y * y)``, the gradient of ``tanh`` from its output ``y`` (complex loops too).
+``lstm_state``, ``lstm_backward``, ``lstm_dc``
+    ``lstm_state(i, f, gg, c)``, ``lstm_backward(i, f, gg, o, tc, c, dh, dc)`` and
+    ``lstm_dc(f, o, tc, dh, dc)``: the LSTM cell's new cell state, its gates' gradients
+    ``(da, db, du, dv)`` and its previous cell state's gradient, from its activations
+    (Note [The fused LSTM cell] in _table_fused.py, whose ops call them).
+
+The loops are vectorized (and built for AVX2 too on x86-64 Linux) where every operand is
+contiguous, the gradient or the second operand possibly one value broadcast
+(``_fused_loops.h``).
 """
 
 cimport numpy as cnp
