@@ -4,6 +4,3 @@ import numpy as np
 maximum_backward: np.ufunc
 sigmoid_backward: np.ufunc
 tanh_backward: np.ufunc
-lstm_backward: np.ufunc
-lstm_dc: np.ufunc
-lstm_state: np.ufunc

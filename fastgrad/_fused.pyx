@@ -24,12 +24,6 @@ other callers that want the one-pass kernel on plain arrays:
     ``g * y * (1 - y)``, the gradient of ``sigmoid`` from its output ``y``.
 ``tanh_backward(g, y)``
     ``g * (1 - y * y)``, the gradient of ``tanh`` from its output ``y`` (complex loops too).
-``lstm_state``, ``lstm_backward``, ``lstm_dc``
-    ``lstm_state(i, f, gg, c)``, ``lstm_backward(i, f, gg, o, tc, c, dh, dc)`` and
-    ``lstm_dc(f, o, tc, dh, dc)``: the LSTM cell's new cell state, its gates' gradients
-    ``(da, db, du, dv)`` and its previous cell state's gradient, from its activations
-    (Note [The fused LSTM cell] in _table_fused.py, whose ops call them).
-
 The loops are vectorized (and built for AVX2 too on x86-64 Linux) where every operand is
 contiguous, the gradient or the second operand possibly one value broadcast
 (``_fused_loops.h``).
@@ -54,12 +48,6 @@ cdef extern from "_fused_loops.h":
     void fg_sigmoid_backward_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
     void fg_tanh_backward_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
     void fg_tanh_backward_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
-    void fg_lstm_backward_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
-    void fg_lstm_backward_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
-    void fg_lstm_dc_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
-    void fg_lstm_dc_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
-    void fg_lstm_state_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
-    void fg_lstm_state_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
 
 
 # tanh_backward's complex loops (complex tanh's rule, conj(1 - y * y), is not routed here)
@@ -95,12 +83,6 @@ cdef void _tanh_backward_D(char **args, npy_intp *dims, npy_intp *steps,
 cdef cnp.PyUFuncGenericFunction _max_loops[2]
 cdef cnp.PyUFuncGenericFunction _sig_loops[2]
 cdef cnp.PyUFuncGenericFunction _tanh_loops[4]
-cdef cnp.PyUFuncGenericFunction _lstm_backward_loops[2]
-cdef cnp.PyUFuncGenericFunction _lstm_dc_loops[2]
-cdef cnp.PyUFuncGenericFunction _lstm_state_loops[2]
-cdef char _types_12[24]
-cdef char _types_6[12]
-cdef char _types_5[10]
 cdef void *_no_data[4]
 cdef char _types_ddd[8]
 cdef char _types_dd[12]
@@ -114,15 +96,6 @@ _tanh_loops[:] = [<cnp.PyUFuncGenericFunction> fg_tanh_backward_f,
                   <cnp.PyUFuncGenericFunction> fg_tanh_backward_d,
                   <cnp.PyUFuncGenericFunction> _tanh_backward_F,
                   <cnp.PyUFuncGenericFunction> _tanh_backward_D]
-_lstm_backward_loops[:] = [<cnp.PyUFuncGenericFunction> fg_lstm_backward_f,
-                           <cnp.PyUFuncGenericFunction> fg_lstm_backward_d]
-_lstm_dc_loops[:] = [<cnp.PyUFuncGenericFunction> fg_lstm_dc_f,
-                     <cnp.PyUFuncGenericFunction> fg_lstm_dc_d]
-_lstm_state_loops[:] = [<cnp.PyUFuncGenericFunction> fg_lstm_state_f,
-                        <cnp.PyUFuncGenericFunction> fg_lstm_state_d]
-_types_12[:] = [cnp.NPY_FLOAT] * 12 + [cnp.NPY_DOUBLE] * 12
-_types_6[:] = [cnp.NPY_FLOAT] * 6 + [cnp.NPY_DOUBLE] * 6
-_types_5[:] = [cnp.NPY_FLOAT] * 5 + [cnp.NPY_DOUBLE] * 5
 _types_ddd[:] = [cnp.NPY_FLOAT, cnp.NPY_FLOAT, cnp.NPY_FLOAT, cnp.NPY_FLOAT,
                  cnp.NPY_DOUBLE, cnp.NPY_DOUBLE, cnp.NPY_DOUBLE, cnp.NPY_DOUBLE]
 _types_dd[:] = [cnp.NPY_FLOAT, cnp.NPY_FLOAT, cnp.NPY_FLOAT,
@@ -140,15 +113,3 @@ sigmoid_backward = cnp.PyUFunc_FromFuncAndData(
 tanh_backward = cnp.PyUFunc_FromFuncAndData(
     _tanh_loops, _no_data, _types_dd, 4, 2, 1, cnp.PyUFunc_None, "tanh_backward",
     "tanh_backward(g, y): g * (1 - y * y), tanh's gradient from its output y.", 0)
-lstm_backward = cnp.PyUFunc_FromFuncAndData(
-    _lstm_backward_loops, _no_data, _types_12, 2, 8, 4, cnp.PyUFunc_None, "lstm_backward",
-    "lstm_backward(i, f, gg, o, tc, c, dh, dc) -> (da, db, du, dv): the LSTM cell's gate "
-    "gradients from its activations (Note [The fused LSTM cell] in fastgrad/_table_fused.py).",
-    0)
-lstm_dc = cnp.PyUFunc_FromFuncAndData(
-    _lstm_dc_loops, _no_data, _types_6, 2, 5, 1, cnp.PyUFunc_None, "lstm_dc",
-    "lstm_dc(f, o, tc, dh, dc): (dc + dh * o * (1 - tc * tc)) * f, the LSTM cell's gradient "
-    "of its previous cell state.", 0)
-lstm_state = cnp.PyUFunc_FromFuncAndData(
-    _lstm_state_loops, _no_data, _types_5, 2, 4, 1, cnp.PyUFunc_None, "lstm_state",
-    "lstm_state(i, f, gg, c): f * c + i * gg, the LSTM cell's new cell state.", 0)

@@ -425,50 +425,6 @@ SPECS["tanh_backward"] = Spec(BINARY, domain=[(-2.0, 2.0), (-0.95, 0.95)],
                               ref=lambda dy, y: dy * (1 - y * y), rtol=0, atol=0)
 
 
-def _lstm_ref(z, c):
-    """The LSTM cell's pointwise step composed in NumPy: (h, c_new, activations)."""
-    i, f, g, o = onp.split(z, 4, axis=-1)
-    c_new = _sigmoid(f) * c + _sigmoid(i) * onp.tanh(g)
-    acts = onp.broadcast_arrays(_sigmoid(i), _sigmoid(f), onp.tanh(g), _sigmoid(o),
-                                onp.tanh(c_new))
-    return _sigmoid(o) * onp.tanh(c_new), c_new, onp.concatenate(acts, axis=-1)
-
-
-def _lstm_grads_ref(z, c, dh, dc):
-    """(dz, dc_prev) of the composition, by the chain rule in NumPy."""
-    i, f, g, o = (_sigmoid(b) for b in onp.split(z, 4, axis=-1))
-    g = onp.tanh(onp.split(z, 4, axis=-1)[2])
-    tc = onp.tanh(f * c + i * g)
-    dcn = dc + dh * o * (1 - tc ** 2)
-    dz = onp.concatenate(onp.broadcast_arrays(dcn * g * i * (1 - i), dcn * c * f * (1 - f),
-                                              dcn * i * (1 - g ** 2), dh * tc * o * (1 - o)),
-                         axis=-1)
-    return dz, dcn * f
-
-
-def _lstm_backward_call(name):
-    """Call the backward op ``name`` with the activations of lstm_cell's forward (a cache
-    that carries no gradient), from (z, c, dh, dc)."""
-    def call(z, c, dh, dc):
-        acts = REGISTRY["lstm_cell"](mx.np.array(onp.asarray(z)), mx.np.array(onp.asarray(c)))[2]
-        return REGISTRY[name](z, c, acts.detach(), dh, dc)
-    return call
-
-
-# Note [The fused LSTM cell]: (z, c) with z the 4 gates' pre-activations, broadcasting
-# leading axes; the activations output is not compared (it carries no gradient).
-LSTM = [C((3, 8), (3, 2)), C((2, 3, 4), (3, 1)), C((3, 8), (2,)), C((0, 8), (0, 2))]
-SPECS["lstm_cell"] = Spec(LSTM, ref=_lstm_ref, post=lambda outs: (outs[0], outs[1]),
-                          rtol=1e-12)
-LSTM_GRADS = [C((3, 8), (3, 2), (3, 2), (3, 2)), C((2, 3, 4), (3, 1), (2, 3, 1), ()),
-              C((0, 8), (0, 2), (0, 2), (0, 2))]
-SPECS["lstm_cell_backward"] = Spec(LSTM_GRADS, call=_lstm_backward_call("lstm_cell_backward"),
-                                   ref=lambda z, c, dh, dc: _lstm_grads_ref(z, c, dh, dc)[0],
-                                   rtol=1e-12)
-SPECS["lstm_cell_dc"] = Spec(LSTM_GRADS, call=_lstm_backward_call("lstm_cell_dc"),
-                             ref=lambda z, c, dh, dc: _lstm_grads_ref(z, c, dh, dc)[1],
-                             rtol=1e-12)
-
 SPECS["sigmoid"] = Spec(UNARY, ref=_sigmoid)
 SPECS["leaky_relu"] = Spec([C((3, 4)), C((5,), slope=0.1)],
                            ref=lambda x, slope=0.25: onp.where(x > 0, x, slope * x))

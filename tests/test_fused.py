@@ -8,7 +8,6 @@ import numpy as onp
 import pytest
 
 from fastgrad import _fused, autograd, np, npx
-from fastgrad._registry import REGISTRY
 
 DTYPES = [onp.float32, onp.float64]
 
@@ -134,37 +133,3 @@ def test_sigmoid_gradient_unchanged(dtype):
     expected = 2 * s * (1 - s) + x0 * s * (1 - s) * (1 - 2 * s)
     onp.testing.assert_allclose(d2.asnumpy(), expected, rtol=1e-5 if dtype == onp.float32
                                 else 1e-12, atol=1e-7)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_lstm_cell_equals_the_composition(dtype):
-    rng = onp.random.default_rng(5)
-    z0 = rng.standard_normal((4, 12)).astype(dtype)
-    c0 = rng.standard_normal((4, 3)).astype(dtype)
-    z, c = np.array(z0), np.array(c0)
-    z.attach_grad()
-    c.attach_grad()
-    with autograd.record():
-        h, c_new, _ = REGISTRY["lstm_cell"](z, c)
-        loss = (h * h).sum() + (c_new * c_new * c_new).sum()
-    loss.backward()
-    fused = [h.asnumpy(), c_new.asnumpy(), z.grad.asnumpy(), c.grad.asnumpy()]
-    z2, c2 = np.array(z0), np.array(c0)
-    z2.attach_grad()
-    c2.attach_grad()
-    with autograd.record():
-        i, f, g, o = np.split(z2, 4, axis=-1)
-        c_new2 = npx.sigmoid(f) * c2 + npx.sigmoid(i) * np.tanh(g)
-        h2 = npx.sigmoid(o) * np.tanh(c_new2)
-        loss2 = (h2 * h2).sum() + (c_new2 * c_new2 * c_new2).sum()
-    loss2.backward()
-    assert onp.array_equal(fused[0], h2.asnumpy())
-    assert onp.array_equal(fused[1], c_new2.asnumpy())
-    rtol = 1e-6 if dtype == onp.float32 else 1e-14
-    onp.testing.assert_allclose(fused[2], z2.grad.asnumpy(), rtol=rtol, atol=rtol)
-    onp.testing.assert_allclose(fused[3], c2.grad.asnumpy(), rtol=rtol, atol=rtol)
-
-
-def test_lstm_cell_names_itself_in_errors():
-    with pytest.raises(ValueError, match="lstm_cell"):
-        REGISTRY["lstm_cell"](np.ones((2, 6)), np.ones((2, 1)))
