@@ -29,7 +29,7 @@ DIRECTIVES = {
 }
 
 # Dotted names below fastgrad; "_large.kernels" is fastgrad/_large/kernels.pyx.
-MODULES = ["_state", "_node", "_large.kernels", "_array", "_engine", "_plan"]
+MODULES = ["_state", "_node", "_large.kernels", "_fused", "_array", "_engine", "_plan"]
 
 extensions = [
     Extension(
@@ -38,7 +38,10 @@ extensions = [
         include_dirs=["fastgrad", "fastgrad/_large", numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
         + ([] if DEBUG else [("CYTHON_WITHOUT_ASSERTIONS", None), ("NDEBUG", None)]),
-        extra_compile_args=["-O0", "-g"] if DEBUG and os.name != "nt" else [],
+        extra_compile_args=(["-O0", "-g"] if DEBUG and os.name != "nt" else [])
+        # the fused kernels equal NumPy's composition bit for bit only without contracting
+        # a * b + c into one rounding (Note [Fused kernels] in fastgrad/_fused.pyx)
+        + (["-ffp-contract=off"] if name == "_fused" and os.name != "nt" else []),
     )
     for name in MODULES
 ]

@@ -19,6 +19,9 @@ inputs.  It is implemented once for each *backend*:
     JAX ``jax.grad`` *without* ``jax.jit`` (eager, op-by-op dispatch) with
     64-bit floats enabled, if installed.  Compiled JAX would be much faster
     on the long op chains; eager mode is what is comparable to a tape.
+``fastgrad-maximum``
+    ``fastgrad`` with relu written as ``np.maximum(z, 0)`` (workload 6 only), as D2L and HIPS
+    autograd programs write it.
 ``fastgrad-exec``, ``jax-jit``
     The compiled ways, for the training steps only (workloads 2, 8, 9): fastgrad's
     bound ``Executor`` (the model written with ``fastgrad.sym``, bound once) and
@@ -76,9 +79,9 @@ __all__ = [
 ]
 
 #: Backends in the order in which they are run and printed.
-BACKEND_NAMES = ("numpy", "fastgrad", "fastgrad-exec", "fastgrad-sgd", "gluon-fastgrad",
-                 "gluon-fastgrad-hybrid", "autograd", "torch", "torch-nn", "jax", "jax-jit",
-                 "mxnet")
+BACKEND_NAMES = ("numpy", "fastgrad", "fastgrad-maximum", "fastgrad-exec", "fastgrad-sgd",
+                 "gluon-fastgrad", "gluon-fastgrad-hybrid", "autograd", "torch", "torch-nn",
+                 "jax", "jax-jit", "mxnet")
 
 #: Learning rate of the training-step backends' SGD update (Note [Training-step backends]).
 SGD_LR = 0.01
@@ -571,6 +574,22 @@ class JaxJitBackend(JaxBackend):
         return lambda: tuple(grad_fn(xs, cs))
 
 
+class FastgradMaximumBackend(FastgradBackend):
+    """fastgrad with relu written as ``np.maximum(z, 0)``, the way D2L and HIPS autograd
+    programs write it (issue 27), for workload 6: the tie at 0 splits the gradient as
+    ``maximum``'s rule does, so its gradient differs from ``npx.relu``'s only where ``z == 0``.
+    """
+
+    name = "fastgrad-maximum"
+    label = "fastgrad, relu as np.maximum(z, 0)"
+    generic = False
+
+    def _load(self) -> None:
+        super()._load()
+        fnp = self.fnp
+        self.ops.relu = lambda x: fnp.maximum(x, 0)  # noqa: E731
+
+
 class FastgradExecutorBackend(FastgradBackend):
     """fastgrad's bound ``Executor``: a symbol bound once, then ``forward``/``backward``.
 
@@ -705,7 +724,8 @@ NUMPY_OPS = SimpleNamespace(
 
 _BACKEND_CLASSES = {
     cls.name: cls
-    for cls in (NumpyBackend, FastgradBackend, FastgradExecutorBackend, FastgradSGDBackend,
+    for cls in (NumpyBackend, FastgradBackend, FastgradMaximumBackend, FastgradExecutorBackend,
+                FastgradSGDBackend,
                 GluonBackend, GluonHybridBackend, HipsAutogradBackend, TorchBackend,
                 TorchNNBackend, JaxBackend, JaxJitBackend, MxnetBackend)
 }
@@ -1404,6 +1424,7 @@ class Broadcasting(Workload):
 
     key, slug = "6", "broadcast_relu"
     params = ("x", "b")
+    optional_backends = ("fastgrad-maximum",)
     rtol = 1e-8
 
     @property

@@ -42,7 +42,8 @@ import operator
 import numpy as np
 
 from fastgrad import _kernels as K
-from fastgrad import _table_complex, _table_ctc, _table_fft, _table_linalg, _table_special
+from fastgrad import _table_complex, _table_ctc, _table_fft, _table_fused, _table_linalg, \
+    _table_special
 
 NONDIFF = "<not differentiable>"
 
@@ -115,11 +116,12 @@ TABLE = [
     Op("positive", np.positive, "x", x="g", complex=True),
     Op("mod", np.mod, "x, y", x="g", y="-g * floor_divide(x, y)", aliases=["remainder"]),
     Op("fmod", np.fmod, "x, y", x="g", y="-g * trunc(x / y)"),
-    # At ties the gradient is split evenly, as the max/min reductions split it.
+    # At ties the gradient is split evenly, as the max/min reductions split it; one pass of
+    # a fused kernel (Note [Ties of maximum] in _table_fused.py).
     Op("maximum", np.maximum, "x, y",
-       x="where(x == y, 0.5 * g, g * (x > y))", y="where(x == y, 0.5 * g, g * (x < y))"),
+       x="maximum_backward(g, x, y)", y="maximum_backward(g, y, x)"),
     Op("minimum", np.minimum, "x, y",
-       x="where(x == y, 0.5 * g, g * (x < y))", y="where(x == y, 0.5 * g, g * (x > y))"),
+       x="maximum_backward(g, y, x)", y="maximum_backward(g, x, y)"),
     # fmax/fmin return the operand that is not NaN: the gradient goes where the value came from.
     Op("fmax", np.fmax, "x, y", x="where(x == y, 0.5 * g, g * ((x > y) | isnan(y)))",
        y="where(x == y, 0.5 * g, g * ((x < y) | isnan(x)))"),
@@ -196,7 +198,7 @@ TABLE = [
 
     # ------------------------------------------------------------ activations
     Op("relu", K.relu, "x", x="g * (x > 0)", npx=True),
-    Op("sigmoid", K.sigmoid, "x", x="g * result * (1 - result)", npx=True),
+    Op("sigmoid", K.sigmoid, "x", x="sigmoid_backward(g, result)", npx=True),
     Op("leaky_relu", K.leaky_relu, "x; slope=0.25", x="where(x > 0, g, g * slope)"),
     Op("prelu", K.prelu, "x, alpha",
        x="where(x > 0, g, g * alpha)", alpha="where(x > 0, 0, g * x)"),
@@ -450,6 +452,6 @@ TABLE = [
 # returns its entries, which join TABLE here, so TABLE stays the one list of every op; its
 # ``HELPERS`` join the names rule formulas can use (``_bindings.numpy_namespace``). The modules
 # import only NumPy (SciPy on first use) and the state layer, never this one.
-SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special, _table_ctc)
+SECTIONS = (_table_complex, _table_fft, _table_linalg, _table_special, _table_ctc, _table_fused)
 for _section in SECTIONS:
     TABLE += _section.entries(Op, NONDIFF)

@@ -34,13 +34,14 @@ LAYERS = (
     ("state", "version, errors, devices, per-thread state, tape nodes, symbolic zeros",
      ["_version", "_source_tree", "base", "context", "device", "_state", "_node", "_zeros",
       "_complex", "_anomaly", "_reshape_codes"]),
-    ("kernels", "NumPy kernels, the thread pool and its split operators, the thread settings, "
-     "filled gradients",
-     ["_large", "_large.*", "_threads", "_filled", "_kernels", "_memo"]),
+    ("kernels", "NumPy kernels, fused ufuncs, the thread pool and its split operators, the thread "
+     "settings, filled gradients",
+     ["_large", "_large.*", "_fused", "_threads", "_filled", "_kernels", "_memo"]),
     ("array", "the array type and the recording path (Primitive.apply), the backward core",
      ["_array", "_engine", "_function"]),
     ("table", "the derivative table, its rule helpers, the registry that compiles it",
      ["_table_complex", "_table_fft", "_table_linalg", "_table_special", "_table_ctc",
+      "_table_fused",
       "_derivatives", "_rules", "_bindings", "_registry", "_docs", "_namespaces"]),
     ("functions", "NumPy-signature functions over the primitives, NumPy dispatch, files",
      ["_construction", "_creation", "_functions", "_linalg", "_fft", "_numpy_more",

@@ -413,6 +413,18 @@ _unary("erf", ref=lambda x: _ssp.erf(x) if onp.iscomplexobj(x) else _erf(x))
 SPECS["modf"] = Spec(UNARY, make={0: away_from_int}, post=lambda outs: outs[0],
                      ref=lambda x: onp.modf(x))
 SPECS["relu"] = Spec(UNARY, ref=lambda x: onp.maximum(x, 0))
+# The fused kernels of the rules (Note [Fused kernels] in fastgrad/_fused.pyx), checked as ops
+# against the NumPy compositions they replace (float32 and float64, broadcasting, 0-d, empty).
+SPECS["maximum_backward"] = Spec(
+    [C((3, 4), (3, 4), (3, 4)), C((3, 1), (4,), ()), C((), (2, 3), (3,)), C((0, 3), (3,), ())],
+    nondiff=(1, 2), ref=lambda dz, x, y: onp.where(x == y, 0.5 * dz, dz * (x > y)), rtol=0,
+    atol=0)
+SPECS["sigmoid_backward"] = Spec(BINARY, domain=[(-2.0, 2.0), (0.05, 0.95)],
+                                 ref=lambda dy, y: dy * y * (1 - y), rtol=0, atol=0)
+SPECS["tanh_backward"] = Spec(BINARY, domain=[(-2.0, 2.0), (-0.95, 0.95)],
+                              ref=lambda dy, y: dy * (1 - y * y), rtol=0, atol=0)
+
+
 SPECS["sigmoid"] = Spec(UNARY, ref=_sigmoid)
 SPECS["leaky_relu"] = Spec([C((3, 4)), C((5,), slope=0.1)],
                            ref=lambda x, slope=0.25: onp.where(x > 0, x, slope * x))
