@@ -28,19 +28,21 @@ DIRECTIVES = {
     "binding": False,
 }
 
-# Dotted names below fastgrad; "_large.kernels" is fastgrad/_large/kernels.pyx.
-MODULES = ["_state", "_node", "_large.kernels", "_fused", "_array", "_engine", "_plan"]
+# Dotted names below fastgrad; "_core._array" is fastgrad/_core/_array.pyx.
+MODULES = ["_core._state", "_core._node", "_kernels._large.kernels", "_kernels._fused",
+           "_core._array", "_core._engine", "symbol._plan"]
 
 extensions = [
     Extension(
         "fastgrad.%s" % name,
         ["fastgrad/%s.pyx" % name.replace(".", "/")],
-        include_dirs=["fastgrad", "fastgrad/_large", numpy.get_include()],
+        include_dirs=["fastgrad/_core", "fastgrad/_kernels", "fastgrad/_kernels/_large",
+                      numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
         + ([] if DEBUG else [("CYTHON_WITHOUT_ASSERTIONS", None), ("NDEBUG", None)]),
         extra_compile_args=(["-O0", "-g"] if DEBUG and os.name != "nt" else [])
         # the fused kernels equal NumPy's composition bit for bit only without contracting
-        # a * b + c into one rounding (Note [Fused kernels] in fastgrad/_fused.pyx)
+        # a * b + c into one rounding (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx)
         + (["-ffp-contract=off"] if name == "_fused" and os.name != "nt" else []),
     )
     for name in MODULES
@@ -63,11 +65,13 @@ BUILD_DIR = "build/cython-debug" if DEBUG else "build/cython"
 def _digests():
     config = hashlib.sha256(repr((Cython.__version__, numpy.__version__, DIRECTIVES)).encode())
     sources = hashlib.sha256()
-    for folder in ("fastgrad", os.path.join("fastgrad", "_large")):
-        for name in sorted(os.listdir(folder)):
+    for folder, _, names in sorted(os.walk("fastgrad")):
+        for name in sorted(names):
             if name.endswith((".pyx", ".pxd", ".pxi", ".h")):
-                with open(os.path.join(folder, name), "rb") as source:
-                    sources.update(name.encode() + b"\0" + source.read())
+                path = os.path.join(folder, name)
+                with open(path, "rb") as source:
+                    sources.update(path.replace(os.sep, "/").encode() + b"\0"
+                                   + source.read())
     return "%s %s\n" % (config.hexdigest(), sources.hexdigest())
 
 

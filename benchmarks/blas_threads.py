@@ -3,12 +3,12 @@
 
 Times ``numpy.matmul`` of float32 ``m x k`` by ``k x n`` products on 1 and on N BLAS threads
 (the usable cores), and fastgrad's large-array kernels (an ``add`` and a ``tanh`` of ``size``
-elements through ``fastgrad._large.apply``) on 1 and N threads, alternating the settings
+elements through ``fastgrad._kernels._large.apply``) on 1 and N threads, alternating the settings
 batch by batch in one process so that the machine's load hits both alike. With ``--loaded``
 every measurement is made twice: idle, then with a CPU-bound process pinned to one core
 (:class:`noisy_neighbour.Hog`). Prints, per size and setting, the minimum and the median of
 the batches' time per call; these numbers chose fastgrad's default thread policy (Note
-[Threads on a busy machine] in ``fastgrad/_threads.py``; the table is in
+[Threads on a busy machine] in ``fastgrad/_kernels/_threads.py``; the table is in
 ``docs/benchmarks.rst``).
 
 Usage::
@@ -89,7 +89,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     import threadpoolctl
-    from fastgrad import _large
+    from fastgrad._kernels import _large
 
     ncores = len(os.sched_getaffinity(0))
     blas = threadpoolctl.ThreadpoolController().select(user_api="blas")

@@ -238,7 +238,8 @@ class FastgradBackend(Backend):
         self.fg, self.fnp, self.npx, self.autograd = fg, fnp, npx, fg_autograd
         self.version = getattr(fg, "__version__", None) or _dist_version("fastgrad") or "?"
         self.details["path"] = os.path.dirname(os.path.abspath(fg.__file__))
-        for where in ("fastgrad._large", "fastgrad._parallel"):  # newer, older fastgrad
+        for where in ("fastgrad._kernels._large", "fastgrad._large",  # move.py: keep line
+                      "fastgrad._parallel"):  # newest first
             try:
                 module = importlib.import_module(where)
             except ImportError:

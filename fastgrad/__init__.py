@@ -25,7 +25,7 @@ except ModuleNotFoundError as _missing:  # Note [The source tree shadows the ins
         raise
     raise _explained from None
 _bootstrap.wire()
-from fastgrad._threads import set_num_threads, get_num_threads, get_blas_num_threads  # noqa: E402
+from fastgrad._kernels._threads import set_num_threads, get_num_threads, get_blas_num_threads  # noqa: E402
 from fastgrad import autograd  # noqa: E402
 
 from fastgrad import numpy as np  # noqa: E402
@@ -33,7 +33,7 @@ from fastgrad import numpy_extension as npx  # noqa: E402
 from fastgrad import ndarray as nd  # noqa: E402
 from fastgrad.context import (Context, Device, cpu, cpu_pinned, gpu, num_gpus,  # noqa: E402
                               current_context)
-from fastgrad._registry import list_ops  # noqa: E402
+from fastgrad._ops._registry import list_ops  # noqa: E402
 from fastgrad import symbol as sym  # noqa: E402
 from fastgrad import executor  # noqa: E402
 from fastgrad import visualization as viz  # noqa: E402

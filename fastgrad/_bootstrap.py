@@ -27,12 +27,15 @@ No module connects itself at its import, so the import order is no contract: eve
 imports as if it were alone, and what depends on the wiring runs only once ``wire`` has. A
 lower module used before it (by code that runs while ``fastgrad`` is being imported) raises
 an error naming what is not connected yet, not an ``AttributeError`` on ``None``. Importing
-any submodule (``import fastgrad._array``) runs ``fastgrad/__init__.py`` first, so user code
-always finds the package wired. ``tests/test_layers.py`` checks that the ``wire`` functions
+any submodule (``import fastgrad._core._array``) runs ``fastgrad/__init__.py`` first, so user code
+always finds the package wired. ``tests/package/test_layers.py`` checks that the ``wire`` functions
 listed in ``_layers.WIRING`` are called here and nowhere else.
 """
 
-from fastgrad import _array, _dispatch, _docs, _engine, _filled, _functions, _registry
+from fastgrad._core import _array, _engine
+from fastgrad._api import _dispatch, _functions
+from fastgrad._ops import _docs, _registry
+from fastgrad._kernels import _filled
 from fastgrad import autograd, executor, ndarray
 from fastgrad.symbol import _api, _graph, _history, _json, _mxnet_json
 

@@ -6,7 +6,7 @@ The modules of ``fastgrad/`` form layers, listed below from the bottom up. A mod
 only modules of its own layer or of layers below it, never above, and the imports inside one
 layer form no cycle. Modules of fastgrad are imported at the top of a file, never inside a
 function, where an import could hide a cycle (optional dependencies such as SciPy are still
-imported on first use). ``tests/test_layers.py`` reads every module's imports (the syntax
+imported on first use). ``tests/package/test_layers.py`` reads every module's imports (the syntax
 tree of a ``.py`` file, the ``import``/``cimport`` lines of a ``.pyx``/``.pxd`` and of the
 ``.pxi`` files a ``.pyx`` includes) and fails on a cycle, an import that goes up, or an import
 inside a function.
@@ -38,14 +38,14 @@ LAYERS = (
      "settings, filled gradients",
      ["_large", "_large.*", "_fused", "_threads", "_filled", "_kernels", "_memo"]),
     ("array", "the array type and the recording path (Primitive.apply), the backward core",
-     ["_array", "_engine", "_function"]),
+     ["_array", "_engine", "_custom_function"]),
     ("table", "the derivative table, its rule helpers, the registry that compiles it",
      ["_table_complex", "_table_fft", "_table_linalg", "_table_special", "_table_ctc",
       "_table_fused",
       "_derivatives", "_rules", "_bindings", "_registry", "_docs", "_namespaces"]),
     ("functions", "NumPy-signature functions over the primitives, NumPy dispatch, files",
-     ["_construction", "_creation", "_functions", "_linalg", "_fft", "_numpy_more",
-      "_npx_more", "_rnn", "_ctc", "_mxnet_slicing", "_update_ops", "_io", "_params_format",
+     ["_construction", "_creation", "_functions", "_linalg", "_fft", "_numpy_composites",
+      "_npx_composites", "_rnn", "_ctc", "_mxnet_slicing", "_update_ops", "_io", "_params_format",
       "_dispatch", "_image", "_image_files"]),
     ("namespaces", "the public namespaces np, npx, nd, random, scipy",
      ["numpy", "numpy.*", "numpy_extension", "util", "ndarray", "ndarray.*", "random",

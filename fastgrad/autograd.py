@@ -15,13 +15,13 @@ array([[ 4.,  8.],
 
 import numpy as _np
 
-from fastgrad._state import (is_recording, is_training, set_recording, set_training,
-                             is_anomaly_enabled, set_anomaly_enabled)
-from fastgrad._array import ndarray
+from fastgrad._core._state import (is_recording, is_training, set_recording, set_training,
+                                   is_anomaly_enabled, set_anomaly_enabled)
+from fastgrad._core._array import ndarray
 from fastgrad.base import MXNetValueError
-from fastgrad import _engine
-from fastgrad._function import Function
-from fastgrad._derivative_tools import jacobian, hessian, vjp, jvp, hvp
+from fastgrad._core import _engine
+from fastgrad._core._custom_function import Function
+from fastgrad._autograd._derivative_tools import jacobian, hessian, vjp, jvp, hvp
 from fastgrad.ndarray import NDArray     # re-exported, as mxnet.autograd does
 from fastgrad.functional import grad_and_loss
 

@@ -3,7 +3,7 @@
 The plan, a forward schedule and a backward replay in the engine's order, is built at bind,
 and once more before the second forward with MXNet's layer operators replaced by the primitives
 the first forward traced (Note [Composite expansion] in ``symbol/_expand.py``): see Note
-[Executor plan] and Note [Backward replay] in ``fastgrad/_plan.pyx``. The replay
+[Executor plan] and Note [Backward replay] in ``fastgrad/symbol/_plan.pyx``. The replay
 runs the derivative rules and then the engine's own fitting, accumulation and gradient writing
 (``_engine.pxd``), so the executor's gradients are the tape's bit for bit.
 
@@ -22,8 +22,8 @@ An executor is not meant to be shared between threads.
 
 import numpy as np
 
-from fastgrad._array import ndarray, unwrap, _wrap, parse_grad_req
-from fastgrad._plan import Plan
+from fastgrad._core._array import ndarray, unwrap, _wrap, parse_grad_req
+from fastgrad.symbol._plan import Plan
 from fastgrad.symbol._expand import expand, traced_symbol
 from fastgrad.symbol._optimize import optimize
 

@@ -31,11 +31,11 @@ import functools
 
 import numpy as _onp
 
-from fastgrad import _functions as _F
-from fastgrad._array import ndarray, _wrap, unwrap
-from fastgrad._engine import run_backward
-from fastgrad._function import Function
-from fastgrad._state import is_recording, set_recording
+from fastgrad._api import _functions as _F
+from fastgrad._core._array import ndarray, _wrap, unwrap
+from fastgrad._core._engine import run_backward
+from fastgrad._core._custom_function import Function
+from fastgrad._core._state import is_recording, set_recording
 
 __all__ = ["grad", "value_and_grad", "elementwise_grad", "grad_and_aux", "jacobian",
            "hessian", "hessian_vector_product", "hessian_tensor_product", "vjp", "jvp",

@@ -1,5 +1,5 @@
 """MXNet's image functions (``mx.image``) on NDArrays, computed in NumPy by
-``fastgrad._image`` with OpenCV's sampling rules (Note [OpenCV-compatible resize]).
+``fastgrad._api._image`` with OpenCV's sampling rules (Note [OpenCV-compatible resize]).
 
 Images are ``(H, W, C)`` uint8 NDArrays as ``imread`` returns them. The crops draw from
 Python's ``random``, as MXNet's do, so ``random.seed`` reproduces MXNet's boxes. PNG files
@@ -20,9 +20,9 @@ import numbers
 
 import numpy as _onp
 
-from fastgrad._array import _wrap, ndarray as _array_type, unwrap
+from fastgrad._core._array import _wrap, ndarray as _array_type, unwrap
 from fastgrad.base import MXNetTypeError, MXNetValueError
-from fastgrad import _image, _image_files
+from fastgrad._api import _image, _image_files
 from fastgrad import ndarray as nd
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "resize_short", "fixed_crop",

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as _onp
 
-from fastgrad._array import ndarray as _array_type, unwrap
+from fastgrad._core._array import ndarray as _array_type, unwrap
 from fastgrad import ndarray as _nd
 from fastgrad.numpy import random as _random
 from fastgrad import registry

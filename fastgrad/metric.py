@@ -24,7 +24,7 @@ from collections import OrderedDict
 
 import numpy as _onp
 
-from fastgrad._array import ndarray as _array_type, unwrap
+from fastgrad._core._array import ndarray as _array_type, unwrap
 from fastgrad import registry
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC",

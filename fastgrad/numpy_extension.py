@@ -2,29 +2,31 @@
 
 Every function here is a table op or a composition of table ops, so it is differentiable to
 any order. ``COMPOSITES`` lists the ones that are compositions (checked by
-``tests/test_ops.py`` like the table's ops).
+``tests/ops/test_ops.py`` like the table's ops).
 """
 
 import numpy as _onp
 
-from fastgrad import _functions as F
-from fastgrad import _creation, _kernels, _namespaces
-from fastgrad._registry import REGISTRY as _P
-from fastgrad._state import is_training
+from fastgrad._api import _functions as F
+from fastgrad._api import _creation
+from fastgrad._kernels import _forward as _kernels
+from fastgrad._ops import _namespaces
+from fastgrad._ops._registry import REGISTRY as _P
+from fastgrad._core._state import is_training
 from fastgrad.numpy import random as _random
-from fastgrad._array import ndarray, unwrap, _wrap
-from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
-                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
-                                  signsgd_update, signum_update, lamb_update_phase1,
-                                  lamb_update_phase2, ftrl_update)
-from fastgrad import _mxnet_slicing as _slicing
+from fastgrad._core._array import ndarray, unwrap, _wrap
+from fastgrad._api._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                       adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                       signsgd_update, signum_update, lamb_update_phase1,
+                                       lamb_update_phase2, ftrl_update)
+from fastgrad._api import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
-from fastgrad import _npx_more as _more
-from fastgrad import _params_format
+from fastgrad._api import _npx_composites as _more
+from fastgrad._api import _params_format
 from fastgrad.context import cpu as _cpu
-from fastgrad._npx_more import (deconvolution, reshape_like, sequence_mask,  # noqa: F401
-                                gather_nd, scatter_nd)
-from fastgrad import _rnn
+from fastgrad._api._npx_composites import (deconvolution, reshape_like, sequence_mask, gather_nd,
+                                           scatter_nd)
+from fastgrad._api import _rnn
 
 # The ops the table marks npx=True (relu, sigmoid, erf, gamma, ...; SciPy's kernels are
 # imported on first use): Note [Generated namespaces] in _namespaces.py.
@@ -269,7 +271,7 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
             if kernel != tuple(wshape[2:]):
                 raise ValueError("npx.convolution: kernel=%s does not match the weight's "
                                  "shape %s" % (kernel, wshape))
-            # Note [Grouped convolution] in _npx_more.py
+            # Note [Grouped convolution] in _npx_composites.py
             return _more.grouped_conv2d(data, weight, bias, _pair("convolution", stride, (1, 1)),
                                         _pair("convolution", pad, (0, 0)),
                                         _pair("convolution", dilate, (1, 1)), no_bias)
@@ -301,7 +303,7 @@ def convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, 
     # in place) are recorded as two nodes rather than as one conv2d node, so that the
     # backward's weight gradient reads the columns the forward built (the product node keeps
     # them) instead of gathering the windows again (Note [Convolution layout] in
-    # _kernels.py). NCHW data whose columns are larger than a chunk is the exception: its
+    # _kernels/_forward.py). NCHW data whose columns are larger than a chunk is the exception: its
     # columns are gathered a chunk at a time, in the forward and again in the backward, which
     # costs no more than reading the saved columns back (Note [Convolution in row chunks]).
     oh = _kernels.conv_out_size(dshape[2], kernel[0], stride[0], pad[0], dilate[0])
@@ -341,7 +343,7 @@ def pooling(data, kernel=None, stride=None, pad=None, pool_type="max",
     ``stride`` defaults to 1 and ``pad`` to 0, as in MXNet; ``global_pool=True`` pools over
     the whole image. Max pooling pads with ``-inf``; average pooling counts padding when
     ``count_include_pad``. ``pooling_convention='full'`` rounds the output length up
-    (Note [Pooling windows] in ``_npx_more.py``).
+    (Note [Pooling windows] in ``_npx_composites.py``).
     """
     if _channels_last("pooling", layout):
         return _to_channels_last(pooling(
@@ -695,7 +697,7 @@ COMPOSITES += _more.COMPOSITES + ("rnn",)
 def save(file, arr):
     """Save an array, a list of arrays or a dict of str to arrays to ``file`` in MXNet's
     ``.params`` format with NumPy shapes, as MXNet's ``npx.save`` (scalars and empty arrays
-    allowed; see ``fastgrad/_params_format.py``)."""
+    allowed; see ``fastgrad/_api/_params_format.py``)."""
     _params_format.save(file, arr, numpy_shape=True, what="npx.save")
 
 

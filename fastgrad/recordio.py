@@ -29,7 +29,7 @@ from collections import namedtuple
 
 import numpy as _onp
 
-from fastgrad import _image_files
+from fastgrad._api import _image_files
 
 __all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack", "unpack_img",
            "pack_img"]

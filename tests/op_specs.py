@@ -12,7 +12,7 @@ import math
 import numpy as onp
 
 import fastgrad as mx
-from fastgrad._registry import REGISTRY
+from fastgrad._ops._registry import REGISTRY
 
 _erf = onp.vectorize(math.erf, otypes=[onp.float64])
 
@@ -413,7 +413,7 @@ _unary("erf", ref=lambda x: _ssp.erf(x) if onp.iscomplexobj(x) else _erf(x))
 SPECS["modf"] = Spec(UNARY, make={0: away_from_int}, post=lambda outs: outs[0],
                      ref=lambda x: onp.modf(x))
 SPECS["relu"] = Spec(UNARY, ref=lambda x: onp.maximum(x, 0))
-# The fused kernels of the rules (Note [Fused kernels] in fastgrad/_fused.pyx), checked as ops
+# The fused kernels of the rules (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx), checked as ops
 # against the NumPy compositions they replace (float32 and float64, broadcasting, 0-d, empty).
 SPECS["maximum_backward"] = Spec(
     [C((3, 4), (3, 4), (3, 4)), C((3, 1), (4,), ()), C((), (2, 3), (3,)), C((0, 3), (3,), ())],

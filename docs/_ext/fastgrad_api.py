@@ -33,7 +33,7 @@ def _first_line(obj):
 
 
 def _is_op(obj):
-    from fastgrad._array import Primitive
+    from fastgrad._core._array import Primitive
     return isinstance(obj, Primitive)
 
 

@@ -5,7 +5,7 @@ Writes, next to this file, the DOT text (``.gv``) and the rendered SVG of
   ``fastgrad.viz.plot_network`` with its inferred shapes;
 - ``history``: the symbol ``autograd.get_symbol`` makes of a recorded computation;
 - ``layers``: the layers of ``fastgrad/`` (``fastgrad/_layers.py``), each with its modules, and
-  which layer's modules import which (read from the source, as ``tests/test_layers.py`` does).
+  which layer's modules import which (read from the source, as ``tests/package/test_layers.py`` does).
 
 Note [Committed pictures]
 The SVGs are committed rather than drawn by the docs build: the build then needs no Graphviz

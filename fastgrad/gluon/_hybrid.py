@@ -76,8 +76,8 @@ import numpy as np
 
 from fastgrad import symbol as _sym
 from fastgrad.ndarray import save as _nd_save
-from fastgrad._array import ndarray, unwrap, _wrap, history, record_custom
-from fastgrad._state import is_recording, is_training
+from fastgrad._core._array import ndarray, unwrap, _wrap, history, record_custom
+from fastgrad._core._state import is_recording, is_training
 from fastgrad.base import (MXNetError, MXNetValueError, MXNetTypeError, MXNetIndexError,
                            NotImplementedForSymbol)
 from fastgrad.executor import Executor

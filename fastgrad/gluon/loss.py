@@ -281,7 +281,7 @@ class CTCLoss(Loss):
     ``pred_lengths`` and ``label_lengths`` (shape ``(N,)``, optional) give each sample's
     lengths; without them every sequence is ``T`` long and a label ends at its first ``-1``.
     The output is ``-log p(label | pred)`` per sample, shape ``(N,)``, differentiable once
-    with respect to ``pred`` (Note [CTC loss] in ``fastgrad/_table_ctc.py``).
+    with respect to ``pred`` (Note [CTC loss] in ``fastgrad/_ops/_table_ctc.py``).
 
     Parameters
     ----------

@@ -15,8 +15,8 @@ import numpy as _onp
 from fastgrad import ndarray as _nd
 from fastgrad import numpy as _mx_np
 from fastgrad import numpy_extension as _npx
-from fastgrad._array import ndarray as _array_base, unwrap
-from fastgrad._state import set_recording
+from fastgrad._core._array import ndarray as _array_base, unwrap
+from fastgrad._core._state import set_recording
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
            "replace_file"]

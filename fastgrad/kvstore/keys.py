@@ -3,7 +3,7 @@ values (one per device), as MXNet's ``kv.push(keys, values)`` accepts them."""
 
 import numpy as _onp
 
-from fastgrad._array import ndarray, unwrap
+from fastgrad._core._array import ndarray, unwrap
 
 __all__ = ["pairs", "key_name"]
 

@@ -41,7 +41,7 @@ import zlib
 
 import numpy as _onp
 
-from fastgrad._array import unwrap
+from fastgrad._core._array import unwrap
 from fastgrad.kvstore.store import KVStore, _local_sum
 from fastgrad.kvstore.keys import pairs, check_like
 

@@ -17,8 +17,8 @@ error naming the key. Values are summed in their own dtype.
 
 import numpy as _onp
 
-from fastgrad._array import unwrap, _wrap
-from fastgrad._state import set_recording
+from fastgrad._core._array import unwrap, _wrap
+from fastgrad._core._state import set_recording
 from fastgrad.optimizer import get_updater, Optimizer
 from fastgrad.kvstore.keys import pairs, key_name, check_like
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from fastgrad import ndarray as nd
 from fastgrad import optimizer as opt
-from fastgrad._array import ndarray, unwrap
+from fastgrad._core._array import ndarray, unwrap
 from fastgrad.context import Context, cpu
 from fastgrad.initializer import InitDesc, Uniform
 from fastgrad.io import DataDesc

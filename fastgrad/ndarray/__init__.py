@@ -6,22 +6,22 @@ semantics) and whose repr is MXNet's. Everything else is ``fastgrad.np``.
 
 import numpy as _onp
 
-from fastgrad._array import ndarray as _base, _wrap, unwrap
-from fastgrad import _functions as F
-from fastgrad._linalg import linalg as _np_linalg
+from fastgrad._core._array import ndarray as _base, _wrap, unwrap
+from fastgrad._api import _functions as F
+from fastgrad._api._linalg import linalg as _np_linalg
 from fastgrad import numpy_extension as _npx
-from fastgrad import _npx_more
+from fastgrad._api import _npx_composites
 from fastgrad.ndarray import random  # noqa: F401
 from fastgrad.ndarray import image  # noqa: F401
 from fastgrad.ndarray import sparse  # noqa: F401
 from fastgrad.ndarray.sparse import _STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR  # noqa: F401
-from fastgrad._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
-                                  adam_update, adamw_update, rmsprop_update, rmspropalex_update,
-                                  signsgd_update, signum_update, lamb_update_phase1,
-                                  lamb_update_phase2, ftrl_update)
-from fastgrad import _mxnet_slicing as _slicing
-from fastgrad._ctc import CTCLoss  # noqa: F401
-from fastgrad import _params_format
+from fastgrad._api._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
+                                       adam_update, adamw_update, rmsprop_update, rmspropalex_update,
+                                       signsgd_update, signum_update, lamb_update_phase1,
+                                       lamb_update_phase2, ftrl_update)
+from fastgrad._api import _mxnet_slicing as _slicing
+from fastgrad._api._ctc import CTCLoss  # noqa: F401
+from fastgrad._api import _params_format
 from fastgrad.context import check_device
 
 
@@ -61,7 +61,7 @@ class NDArray(_base):
         return _full_reduction(_np_linalg.norm(self, ord=ord, axis=axis, keepdims=keepdims), axis,
                                keepdims)
 
-    # MXNet 1.x's shape methods (fastgrad._mxnet_slicing).
+    # MXNet 1.x's shape methods (fastgrad._api._mxnet_slicing).
     def reshape(self, *shape, **kwargs):
         """Reshape with MXNet's codes ``0, -1, -2, -3, -4``; ``reverse=True`` reads right to
         left (Note [Reshape codes])."""
@@ -394,7 +394,7 @@ def GroupNorm(data, gamma, beta, num_groups=1, eps=1e-5, output_mean_var=False, 
     """MXNet 1.x's group normalization (``nd.GroupNorm``): the channels of NC... ``data``
     split into ``num_groups`` groups, each normalized over its channels and positions, then
     scaled and shifted by its group's ``gamma`` and ``beta`` (shape ``(num_groups,)``)."""
-    return _npx_more.group_norm_per_group(data, gamma, beta, num_groups=num_groups, eps=eps,
+    return _npx_composites.group_norm_per_group(data, gamma, beta, num_groups=num_groups, eps=eps,
                                   output_mean_var=output_mean_var)
 
 
@@ -438,7 +438,7 @@ _sys.modules[__name__ + ".ndarray"] = _sys.modules[__name__]
 
 def save(fname, data):
     """Save an array, a list of arrays or a dict of str to arrays to ``fname`` in MXNet 1.x's
-    ``.params`` format (MXNet's ``nd.load`` reads it; see ``fastgrad/_params_format.py``).
+    ``.params`` format (MXNet's ``nd.load`` reads it; see ``fastgrad/_api/_params_format.py``).
     Scalars and empty arrays need ``npx.save``."""
     _params_format.save(fname, data, numpy_shape=False, what="nd.save")
 

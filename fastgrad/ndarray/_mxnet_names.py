@@ -6,11 +6,11 @@ the input's dtype (``1.0``/``0.0``), as MXNet's ``nd`` does, and carry no gradie
 
 import numpy as _onp
 
-from fastgrad._array import unwrap as _unwrap
-from fastgrad import _functions as F
+from fastgrad._core._array import unwrap as _unwrap
+from fastgrad._api import _functions as F
 from fastgrad import numpy_extension as _npx
-from fastgrad import _mxnet_slicing as _S
-from fastgrad import _rnn
+from fastgrad._api import _mxnet_slicing as _S
+from fastgrad._api import _rnn
 from fastgrad.base import MXNetValueError
 from fastgrad.ndarray import random as _random
 

@@ -1,5 +1,5 @@
 """MXNet's image operators on NDArrays (``mx.nd.image``), computed in NumPy by
-``fastgrad._image`` (the kernels ``gluon.data.vision.transforms`` use).
+``fastgrad._api._image`` (the kernels ``gluon.data.vision.transforms`` use).
 
 Images are ``(H, W, C)`` (or ``(N, H, W, C)``) before :func:`to_tensor` and ``(C, H, W)``
 after it. A result has the array type of the input (an NDArray for an NDArray). The random
@@ -14,9 +14,9 @@ operators draw from NumPy's global generator. None of them is recorded by autogr
 
 import numpy as _onp
 
-from fastgrad._array import _wrap, ndarray as _array_type, unwrap
+from fastgrad._core._array import _wrap, ndarray as _array_type, unwrap
 from fastgrad.base import MXNetTypeError
-from fastgrad import _image
+from fastgrad._api import _image
 
 __all__ = ["to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom",
            "random_flip_left_right", "random_flip_top_bottom", "random_brightness",

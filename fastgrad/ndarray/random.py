@@ -17,7 +17,7 @@ import numbers
 
 import numpy as _onp
 
-from fastgrad._array import _wrap, ndarray as _array_type, unwrap
+from fastgrad._core._array import _wrap, ndarray as _array_type, unwrap
 from fastgrad.numpy import random as _r
 from fastgrad.context import check_device
 

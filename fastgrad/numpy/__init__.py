@@ -4,12 +4,12 @@ Every function here takes fastgrad arrays, NumPy arrays or Python numbers, retur
 arrays, and is recorded inside ``autograd.record()`` when an input depends on a variable.
 """
 
-from fastgrad._array import ndarray
-from fastgrad import _functions
-from fastgrad._functions import *  # noqa: F401,F403
-from fastgrad import _numpy_more
-from fastgrad._numpy_more import *  # noqa: F401,F403
-from fastgrad._creation import genfromtxt  # noqa: F401  (mx.np.genfromtxt)
+from fastgrad._core._array import ndarray
+from fastgrad._api import _functions
+from fastgrad._api._functions import *  # noqa: F401,F403
+from fastgrad._api import _numpy_composites
+from fastgrad._api._numpy_composites import *  # noqa: F401,F403
+from fastgrad._api._creation import genfromtxt  # noqa: F401  (mx.np.genfromtxt)
 from fastgrad.numpy import random  # noqa: F401
 from fastgrad.numpy import linalg  # noqa: F401
 from fastgrad.numpy import fft  # noqa: F401
@@ -31,7 +31,7 @@ finfo, iinfo = _onp.finfo, _onp.iinfo
 __all__ = ["ndarray", "random", "linalg", "pi", "e", "inf", "nan", "newaxis"]
 __all__ += _functions.__all__
 __all__ += ["fft", "genfromtxt"]
-__all__ += _numpy_more.__all__
-r_ = _numpy_more.INDEX_BUILDERS["r_"]
-c_ = _numpy_more.INDEX_BUILDERS["c_"]
+__all__ += _numpy_composites.__all__
+r_ = _numpy_composites.INDEX_BUILDERS["r_"]
+c_ = _numpy_composites.INDEX_BUILDERS["c_"]
 __all__ += ["r_", "c_"]

@@ -1,11 +1,11 @@
 """Differentiable linear algebra: ``fastgrad.np.linalg`` (MXNet's ``mx.np.linalg``).
 
-The implementations live in ``fastgrad._linalg``; every function here is a
+The implementations live in ``fastgrad._api._linalg``; every function here is a
 table op or a composition of table ops, so it is differentiable to any order.
 """
 
-from fastgrad._linalg import linalg as _impl
-from fastgrad import _numpy_more as _more
+from fastgrad._api._linalg import linalg as _impl
+from fastgrad._api import _numpy_composites as _more
 
 norm = _impl.norm
 vector_norm = _impl.vector_norm

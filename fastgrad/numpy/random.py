@@ -4,8 +4,8 @@ import threading
 
 import numpy as _np
 
-from fastgrad._array import _wrap
-from fastgrad._creation import default_float as _default_float
+from fastgrad._core._array import _wrap
+from fastgrad._api._creation import default_float as _default_float
 from fastgrad.context import check_device
 
 _state = threading.local()

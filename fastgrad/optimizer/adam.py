@@ -6,8 +6,8 @@ import math
 
 import numpy as _onp
 
-from fastgrad import _update_ops as ops
-from fastgrad._array import unwrap, _wrap
+from fastgrad._api import _update_ops as ops
+from fastgrad._core._array import unwrap, _wrap
 from fastgrad.optimizer.optimizer import (register, Optimizer, zeros_like_weight, _check_arrays,
                                           _writing, _preprocessed_grad)
 from fastgrad.optimizer.sgd import _each

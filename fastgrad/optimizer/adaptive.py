@@ -3,9 +3,9 @@
 
 import numpy as _onp
 
-from fastgrad import _update_ops as ops
-from fastgrad._array import unwrap
-from fastgrad._state import set_recording
+from fastgrad._api import _update_ops as ops
+from fastgrad._core._array import unwrap
+from fastgrad._core._state import set_recording
 from fastgrad.optimizer.optimizer import register, Optimizer, zeros_like_weight, _check_arrays
 from fastgrad.optimizer.sgd import _each
 

@@ -2,7 +2,7 @@
 
 import numpy as _onp
 
-from fastgrad._array import unwrap, _wrap
+from fastgrad._core._array import unwrap, _wrap
 from fastgrad.optimizer.optimizer import (Optimizer, register, _check_arrays, _writing,
                                           _preprocessed_grad)
 from fastgrad.optimizer.sgd import _each

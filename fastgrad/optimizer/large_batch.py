@@ -5,8 +5,8 @@ import math
 
 import numpy as _onp
 
-from fastgrad import _update_ops as ops
-from fastgrad._array import unwrap, _wrap
+from fastgrad._api import _update_ops as ops
+from fastgrad._core._array import unwrap, _wrap
 from fastgrad.optimizer.optimizer import Optimizer, register, zeros_like_weight, _check_arrays
 from fastgrad.optimizer.sgd import _each
 

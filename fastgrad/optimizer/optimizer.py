@@ -4,7 +4,7 @@ of learning rates, weight decays and update counts.
 Note [Optimizer semantics]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 The optimizers follow MXNet 1.9.1's ``mx.optimizer`` (``update(index, weight, grad, state)``,
-one call per parameter) and compute exactly its formulas; ``tests/test_optimizer_mxnet.py``
+one call per parameter) and compute exactly its formulas; ``tests/optimizer/test_optimizer_mxnet.py``
 compares them with numbers MXNet produced (``tests/fixtures/optimizer_mxnet.json``). ``AdamW``
 is MXNet 2.x's (1.x has only the ``adamw_update`` kernel). Two deliberate differences:
 
@@ -13,7 +13,7 @@ is MXNet 2.x's (1.x has only the ``adamw_update`` kernel). Two deliberate differ
 * ``update`` never writes into ``grad`` (MXNet's AdaDelta rescales it in place).
 
 Every update runs with recording off and writes the weight and the states in place (Note
-[Fused updates] in ``fastgrad/_update_ops.py``).
+[Fused updates] in ``fastgrad/_api/_update_ops.py``).
 """
 
 import contextlib
@@ -21,10 +21,10 @@ import warnings
 
 import numpy as _onp
 
-from fastgrad import _update_ops as ops
+from fastgrad._api import _update_ops as ops
 from fastgrad import numpy_extension as _npx
-from fastgrad._array import ndarray, unwrap, _wrap
-from fastgrad._state import set_recording
+from fastgrad._core._array import ndarray, unwrap, _wrap
+from fastgrad._core._state import set_recording
 
 __all__ = ["Optimizer", "register", "create", "zeros_like_weight"]
 

@@ -18,8 +18,8 @@ pickles (they name fastgrad's classes). As with any pickle, load only files you 
 import io
 import pickle
 
-from fastgrad._array import ndarray as _array_base, unwrap, _wrap
-from fastgrad._params_format import _Reader, _read_array
+from fastgrad._core._array import ndarray as _array_base, unwrap, _wrap
+from fastgrad._api._params_format import _Reader, _read_array
 from fastgrad.optimizer import lr_scheduler
 from fastgrad.optimizer.optimizer import Optimizer
 

@@ -24,11 +24,11 @@ The gradient is computed once: it has no history, so ``create_graph=True`` throu
 
 import numpy as _onp
 
-from fastgrad import _engine
-from fastgrad._array import ndarray, unwrap, _wrap
-from fastgrad._function import Function
-from fastgrad._state import is_recording, set_recording
-from fastgrad._table_special import _scipy
+from fastgrad._core import _engine
+from fastgrad._core._array import ndarray, unwrap, _wrap
+from fastgrad._core._custom_function import Function
+from fastgrad._core._state import is_recording, set_recording
+from fastgrad._ops._table_special import _scipy
 
 __all__ = ["odeint"]
 

@@ -11,12 +11,12 @@ array([[1., 1.],
 
 import numpy as _onp
 
-from fastgrad import _functions as F
-from fastgrad._array import unwrap, _wrap
-from fastgrad._function import Function
-from fastgrad._linalg import linalg as _np_linalg
-from fastgrad._registry import REGISTRY as _P
-from fastgrad._table_special import _scipy
+from fastgrad._api import _functions as F
+from fastgrad._core._array import unwrap, _wrap
+from fastgrad._core._custom_function import Function
+from fastgrad._api._linalg import linalg as _np_linalg
+from fastgrad._ops._registry import REGISTRY as _P
+from fastgrad._ops._table_special import _scipy
 from fastgrad.scipy.stats._common import as_array
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}

@@ -8,8 +8,8 @@ Examples
 array([1. , 2.5, 4. ])
 """
 
-from fastgrad import _functions as F
-from fastgrad._registry import REGISTRY as _P
+from fastgrad._api import _functions as F
+from fastgrad._ops._registry import REGISTRY as _P
 from fastgrad.scipy.stats._common import as_array
 
 

@@ -16,10 +16,10 @@ array(0.92278434, dtype=float64)
 
 import numpy as _onp
 
-from fastgrad import _functions as _F
-from fastgrad._array import ndarray, unwrap, _wrap
-from fastgrad._registry import REGISTRY as _P
-from fastgrad._table_special import _scipy
+from fastgrad._api import _functions as _F
+from fastgrad._core._array import ndarray, unwrap, _wrap
+from fastgrad._ops._registry import REGISTRY as _P
+from fastgrad._ops._table_special import _scipy
 
 gamma = _P["gamma"]
 gammaln = _P["gammaln"]

@@ -5,8 +5,8 @@ import types
 
 import numpy as np
 
-from fastgrad._registry import REGISTRY
-from fastgrad import _mxnet_slicing as _slicing
+from fastgrad._ops._registry import REGISTRY
+from fastgrad._api import _mxnet_slicing as _slicing
 from fastgrad.symbol._graph import (Symbol, SymNode, apply_primitive, apply_composite,
                                     constant, _auto_name, _as_entry)
 from fastgrad.symbol._ops import VARIABLE, composites, is_primitive

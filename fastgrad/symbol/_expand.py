@@ -30,7 +30,7 @@ again (the next forward traces again).
 
 import numpy as np
 
-from fastgrad._array import history, unwrap
+from fastgrad._core._array import history, unwrap
 from fastgrad.symbol._graph import Symbol, SymNode, topo_nodes
 from fastgrad.symbol._history import from_history, tape_of
 from fastgrad.symbol._ops import CONSTANT, VARIABLE

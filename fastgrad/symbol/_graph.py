@@ -31,10 +31,11 @@ import warnings
 
 import numpy as np
 
-from fastgrad._array import Primitive, REQUIRED, ndarray, unwrap, _wrap
-from fastgrad import _derivatives, _registry, autograd
+from fastgrad._core._array import Primitive, REQUIRED, ndarray, unwrap, _wrap
+from fastgrad._ops import _derivatives, _registry
+from fastgrad import autograd
 from fastgrad import numpy_extension as _npx
-from fastgrad import _mxnet_slicing as _slicing
+from fastgrad._api import _mxnet_slicing as _slicing
 from fastgrad.base import MXNetValueError, NotImplementedForSymbol
 from fastgrad.ndarray import NDArray     # MXNet 1.x's executors hold NDArrays
 from fastgrad.symbol import _attribute, _legacy, _values

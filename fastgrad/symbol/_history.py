@@ -16,8 +16,8 @@ tape). Values of inputs that are not differentiable (the condition of ``where``)
 constants, as the tape saw them.
 """
 
-from fastgrad._array import Primitive, ndarray, history
-from fastgrad._zeros import ConstantDerivative, GradientOf, NoGradientOutput, ZeroResult
+from fastgrad._core._array import Primitive, ndarray, history
+from fastgrad._core._zeros import ConstantDerivative, GradientOf, NoGradientOutput, ZeroResult
 from fastgrad.symbol._graph import Symbol, SymNode, constant
 from fastgrad.symbol._ops import VARIABLE
 

@@ -26,8 +26,8 @@ import json
 import numpy as np
 
 from fastgrad.base import MXNetValueError
-from fastgrad._array import REQUIRED
-from fastgrad._registry import REGISTRY
+from fastgrad._core._array import REQUIRED
+from fastgrad._ops._registry import REGISTRY
 from fastgrad.symbol import _values, _mxnet_json
 from fastgrad.symbol._graph import Symbol, SymNode, topo_nodes, _count_outputs
 from fastgrad.symbol._ops import VARIABLE, CONSTANT, composites

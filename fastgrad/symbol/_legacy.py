@@ -29,14 +29,14 @@ stand for, which ignores the gradient arriving from above (Note [Loss heads]).
 
 import numpy as _onp
 
-from fastgrad import _functions as F
+from fastgrad._api import _functions as F
 from fastgrad import numpy_extension as npx
-from fastgrad import _npx_more as npx_more
-from fastgrad._ctc import ctc_loss as _ctc_loss
-from fastgrad._array import unwrap, _wrap
-from fastgrad._function import Function
-from fastgrad._reshape_codes import legacy_shape
-from fastgrad import _rnn
+from fastgrad._api import _npx_composites as npx_more
+from fastgrad._api._ctc import ctc_loss as _ctc_loss
+from fastgrad._core._array import unwrap, _wrap
+from fastgrad._core._custom_function import Function
+from fastgrad._api._reshape_codes import legacy_shape
+from fastgrad._api import _rnn
 from fastgrad.ndarray._mxnet_names import rnn_input_names
 
 REQUIRED = object()

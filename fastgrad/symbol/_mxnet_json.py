@@ -47,7 +47,7 @@ import json
 import numpy as np
 
 from fastgrad.base import MXNetValueError
-from fastgrad._registry import REGISTRY
+from fastgrad._ops._registry import REGISTRY
 from fastgrad.symbol import _legacy
 from fastgrad.symbol._graph import Symbol, SymNode, dfs_nodes, aux_positions
 from fastgrad.symbol._ops import VARIABLE, CONSTANT

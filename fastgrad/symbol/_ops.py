@@ -10,7 +10,7 @@ JSON format stores:
 a registry name (``'exp'``, ``'matmul'``, ...)
     A primitive of the derivative table. The executor calls its forward kernel and its
     derivative rule directly, in a schedule planned at bind (Notes [Executor plan] and
-    [Backward replay] in ``fastgrad/_plan.pyx``).
+    [Backward replay] in ``fastgrad/symbol/_plan.pyx``).
 ``'np.<name>'`` / ``'npx.<name>'`` / ``'mx.<Name>'``
     A public function of ``fastgrad.np``/``fastgrad.npx`` that is a composition of primitives
     (``npx.softmax``, ``np.sum`` with NumPy's signature, ``npx.dropout``). The node keeps the
@@ -28,8 +28,8 @@ The lookup tables are built on first use, after the rest of fastgrad is imported
 import threading
 import types
 
-from fastgrad._array import Primitive
-from fastgrad._registry import REGISTRY
+from fastgrad._core._array import Primitive
+from fastgrad._ops._registry import REGISTRY
 from fastgrad import numpy as numpy_namespace, numpy_extension
 from fastgrad.ndarray import image as image_namespace
 from fastgrad.symbol import _legacy

@@ -11,7 +11,7 @@ import pytest
 import fastgrad as mx
 from fastgrad import gluon
 from fastgrad import numpy_extension as npx
-from fastgrad import _image, _image_files
+from fastgrad._api import _image, _image_files
 
 vision = gluon.data.vision
 

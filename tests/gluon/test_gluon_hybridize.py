@@ -14,7 +14,7 @@ import pytest
 
 import fastgrad as mx
 from fastgrad import autograd, gluon
-from fastgrad._array import history
+from fastgrad._core._array import history
 from fastgrad.gluon import HybridBlock, SymbolBlock
 from fastgrad.gluon._hybrid import TraceError, CachedGraph
 

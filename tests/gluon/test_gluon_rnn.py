@@ -90,7 +90,7 @@ def test_layer_equals_mxnet(mode, config):
         out, states = layer(inp["x"], [inp["s%d" % i] for i in range(n_states)])
         return [out] + list(states)
     # MXNet's CPU kernel of the fused operator is about float32-accurate even in float64
-    # (tests/test_rnn.py sees the same); the cells below agree to float64 rounding
+    # (tests/api/test_rnn.py sees the same); the cells below agree to float64 rounding
     check_against_fixture(key, short(layer), inputs, run, rtol=1e-5, atol=1e-6)
 
 

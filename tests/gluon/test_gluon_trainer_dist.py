@@ -3,7 +3,7 @@ one process on the whole batch. Each program runs through ``python -m fastgrad.l
 with a timeout, so a hang fails the test instead of stalling the suite.
 
 Skipped when mpi4py or mpiexec is missing (``pip install "fastgrad[distributed]"``), as
-tests/test_distributed.py.
+tests/kvstore/test_distributed.py.
 """
 
 import os

@@ -2,7 +2,7 @@
 
 Each rank reads half of every batch; rank 1 starts from other parameters (the store
 broadcasts rank 0's, as MXNet's _initialize_kvstore). Skipped without mpi4py/mpiexec, as
-tests/test_distributed.py."""
+tests/kvstore/test_distributed.py."""
 
 import os
 import sys

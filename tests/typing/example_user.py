@@ -1,6 +1,6 @@
 """A small typed program written against fastgrad, as a user would; ``mypy`` must accept it.
 
-``tests/test_typing.py`` runs mypy over this file with the installed fastgrad.
+``tests/package/test_typing.py`` runs mypy over this file with the installed fastgrad.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ import weakref
 import numpy as _onp
 
 from fastgrad import numpy_extension as _npx
-from fastgrad._array import ndarray as _array_type, _wrap, unwrap
+from fastgrad._core._array import ndarray as _array_type, _wrap, unwrap
 from fastgrad.ndarray import NDArray
 from fastgrad.gluon.data import sampler as _sampler
 

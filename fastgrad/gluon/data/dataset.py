@@ -14,7 +14,7 @@ methods ``transform``, ``transform_first``, ``filter``, ``shard``, ``take`` and 
 
 import os
 
-from fastgrad._array import ndarray as _array_type
+from fastgrad._core._array import ndarray as _array_type
 from fastgrad import recordio as _recordio
 from fastgrad.gluon.data import sampler as _sampler
 

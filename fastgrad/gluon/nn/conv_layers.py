@@ -3,7 +3,7 @@
 ``Conv1D/2D/3D`` compute with ``F.Convolution``, the transposed ones with
 ``F.Deconvolution``, the pooling layers with ``F.Pooling`` and ``ReflectionPad2D`` with
 ``F.pad``; 1-D and 3-D work like 2-D (Note [Convolution in other dimensions] in
-``fastgrad/_npx_more.py``), in groups too. The channels-last layouts MXNet accepts
+``fastgrad/_api/_npx_composites.py``), in groups too. The channels-last layouts MXNet accepts
 (``NHWC``, ...) take channels-last data and weights (Note [Channels-last layouts] in
 ``fastgrad/numpy_extension.py``).
 """
@@ -266,7 +266,7 @@ class Conv3DTranspose(_ConvTranspose):
 
 class _Pooling(HybridBlock):
     """Max or average pooling; ``strides`` default to ``pool_size``, ``ceil_mode=True`` is
-    MXNet's ``pooling_convention='full'`` (Note [Pooling windows] in ``_npx_more.py``)."""
+    MXNet's ``pooling_convention='full'`` (Note [Pooling windows] in ``_npx_composites.py``)."""
 
     def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
                  count_include_pad=None, **kwargs):

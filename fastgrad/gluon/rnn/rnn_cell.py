@@ -32,7 +32,7 @@ import inspect
 
 import numpy as _onp
 
-from fastgrad._array import unwrap as _unwrap, _wrap
+from fastgrad._core._array import unwrap as _unwrap, _wrap
 from fastgrad import ndarray as _nd
 from fastgrad import symbol as _sym
 from fastgrad.symbol._api import legacy_op as _legacy_op
@@ -374,7 +374,7 @@ def _add_gate_biases(cell, rows, i2h_bias_initializer, h2h_bias_initializer):
 class _GatedCell(HybridRecurrentCell):
     """The parameters and checks shared by RNNCell, LSTMCell and GRUCell: ``gates`` blocks of
     ``hidden_size`` rows in ``i2h``/``h2h`` (Note [RNN parameter layout] in
-    ``fastgrad/_rnn.py``). Its constructor is GRUCell's (the others add arguments)."""
+    ``fastgrad/_api/_rnn.py``). Its constructor is GRUCell's (the others add arguments)."""
 
     _gates = 1
     _num_states = 1

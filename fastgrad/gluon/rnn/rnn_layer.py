@@ -10,7 +10,7 @@ forward direction, ``r0_...`` for its backward direction, ``l1_...`` for the sec
 projection. Each forward pass flattens them in the fused operator's order (every weight,
 layer by layer and within a layer forward then backward, ``i2h`` before ``h2h`` before
 ``h2r``; then every bias in the same order: Note [RNN parameter layout] in
-``fastgrad/_rnn.py``) and concatenates them into the one vector ``RNN`` takes, so gradients
+``fastgrad/_api/_rnn.py``) and concatenates them into the one vector ``RNN`` takes, so gradients
 reach each Parameter through the concatenation. ``save_parameters`` keys them as MXNet 1.9.1
 writes them (``_unfused.0.i2h_weight``, or ``_unfused.0.l_cell.i2h_weight`` when
 bidirectional), so files move between the two both ways.

@@ -4,8 +4,8 @@ import math
 
 import numpy as _onp
 
-from fastgrad import _functions as F
-from fastgrad._array import ndarray, unwrap, _wrap
+from fastgrad._api import _functions as F
+from fastgrad._core._array import ndarray, unwrap, _wrap
 
 
 def as_array(x, like=None):

@@ -4,7 +4,7 @@ and their logs are differentiable in ``x``, ``loc`` and ``scale``, not in ``a`` 
 
 import numpy as _onp
 
-from fastgrad import _functions as F
+from fastgrad._api import _functions as F
 from fastgrad.scipy import special
 from fastgrad.scipy.stats._common import as_array, standardize, inside, log_or_neg_inf
 

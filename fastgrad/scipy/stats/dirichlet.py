@@ -6,8 +6,8 @@
 
 import numpy as _onp
 
-from fastgrad import _functions as F
-from fastgrad._array import unwrap
+from fastgrad._api import _functions as F
+from fastgrad._core._array import unwrap
 from fastgrad.scipy import special
 from fastgrad.scipy.stats._common import as_array
 

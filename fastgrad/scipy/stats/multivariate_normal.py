@@ -24,9 +24,9 @@ import math
 
 import numpy as _onp
 
-from fastgrad import _functions as F
-from fastgrad._array import unwrap
-from fastgrad._linalg import linalg as _np_linalg
+from fastgrad._api import _functions as F
+from fastgrad._core._array import unwrap
+from fastgrad._api._linalg import linalg as _np_linalg
 from fastgrad.scipy import linalg
 from fastgrad.scipy.stats._common import as_array
 

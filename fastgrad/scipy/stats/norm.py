@@ -10,7 +10,7 @@ array([-1.6120857, -1.7370857])
 
 import math
 
-from fastgrad import _functions as F
+from fastgrad._api import _functions as F
 from fastgrad.scipy import special
 from fastgrad.scipy.stats._common import standardize
 

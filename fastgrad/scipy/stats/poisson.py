@@ -5,8 +5,8 @@ Differentiable in the mean ``mu``; the count ``k`` is discrete and is read as a 
 
 import numpy as _onp
 
-from fastgrad import _functions as F
-from fastgrad._array import unwrap
+from fastgrad._api import _functions as F
+from fastgrad._core._array import unwrap
 from fastgrad.scipy import special
 from fastgrad.scipy.stats._common import as_array, log_or_neg_inf
 

@@ -6,7 +6,7 @@ The distribution functions (``cdf``, ``sf`` and their logs) are differentiable i
 
 import numpy as _onp
 
-from fastgrad import _functions as F
+from fastgrad._api import _functions as F
 from fastgrad.scipy import special
 from fastgrad.scipy.stats._common import as_array, standardize, log_or_neg_inf
 

@@ -22,11 +22,11 @@ import warnings
 
 import numpy as _onp
 
-from fastgrad._array import ndarray as _array_type, _wrap
+from fastgrad._core._array import ndarray as _array_type, _wrap
 from fastgrad.ndarray import NDArray
 from fastgrad.gluon.data import dataset as _dataset
 from fastgrad.gluon.data.dataloader import _np_arrays_requested
-from fastgrad import _image_files
+from fastgrad._api import _image_files
 from fastgrad import recordio as _recordio
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",

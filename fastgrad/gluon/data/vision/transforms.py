@@ -34,14 +34,14 @@ import random
 
 import numpy as _onp
 
-from fastgrad._array import ndarray as _array_type, _wrap, unwrap
+from fastgrad._core._array import ndarray as _array_type, _wrap, unwrap
 from fastgrad.base import MXNetTypeError, MXNetValueError
 from fastgrad.ndarray import NDArray
 from fastgrad.ndarray import image as _nd_image
 from fastgrad.gluon.block import Block, HybridBlock
 from fastgrad.gluon.nn import Sequential, HybridSequential
 from fastgrad.gluon.data.dataloader import _np_arrays_requested
-from fastgrad import _image
+from fastgrad._api import _image
 
 __all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize",
            "CenterCrop", "RandomResizedCrop", "RandomCrop", "CropResize",
