@@ -4,14 +4,14 @@ Writes, next to this file, the DOT text (``.gv``) and the rendered SVG of
 - ``network``: a small two-layer network built with ``fastgrad.sym``, drawn by
   ``fastgrad.viz.plot_network`` with its inferred shapes;
 - ``history``: the symbol ``autograd.get_symbol`` makes of a recorded computation;
-- ``layers``: the layers of ``fastgrad/`` (``fastgrad/_layers.py``), each with its modules, and
-  which layer's modules import which (read from the source, as ``tests/package/test_layers.py`` does).
+- ``layers``: the layers of ``fastgrad/`` (``fastgrad/_layers.py``), bottom up, each with its
+  folder and the modules the folder holds, and the public modules it holds outside a folder.
 
 Note [Committed pictures]
 The SVGs are committed rather than drawn by the docs build: the build then needs no Graphviz
 programs (which come from the system's packages, not pip) on a reader's or CI's machine, and
 the pictures cannot break it. So that they cannot fall behind the code either,
-``tests/test_viz_pictures.py`` checks that the committed ``.gv`` files are what this script's
+``tests/symbol/test_viz_render.py`` checks that the committed ``.gv`` files are what this script's
 graphs give today; rerun it (it needs ``pip install "fastgrad[viz]"`` and Graphviz) when they
 change.
 """
@@ -63,7 +63,8 @@ class _Dot:
 
 
 def layers():
-    """The layers of fastgrad, bottom up, each with its modules (``name.*``: a subpackage).
+    """The layers of fastgrad, bottom up, each with its folder and the modules in it (read
+    from the package), then the public modules it holds outside a folder.
 
     Every module imports only from its own layer and those below it (Note [Layers]), so the
     picture is a stack; an arrow points from a layer to the one below it.
@@ -73,20 +74,32 @@ def layers():
              'fontname="Helvetica", fontsize=10, width=6.5];',
              '  edge [color="#777777", arrowsize=0.6, dir=back];']
     for index, (name, what, members) in enumerate(_layers.LAYERS):
-        rows, row = [], ""
-        for module in sorted("fastgrad" if m == "" else m for m in members
-                             if _layers.present(m)):
-            if row and len(row) + len(module) > 80:
-                rows.append(row)
-                row = ""
-            row += (", " if row else "") + module
-        rows.append(row)
+        rows = []
+        for folder in (m for m in members if m.startswith("_") and m.endswith("/")):
+            rows += _rows(_layers.modules_in(folder), "<b>fastgrad/%s</b> " % folder)
+        public = sorted("fastgrad" if m == "" else m for m in members
+                        if not (m.startswith("_") and m.endswith("/")) and _layers.present(m))
+        rows += _rows(public, "") if public else []
         lines.append("  %s [label=<<b>%d. %s</b>: <i>%s</i><br/>%s>];" % (
             name, index + 1, name, what, "<br/>".join(rows)))
     for (low, _, _), (high, _, _) in zip(_layers.LAYERS, _layers.LAYERS[1:]):
         lines.append("  %s -> %s;" % (low, high))
     lines.append("}")
     return _Dot("\n".join(lines) + "\n")
+
+
+def _rows(names, head, width=80):
+    """``names`` joined by commas in rows of about ``width`` characters, the first row led by
+    ``head`` (markup, not counted)."""
+    rows, row = [], ""
+    for name in names:
+        if row and len(row) + len(name) > width:
+            rows.append(row)
+            row = ""
+        row += (", " if row else "") + name
+    rows.append(row)
+    rows[0] = head + rows[0]
+    return rows
 
 
 PICTURES = {"network": network, "history": history, "layers": layers}

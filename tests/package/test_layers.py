@@ -1,7 +1,8 @@
-"""The modules of fastgrad import only downward (Note [Layers] in fastgrad/_layers.py).
+"""The modules of fastgrad import only downward (Note [Layers] in fastgrad/_layers.py), and
+the package's folders are its layers.
 
 The imports are read from the source of the clone these tests sit in, not from a running
-interpreter (``_layers.import_graph``): the syntax tree of each ``.py`` file (every ``import``
+interpreter (``tools.imports.import_graph``, in tests/tools/): the syntax tree of each ``.py`` file (every ``import``
 statement, at any depth, including inside functions, and ``__import__``/
 ``importlib.import_module`` calls with a literal name), and the ``import`` and ``cimport``
 lines of each ``.pyx``/``.pxd`` file.
@@ -11,12 +12,17 @@ import ast
 import os
 import re
 
+import sys
+
 import pytest
 
-from fastgrad import _layers
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from fastgrad import _layers  # noqa: E402
+from tools import imports  # noqa: E402
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fastgrad")
-GRAPH = _layers.import_graph(PACKAGE)
+GRAPH = imports.import_graph(PACKAGE)
 
 
 def _cycle(graph):
@@ -47,9 +53,9 @@ def _cycle(graph):
 
 def test_the_reader_sees_lazy_and_cython_imports():
     # The graph is only as good as the parsing: check it on the imports that matter most.
-    assert "_node" in GRAPH["_array"]                  # a cimport in _array.pyx
-    assert "_state" in GRAPH["_engine"]                # a cimport in _engine.pyx
-    assert "_array" in GRAPH["_registry"]
+    assert "_core._node" in GRAPH["_core._array"]      # a cimport in _array.pyx
+    assert "_core._state" in GRAPH["_core._engine"]    # a cimport in _engine.pyx
+    assert "_core._array" in GRAPH["_ops._registry"]
     assert "autograd" in GRAPH[""]                     # the package itself
 
 
@@ -57,12 +63,12 @@ def test_the_reader_sees_lazy_and_cython_imports():
 def test_every_included_file_belongs_to_the_module_that_includes_it():
     # A .pxi file is read as part of the .pyx that includes it (Note [Array parts]); one that
     # no .pyx includes would escape the layer check, and so would its imports.
-    included = {path for paths in _layers.source_files(PACKAGE).values()
+    included = {path for paths in imports.source_files(PACKAGE).values()
                 for path in paths if path.endswith(".pxi")}
     on_disk = {os.path.join(folder, name) for folder, _, names in os.walk(PACKAGE)
                for name in names if name.endswith(".pxi")}
     assert included == on_disk
-    parts = [p for p in _layers.source_files(PACKAGE)["_array"] if p.endswith(".pxi")]
+    parts = [p for p in imports.source_files(PACKAGE)["_core._array"] if p.endswith(".pxi")]
     assert sorted(os.path.basename(p) for p in parts) == [
         "_array_recording.pxi", "_array_tables.pxi", "_array_versions.pxi"]
 
@@ -70,8 +76,9 @@ def test_every_included_file_belongs_to_the_module_that_includes_it():
 def test_the_reader_counts_an_included_files_imports_as_its_includers(tmp_path):
     (tmp_path / "probe.pyx").write_text('include "probe_part.pxi"\n')
     (tmp_path / "probe_part.pxi").write_text("from fastgrad._core._node cimport Node\n")
-    (tmp_path / "_node.pyx").write_text("")
-    assert _layers.import_graph(str(tmp_path))["probe"] == {"_node": "probe_part.pxi:1"}
+    (tmp_path / "_core").mkdir()
+    (tmp_path / "_core" / "_node.pyx").write_text("")
+    assert imports.import_graph(str(tmp_path))["probe"] == {"_core._node": "probe_part.pxi:1"}
 
 
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
@@ -79,16 +86,17 @@ def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path):
     path.write_text("def f():\n    from fastgrad import autograd\n"
                     "    import fastgrad.symbol._graph\n    from . import _state\n"
                     "    __import__('fastgrad.symbol._plan')\n")
-    found = sorted(name for name, _ in _layers.python_imports(str(path), "symbol._probe"))
-    assert found == ["fastgrad.symbol._plan", "fastgrad.autograd", "fastgrad.symbol._graph",
+    found = sorted(name for name, _ in imports.python_imports(str(path), "symbol._probe"))
+    assert found == ["fastgrad.autograd", "fastgrad.symbol._graph", "fastgrad.symbol._plan",
                      "fastgrad.symbol._state"]
 
 
 def test_the_reader_sees_continued_cimport_lines(tmp_path):
     path = tmp_path / "probe.pyx"
-    path.write_text("from fastgrad._core._array cimport (ndarray,\n    wrap)\ncimport fastgrad._core._node\n"
+    path.write_text("from fastgrad._core._array cimport (ndarray,\n    wrap)\n"
+                    "cimport fastgrad._core._node\n"
                     "    from fastgrad._core._engine import run_backward\n")
-    assert sorted(_layers.cython_imports(str(path))) == [
+    assert sorted(imports.cython_imports(str(path))) == [
         ("fastgrad._core._array.ndarray", 1), ("fastgrad._core._array.wrap", 1),
         ("fastgrad._core._engine.run_backward", 4), ("fastgrad._core._node", 3)]
 
@@ -101,6 +109,34 @@ def test_cycle_finder_finds_a_cycle_and_accepts_a_tree():
 def test_every_module_has_a_layer():
     missing = sorted(m or "fastgrad (the package)" for m in GRAPH if _layers.layer_of(m) is None)
     assert not missing, "modules in no layer of fastgrad/_layers.py: %s" % missing
+
+
+def test_the_folders_are_the_layers():
+    # Every folder and module at the top of the package is a member of one layer, and every
+    # member but those listed ahead of the branches that add them exists: a new module goes
+    # into a layer's folder, or, if it is public, into LAYERS by name.
+    members = [m for _, _, ms in _layers.LAYERS for m in ms]
+    assert len(members) == len(set(members))
+    top = set()
+    for name in os.listdir(PACKAGE):
+        full = os.path.join(PACKAGE, name)
+        if os.path.isdir(full) and os.path.exists(os.path.join(full, "__init__.py")):
+            top.add(name + "/")
+        elif name.endswith((".py", ".pyx", ".so", ".pyd")) and not name.startswith("__init__"):
+            top.add(name.split(".")[0])
+    assert not top - set(members), "not in a layer of fastgrad/_layers.py: %s" % sorted(
+        top - set(members))
+    folders = [m for m in members if m.endswith("/") and m.startswith("_")]
+    assert all(_layers.present(m) and _layers.modules_in(m) for m in folders)
+    assert _layers.LAYERS[_layers.layer_of("_core._engine")][0] == "core"
+    assert "_engine" in _layers.modules_in("_core/")
+
+
+def test_the_runtime_package_holds_no_developer_tools():
+    # The import reader and the stub generator are tools of the clone (tests/tools/), not
+    # modules a user's program could import.
+    for name in ("_stubgen", "imports"):
+        assert not _layers.present(name)
 
 
 def test_no_import_cycle():
@@ -131,7 +167,7 @@ def _calls_of(owner, function_name):
     call = re.compile(r"^(?!\s*(?:c?p?def) |\s*#).*(?:\b%s\.|[^.\w]_?)%s\("
                       % (alias, function_name), re.M)
     callers = set()
-    for module, paths in _layers.source_files(PACKAGE).items():
+    for module, paths in imports.source_files(PACKAGE).items():
         for path in paths:
             text = open(path, encoding="utf-8").read()
             if not path.endswith(".py"):
@@ -153,7 +189,7 @@ def _calls_of(owner, function_name):
 
 
 def _source_of(module):
-    return "".join(open(p, encoding="utf-8").read() for p in _layers.source_files(PACKAGE)[module])
+    return "".join(open(p, encoding="utf-8").read() for p in imports.source_files(PACKAGE)[module])
 
 
 @pytest.mark.parametrize("owner, function, what", _layers.WIRING)
@@ -182,7 +218,7 @@ def test_no_module_connects_itself_at_import():
     # A registration on a module's last lines made the import order a contract: only the
     # bootstrap connects (Note [Bootstrap]).
     found = []
-    for module, paths in _layers.source_files(PACKAGE).items():
+    for module, paths in imports.source_files(PACKAGE).items():
         for path in paths:
             if module in (_layers.BOOTSTRAP, ""):
                 continue        # the bootstrap, and the package that runs it
@@ -211,7 +247,7 @@ def test_no_function_imports_a_module_of_fastgrad():
     # An import inside a function is how a cycle hides; with the layers there is no reason
     # left for one (optional dependencies such as SciPy or mpi4py are not fastgrad's modules).
     lazy = []
-    for module, paths in _layers.source_files(PACKAGE).items():
+    for module, paths in imports.source_files(PACKAGE).items():
         for path in paths:
             text = open(path, encoding="utf-8").read()
             if path.endswith(".py"):
