@@ -8,6 +8,20 @@ import pytest
 
 import fastgrad
 
+# The tests sit in folders that mirror fastgrad's layers (tests/core/, tests/ops/, ...). They
+# import the shared modules of tests/ (_helpers, op_specs, tools/) and a few import another
+# test file's cases (test_ops's, test_conv_pool_fast's) by name, from whichever folder they
+# are in: tests/ and its folders of tests go on sys.path once, here. Test file names are
+# unique across the folders, so a name finds one file.
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+for _folder in [_TESTS] + sorted(
+        os.path.join(_TESTS, name) for name in os.listdir(_TESTS)
+        if any(f.startswith("test_") for f in
+               (os.listdir(os.path.join(_TESTS, name))
+                if os.path.isdir(os.path.join(_TESTS, name)) else ()))):
+    if _folder not in sys.path:
+        sys.path.insert(0, _folder)
+
 
 def pytest_report_header(config):
     return "fastgrad %s from %s" % (fastgrad.__version__, os.path.dirname(fastgrad.__file__))
