@@ -18,14 +18,15 @@ from fastgrad._version import __version__
 # a layer above is connected in one step, the bootstrap's (Note [Bootstrap] in _bootstrap.py).
 try:
     from fastgrad import _bootstrap
-except ModuleNotFoundError as _missing:  # Note [The source tree shadows the installed package]
+except ImportError as _missing:  # Note [The source tree shadows the installed package]
     from fastgrad import _source_tree
     _explained = _source_tree.explain(_missing)
     if _explained is None:
         raise
     raise _explained from None
 _bootstrap.wire()
-from fastgrad._kernels._threads import set_num_threads, get_num_threads, get_blas_num_threads  # noqa: E402
+from fastgrad._kernels._threads import (set_num_threads, get_num_threads,  # noqa: E402
+                                        get_blas_num_threads)
 from fastgrad import autograd  # noqa: E402
 
 from fastgrad import numpy as np  # noqa: E402
@@ -59,6 +60,18 @@ from fastgrad import test_utils  # noqa: E402,F401 -- mx.test_utils
 from fastgrad import functional  # noqa: E402
 from fastgrad.symbol import AttrScope  # noqa: E402,F401 -- MXNet's mx.AttrScope
 from fastgrad.symbol import name  # noqa: E402,F401 -- MXNet's mx.name.Prefix
+
+# Note [Pickled paths]
+# A pickle names the module of every class and function it rebuilds its objects with, and
+# arrays and ops name the module of the array type. fastgrad 6b3cdcb and earlier had that
+# module at the top of the package, as ``_array`` (``_wrap``, ``ndarray``, ``_ops_lookup``),
+# before the modules went into layer folders; it is now ``fastgrad._core._array``. So that
+# those pickles still load, the old name stays an alias of the module (new pickles name the
+# new one). No other pickled name moved: symbols name ``fastgrad.symbol._json``, NDArrays
+# ``fastgrad.ndarray``, optimizers, parameters and blocks their public modules
+# (tests/package/test_pickles.py loads a pickle made by 6b3cdcb).
+from fastgrad._core import _array as _core_array  # noqa: E402
+_sys.modules.setdefault(__name__ + "._array", _core_array)
 
 # ``import fastgrad.np`` and friends work like the attribute access.
 _sys.modules[__name__ + ".np"] = np

@@ -71,5 +71,6 @@ def test_other_missing_modules_are_not_disguised(tmp_path):
     assert _source_tree.explain(error) is None
     error = ModuleNotFoundError("No module named 'fastgrad.nothing'", name="fastgrad.nothing")
     assert _source_tree.explain(error) is None
-    error = ModuleNotFoundError("No module named 'fastgrad._core._engine'", name="fastgrad._core._engine")
+    error = ModuleNotFoundError("No module named 'fastgrad._core._engine'",
+                                name="fastgrad._core._engine")
     assert "fastgrad._core._engine" in str(_source_tree.explain(error))
