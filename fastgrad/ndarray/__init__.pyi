@@ -8,9 +8,9 @@ import numpy
 import numpy.typing as npt
 
 from fastgrad._core._array import ndarray
-from fastgrad._api import _functions as F
 from fastgrad import numpy as np
 from fastgrad import numpy_extension as npx
+from fastgrad._api import _functions as F
 from fastgrad._core._array import ndarray as _ndarray
 from fastgrad.ndarray import image as image
 from fastgrad.ndarray import random as random
