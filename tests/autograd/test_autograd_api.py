@@ -1,5 +1,11 @@
-"""Tests of the public ``fastgrad.autograd`` API and of differentiation through the
-array operations, checked against closed forms and float64 finite differences."""
+"""``autograd.grad`` and ``autograd.Function``, checked against closed forms and float64 finite
+differences.
+
+What is recorded and ``backward()`` are in ``tests/core/test_recording.py``, first derivatives
+of the array operations in ``tests/ops/test_gradients_fd.py``, higher orders in
+``test_higher_order_closed_forms.py`` and ``test_higher_order.py``, the array type in
+``tests/core/test_array.py``.
+"""
 
 import os
 import re
