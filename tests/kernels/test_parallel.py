@@ -228,7 +228,8 @@ def _python(code, env, tmp_path):
 
 def test_env_var_one_disables_splitting(tmp_path):
     code = ("import numpy, fastgrad\n"
-            "from fastgrad import _large as P, np as fnp\n"
+            "from fastgrad._kernels import _large as P\n"
+            "from fastgrad import np as fnp\n"
             "assert P.get_num_threads() == 1\n"
             "x = numpy.random.default_rng(0).random(1 << 19)\n"
             "fnp.sin(fnp.array(x))\n"
@@ -242,7 +243,7 @@ def test_env_var_one_disables_splitting(tmp_path):
 
 
 def test_env_var_invalid(tmp_path):
-    code = "from fastgrad import _large as P\nP.get_num_threads()\n"
+    code = "from fastgrad._kernels import _large as P\nP.get_num_threads()\n"
     env = dict(os.environ, FASTGRAD_NUM_THREADS="zero")
     out = _python(code, env, tmp_path)
     assert out.returncode != 0 and "FASTGRAD_NUM_THREADS" in out.stderr
@@ -355,7 +356,7 @@ def test_concurrent_callers_get_their_own_results():
 def test_pool_works_in_a_forked_child(tmp_path):
     code = (
         "import os, numpy as np\n"
-        "from fastgrad import _large\n"
+        "from fastgrad._kernels import _large\n"
         "_large.set_num_threads(2)\n"
         "x = np.random.default_rng(0).uniform(-3, 3, %d)\n"
         "_large.apply(np.sin, x)\n"

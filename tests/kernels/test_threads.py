@@ -123,7 +123,7 @@ def test_idle_pool_workers_sleep(tmp_path):
     to no CPU time while its main thread sleeps. A spinning worker would use about as much CPU
     time as the sleep's wall time."""
     code = ("import time, numpy, fastgrad\n"
-            "from fastgrad import _large\n"
+            "from fastgrad._kernels import _large\n"
             "_large.set_num_threads(2)\n"
             "x = numpy.random.default_rng(0).random(1 << 20)\n"
             "calls = _large.pool_calls()\n"
