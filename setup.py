@@ -43,7 +43,7 @@ extensions = [
         extra_compile_args=(["-O0", "-g"] if DEBUG and os.name != "nt" else [])
         # the fused kernels equal NumPy's composition bit for bit only without contracting
         # a * b + c into one rounding (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx)
-        + (["-ffp-contract=off"] if name == "_fused" and os.name != "nt" else []),
+        + (["-ffp-contract=off"] if name == "_kernels._fused" and os.name != "nt" else []),
     )
     for name in MODULES
 ]
