@@ -19,7 +19,10 @@ other callers that want the one-pass kernel on plain arrays:
 ``maximum_backward(g, x, y)``
     ``g`` where ``x > y``, ``0.5 * g`` where ``x == y``, ``g * 0`` elsewhere: the gradient of
     ``maximum(x, y)`` with respect to ``x`` (Note [Ties of maximum] in _table_fused.py); with
-    ``x`` and ``y`` swapped, with respect to ``y`` (and ``minimum``'s, swapped again).
+    ``x`` and ``y`` swapped, with respect to ``y`` (and ``minimum``'s, swapped again). A NaN
+    operand raises no floating-point error, as NumPy's comparisons raise none; an infinite
+    ``g`` where ``x < y`` (or unordered) raises invalid, its result being NaN (Note
+    [Comparisons and the invalid flag] in ``_fused_loops.h``).
 ``sigmoid_backward(g, y)``
     ``g * y * (1 - y)``, the gradient of ``sigmoid`` from its output ``y``.
 ``tanh_backward(g, y)``

@@ -7,6 +7,8 @@
 #ifndef FASTGRAD_FUSED_LOOPS_H
 #define FASTGRAD_FUSED_LOOPS_H
 
+#include <fenv.h>
+#include <math.h>
 #include <stddef.h>
 #include <numpy/npy_common.h>
 
@@ -60,27 +62,66 @@ static FG_NOINLINE void NAME(npy_intp n, const T *restrict g, const T *restrict 
     }                                                                                       \
 }
 
+/* Note [Comparisons and the invalid flag]
+ * The composition these loops replace, where(x == y, 0.5 * g, g * (x > y)), compares with
+ * NumPy's comparison ufuncs, which raise no floating-point flag for a NaN operand ("NumPy
+ * does not warn for comparisons involving a NaN", its floating-point error handling page).
+ * C's x > y is the signaling comparison: the
+ * compiler emits comisd, and for the vector loops cmpltpd (LT_OS); under AVX2 it emits the
+ * signaling predicate even for C99's isgreater(x, y), and SSE2 has no quiet ordered vector
+ * predicate at all (only ==, !=, ordered, unordered). So the loops keep their vector
+ * comparisons and the dispatching loop corrects the flag afterwards, for the whole call:
+ * if FE_INVALID was clear on entry and is set on exit, it is cleared and raised again
+ * only if one of the loop's own products was inf * 0, i.e. an element with an infinite g and
+ * neither x > y nor x == y (quiet tests: isgreaterequal), whose result is NaN. The rescan
+ * runs only on calls that raised (a NaN operand or such a product), so the usual call pays
+ * two fetestexcept.
+ * The flags are then the composition's, but for one case, chosen: with an infinite g at a tie
+ * (x == y) the composition raised invalid from the product g * (x > y) = inf * 0 that its
+ * where() then discards (its result is 0.5 * g = inf); the kernel computes no such product
+ * and raises nothing there: it raises invalid exactly where it makes a NaN from a gradient
+ * that was not one (as the composition's kept products do). (Underflow, from 0.5 * g of a
+ * subnormal g, is raised where the composition raised it, or not at all: the composition
+ * computed 0.5 * g for every element.) */
 #define FG_MAXIMUM_BACKWARD(NAME, T)                                                        \
 FG_MAXIMUM_PATH(NAME##_cc, T, y[i])                                                         \
 FG_MAXIMUM_PATH(NAME##_c0, T, y0)                                                         \
 FG_MAXIMUM_PATH_G0(NAME##_0c, T, y[i])                                                         \
 FG_MAXIMUM_PATH_G0(NAME##_00, T, y0)                                                         \
+/* (Note [Comparisons and the invalid flag]) FE_INVALID, raised by the loop, cleared, and    \
+ * raised again if some element's product was inf * 0 */                                   \
+static void NAME##_invalid(char **args, npy_intp const *dims, npy_intp const *steps) {     \
+    char *g = args[0], *x = args[1], *y = args[2];                                          \
+    feclearexcept(FE_INVALID);                                                              \
+    for (npy_intp i = 0; i < dims[0]; i++) {                                                \
+        T gv = *(T *)g, xv = *(T *)x, yv = *(T *)y;                                         \
+        if (isinf(gv) && !isgreaterequal(xv, yv)) {                                         \
+            feraiseexcept(FE_INVALID);                                                      \
+            return;                                                                         \
+        }                                                                                   \
+        g += steps[0]; x += steps[1]; y += steps[2];                                        \
+    }                                                                                       \
+}                                                                                           \
 static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
     npy_intp n = dims[0], s = sizeof(T);                                                    \
     char *g = args[0], *x = args[1], *y = args[2], *out = args[3];                          \
+    int invalid = fetestexcept(FE_INVALID);                                                 \
     if (steps[1] == s && steps[3] == s && (steps[0] == s || steps[0] == 0)                  \
             && (steps[2] == s || steps[2] == 0)) {                                          \
         if (steps[0] == s)                                                                  \
             (steps[2] == s ? NAME##_cc : NAME##_c0)((n), (T *)g, (T *)x, (T *)y, (T *)out);  \
         else                                                                                \
             (steps[2] == s ? NAME##_0c : NAME##_00)((n), (T *)g, (T *)x, (T *)y, (T *)out);  \
-        return;                                                                             \
     }                                                                                       \
-    for (npy_intp i = 0; i < n; i++) {                                                      \
-        T w = FG_TIE(T, *(T *)x, *(T *)y);  /* (a statement of its own: no branch) */      \
-        *(T *)out = *(T *)g * w;                                                            \
-        g += steps[0]; x += steps[1]; y += steps[2]; out += steps[3];                       \
+    else {                                                                                  \
+        for (npy_intp i = 0; i < n; i++) {                                                  \
+            T w = FG_TIE(T, *(T *)x, *(T *)y);  /* (a statement of its own: no branch) */  \
+            *(T *)out = *(T *)g * w;                                                        \
+            g += steps[0]; x += steps[1]; y += steps[2]; out += steps[3];                   \
+        }                                                                                   \
     }                                                                                       \
+    if (!invalid && fetestexcept(FE_INVALID))                                               \
+        NAME##_invalid(args, dims, steps);                                                  \
 }
 
 /* a binary formula f(g, y) of the gradient and the op's output (g contiguous or one value) */

@@ -10,7 +10,8 @@ Note [Ties of maximum]
 ~~~~~~~~~~~~~~~~~~~~~~
 ``maximum(x, y)`` splits its gradient evenly where ``x == y``, as the ``max`` reduction does:
 ``maximum_backward(g, x, y)`` is ``g`` where ``x > y``, ``0.5 * g`` where ``x == y`` and
-``g * 0`` elsewhere (NaN where ``g`` is infinite or NaN, as ``g * (x > y)`` is). The gradient
+``g * 0`` elsewhere (NaN where ``g`` is infinite or NaN, as ``g * (x > y)`` is; the
+floating-point flags: Note [Comparisons and the invalid flag] in _fused_loops.h). The gradient
 with respect to ``y`` is ``maximum_backward(g, y, x)``, so a constant ``y`` gets its half at a
 tie too, and it is dropped with the constant: ``maximum(z, 0)``'s gradient at ``z == 0`` is
 ``0.5 * g``, where ``npx.relu``'s is 0. ``minimum``'s gradients are the same with ``x`` and

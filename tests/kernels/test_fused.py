@@ -4,6 +4,8 @@ zeros, empty and 0-d arrays, broadcast and non-contiguous operands; and the grad
 ops whose rules call them (``maximum``, ``minimum``, ``sigmoid``) unchanged, to second order.
 The registry-driven tests (tests/op_specs.py) check the kernels as ops to higher orders."""
 
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -134,3 +136,84 @@ def test_sigmoid_gradient_unchanged(dtype):
     expected = 2 * s * (1 - s) + x0 * s * (1 - s) * (1 - 2 * s)
     onp.testing.assert_allclose(d2.asnumpy(), expected, rtol=1e-5 if dtype == onp.float32
                                 else 1e-12, atol=1e-7)
+
+
+def _raised(f):
+    """The floating-point errors f() raises, one at a time, under np.errstate(all='raise')."""
+    raised = set()
+    for kind in ("invalid", "divide", "over", "under"):
+        with onp.errstate(**{"all": "ignore", kind: "raise"}):
+            try:
+                f()
+            except FloatingPointError:
+                raised.add(kind)
+    return raised
+
+
+# every pair of these: NaN, infinities, signed zeros, ties, x above and below y
+_SPECIAL = [onp.nan, -onp.inf, onp.inf, -0.0, 0.0, 1.0, -2.5]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("g", [1.5, -0.0, onp.inf, -onp.inf, onp.nan])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast g", "scalar y"])
+def test_extrema_gradients_with_nan_inf_and_signed_zeros(dtype, g, layout):
+    """Note [Comparisons and the invalid flag]: with NaN (or inf, or -0.0) among the operands,
+    the gradients of maximum and minimum equal the composition's bit for bit, and the kernel
+    raises no floating-point error where the composition raised none (its comparisons are
+    quiet); invalid where the kernel's product is inf * 0 (a NaN made from an infinite g), as
+    the composition's; the one case where they differ is an infinite g at a tie, where only
+    the composition raised, from the product its where() discards."""
+    xs, ys = onp.meshgrid(onp.array(_SPECIAL, dtype), onp.array(_SPECIAL, dtype))
+    x, y = onp.tile(xs.ravel(), 3), onp.tile(ys.ravel(), 3)     # long enough for the vector loop
+    cases = [(x, dtype(v)) for v in _SPECIAL] if layout == "scalar y" else [(x, y)]
+    for x, y in cases:
+        gv = onp.full(x.shape, g, dtype)
+        if layout == "strided":
+            x, y, gv = (onp.repeat(v, 2)[::2] for v in (x, y, gv))
+        elif layout == "broadcast g":
+            gv = onp.broadcast_to(dtype(g), x.shape)
+        for a, b in [(x, y), (y, x)]:     # maximum's two gradients, and minimum's (swapped)
+            with onp.errstate(all="ignore"):
+                expected = _maximum_rule(gv, a, b)
+                got = _fused.maximum_backward(gv, a, b)
+            assert got.dtype == dtype
+            assert onp.array_equal(got, expected, equal_nan=True)
+            assert onp.array_equal(onp.signbit(got), onp.signbit(expected))
+            old = _raised(lambda: _maximum_rule(gv, a, b))
+            new = _raised(lambda: _fused.maximum_backward(gv, a, b))
+            made_nan = bool(onp.any(onp.isinf(gv) & ~(a >= b)))
+            assert new == ({"invalid"} if made_nan else set())
+            assert new <= old
+            assert old - new <= ({"invalid"} if onp.any(onp.isinf(gv) & (a == b)) else set())
+            if not old:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    with onp.errstate(all="raise"):
+                        _fused.maximum_backward(gv, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_extrema_gradients_with_nan_raise_nothing(dtype, op):
+    """np.maximum / np.minimum with NaN in either operand: the gradients are the composition's
+    and no warning is emitted, under warnings 'error' and np.errstate(all='raise')."""
+    x0 = onp.array([onp.nan, 1, 2, -0.0, onp.inf, 3, onp.nan, -onp.inf, 0.0] * 3, dtype)
+    y0 = onp.array([0, onp.nan, 2, 0.0, onp.inf, -1, onp.nan, 5, -0.0] * 3, dtype)
+    g0 = onp.linspace(-2, 2, x0.size).astype(dtype)
+    x, y = np.array(x0), np.array(y0)
+    x.attach_grad()
+    y.attach_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with onp.errstate(all="raise"):
+            with autograd.record():
+                z = getattr(np, op)(x, y)
+            z.backward(np.array(g0))
+            with onp.errstate(all="ignore"):   # the rules of _derivatives.py
+                dx, dy = (_maximum_rule(g0, x0, y0), _maximum_rule(g0, y0, x0))[::(
+                    1 if op == "maximum" else -1)]
+    assert onp.array_equal(x.grad.asnumpy(), dx)
+    assert onp.array_equal(onp.signbit(x.grad.asnumpy()), onp.signbit(dx))
+    assert onp.array_equal(y.grad.asnumpy(), dy)
+    assert onp.array_equal(onp.signbit(y.grad.asnumpy()), onp.signbit(dy))
