@@ -157,7 +157,7 @@ def test_kvstore_methods(tmp_path):
         counter.calls.clear()
         fused.push("big", big)
         sent = [c for c in counter.calls if getattr(c[0], "size", 0) == 1 << 15]
-        assert len(sent) == 1 and sent[0][0] is mx._array.unwrap(big)
+        assert len(sent) == 1 and sent[0][0] is mx._core._array.unwrap(big)
         o = nd.zeros((1 << 15,)); fused.pull("big", out=o); check(o, 3)
 
         # set_optimizer: the store runs SGD on the summed gradient, identically everywhere
