@@ -28,6 +28,16 @@ DIRECTIVES = {
     "binding": False,
 }
 
+# NPY_TARGET_VERSION: the oldest NumPy the extensions run on, the floor in pyproject.toml
+# (numpy>=2.0). NumPy's headers hide whatever C API is newer than the target (a build against
+# NumPy 2.4 headers that used a 2.1 function would fail to compile, not fail on 2.0 at import),
+# and the default target of NumPy 2.0's own headers is 1.19, which hides
+# PyDataMem_SetHandler (1.22): kernels.pyx then compiled to a call of an undefined symbol and
+# "import fastgrad" failed when built against NumPy 2.0.0.
+MACROS = [("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
+          ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")] \
+    + ([] if DEBUG else [("CYTHON_WITHOUT_ASSERTIONS", None), ("NDEBUG", None)])
+
 # Dotted names below fastgrad; "_core._array" is fastgrad/_core/_array.pyx.
 MODULES = ["_core._state", "_core._node", "_kernels._large.kernels", "_kernels._fused",
            "_core._array", "_core._engine", "symbol._plan"]
@@ -38,8 +48,7 @@ extensions = [
         ["fastgrad/%s.pyx" % name.replace(".", "/")],
         include_dirs=["fastgrad/_core", "fastgrad/_kernels", "fastgrad/_kernels/_large",
                       numpy.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
-        + ([] if DEBUG else [("CYTHON_WITHOUT_ASSERTIONS", None), ("NDEBUG", None)]),
+        define_macros=MACROS,
         extra_compile_args=(["-O0", "-g"] if DEBUG and os.name != "nt" else [])
         # the fused kernels equal NumPy's composition bit for bit only without contracting
         # a * b + c into one rounding (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx)
@@ -57,13 +66,14 @@ BUILD_DIR = "build/cython-debug" if DEBUG else "build/cython"
 # own check (by modification times, counting its bundled .pxd files) would regenerate the C of
 # every module that cimports one, and the compiler would then recompile them all: installing
 # ``".[test]"`` after ``"."`` took a minute for nothing. The C files depend only on the sources
-# below, the Cython and NumPy versions and the directives, so digests of those decide: when
-# both are the ones recorded with the C files, the C files are used as they are, and setuptools
-# skips the modules whose compiled file is newer than its C file. When the sources changed,
-# Cython regenerates the modules they touch; when the versions or directives changed (which
-# modification times cannot show), it regenerates every module.
+# below, the Cython and NumPy versions, the directives and the macros, so digests of those
+# decide: when both are the ones recorded with the C files, the C files are used as they are,
+# and setuptools skips the modules whose compiled file is newer than its C file. When the
+# sources changed, Cython regenerates the modules they touch; when the versions, directives or
+# macros changed (which modification times cannot show), it regenerates every module.
 def _digests():
-    config = hashlib.sha256(repr((Cython.__version__, numpy.__version__, DIRECTIVES)).encode())
+    config = hashlib.sha256(
+        repr((Cython.__version__, numpy.__version__, DIRECTIVES, MACROS)).encode())
     sources = hashlib.sha256()
     for folder, _, names in sorted(os.walk("fastgrad")):
         for name in sorted(names):

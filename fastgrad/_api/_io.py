@@ -14,7 +14,32 @@ A saved array is its values only: the recorded history, the attached gradient an
 
 import numpy as _np
 
-from fastgrad._core._array import unwrap, _wrap
+from fastgrad._core._array import ndarray, unwrap, _wrap
+
+
+def _numpy_from_dlpack_takes_keywords():
+    """Whether ``numpy.from_dlpack`` takes ``device=`` and ``copy=`` (NumPy >= 2.1; Note
+    [DLPack on NumPy 2.0] in ``_array.pyx``)."""
+    try:
+        _np.from_dlpack(_np.empty(0), copy=None)
+    except TypeError:
+        return False
+    return True
+
+
+_NUMPY_FROM_DLPACK_KEYWORDS = _numpy_from_dlpack_takes_keywords()
+
+
+def _numpy_source(x):
+    """``numpy.from_dlpack(x)`` of a NumPy array on NumPy 2.0, as NumPy >= 2.1 gives it: ``x``'s
+    memory, writable if ``x`` is. NumPy 2.0's own makes every array it imports read-only, and
+    refuses to export a read-only one; DLPack's rules are checked as NumPy checks them (the
+    dtype on an empty array of it, which raises NumPy's own error)."""
+    _np.from_dlpack(_np.empty(0, x.dtype))
+    if x.size != 1 and not x.flags.c_contiguous and any(
+            n != 1 and s % x.itemsize for n, s in zip(x.shape, x.strides)):
+        raise BufferError("DLPack only supports strides which are a multiple of itemsize.")
+    return x.view(_np.ndarray)
 
 
 def _values(name, a):
@@ -109,6 +134,35 @@ def from_dlpack(x, /, *, device=None, copy=None):
     -------
     ndarray
         An array with ``x``'s dtype and no history: writes to either side are seen by the
-        other, and gradients do not flow back to ``x``.
+        other, and gradients do not flow back to ``x``. On NumPy 2.0, whose
+        ``numpy.from_dlpack`` makes every array it imports read-only, the array shares a
+        NumPy or fastgrad ``x``'s memory as on later NumPy, but is read-only when ``x`` comes
+        from another library (PyTorch, JAX): pass ``copy=True`` for a writable copy.
     """
-    return _wrap(_np.from_dlpack(x, device=device, copy=copy))
+    if not _NUMPY_FROM_DLPACK_KEYWORDS:
+        # NumPy 2.0: numpy.from_dlpack(x) takes no keyword (Note [DLPack on NumPy 2.0]).
+        if device is not None and not (isinstance(device, str) and device == "cpu"):
+            raise ValueError('fastgrad.np.from_dlpack: device=%r: only "cpu" is supported'
+                             % (device,))
+        if isinstance(copy, str):
+            raise ValueError("fastgrad.np.from_dlpack: copy=%r: use True, False or None"
+                             % (copy,))
+    try:
+        if _NUMPY_FROM_DLPACK_KEYWORDS:
+            data = _np.from_dlpack(x, device=device, copy=copy)
+        else:
+            source = unwrap(x) if isinstance(x, ndarray) else x
+            if isinstance(source, _np.ndarray):
+                data = _numpy_source(source)
+            else:
+                data = _np.from_dlpack(x)   # read-only on NumPy 2.0
+            if copy:                        # else x's memory is shared: copy=False holds
+                data = data.copy()
+    except Exception as e:
+        # NumPy's (or the producer's) error, unchanged but for a note naming the function.
+        try:
+            e.add_note("in fastgrad.np.from_dlpack (NumPy %s)" % _np.__version__)
+        except AttributeError:      # Python < 3.11: no notes
+            pass
+        raise
+    return _wrap(data)

@@ -12,7 +12,12 @@ and write the arrays' NumPy buffers, and return no history.
 They allocate nothing per step. NumPy cannot fuse an expression into one loop, so the
 intermediate terms go to scratch buffers owned by the calling thread (``_scratch``), grown to
 the largest weight seen and reused for every later call; every arithmetic step is a ufunc with
-``out=``. After writing, each array that changed is marked written (``_touch``), which bumps
+``out=`` whose inputs and output have one dtype. A ufunc that must cast (``greater`` into a
+float array, a float times a bool mask) runs through NumPy's buffered iterator, which allocates
+a cast buffer per call: 8192 elements on NumPy 2.0 (74 KB for ``ftrl_update``'s mask), less on
+later versions; ``tests/test_optimizer.py`` counts the bytes on both.
+
+After writing, each array that changed is marked written (``_touch``), which bumps
 its version (Note [Versions] in ``_array_versions.pxi``) so that a graph recorded before the
 update and differentiated after it raises instead of using the new values. ``a[...] = a`` does the
 marking for free: NumPy skips a copy of a buffer onto itself.
@@ -501,6 +506,7 @@ def ftrl_update(weight, grad, z, n, lr, lamda1=0.01, beta=1.0, wd=0.0, rescale_g
         s -= zz
         _onp.divide(s, t, out=o)
         _onp.abs(zz, out=t)
-        _onp.greater(t, lamda1, out=t)         # 1.0 where |z| > lamda1, else 0.0
+        t -= lamda1                            # > 0 exactly where |z| > lamda1
+        _onp.heaviside(t, 0.0, out=t)          # 1.0 there, else 0.0 (no bool to cast)
         o *= t
     return _run(op, body, weight, grad, (("z", z), ("n", n)), out)

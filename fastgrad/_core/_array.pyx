@@ -68,6 +68,52 @@ def _unexpected_keyword(str op, str key):
     return "fastgrad.%s() got an unexpected keyword argument %r" % (op, key)
 
 
+# Note [DLPack on NumPy 2.0]
+# The DLPack keywords of the array API standard 2023.12 (``max_version``, ``dl_device``,
+# ``copy``) reached NumPy in 2.1: NumPy 2.0's ``ndarray.__dlpack__`` takes ``stream`` alone,
+# and its ``numpy.from_dlpack(x)`` no keyword at all. fastgrad supports NumPy 2.0, so its
+# ``__dlpack__`` (here) and ``fastgrad.np.from_dlpack`` (``_io.py``) take the keywords on every
+# NumPy: they pass them on where NumPy takes them, and on NumPy 2.0 do what they ask by other
+# means. ``max_version`` is a ceiling the standard lets a producer ignore (the consumer reads the
+# version from the capsule's name): NumPy 2.0 exports the unversioned capsule, which every
+# consumer reads. ``dl_device`` must be the CPU, as NumPy 2.1 asks (else ``BufferError``).
+# ``copy=True`` exports a copy. Sharing never copies, so ``copy=False`` is honoured, except for
+# a read-only array, which only the versioned capsule of NumPy >= 2.1 can mark read-only: with
+# ``copy=False`` that is an error naming the method, and with ``copy=None`` ("copy if needed")
+# a copy is exported. ``fastgrad.np.from_dlpack`` checks ``device`` and copies by itself, and
+# takes a NumPy or fastgrad array's memory as it is, writable if it is, after DLPack's checks:
+# NumPy 2.0's ``from_dlpack`` makes every array it imports read-only (so it stays for another
+# library's tensors on NumPy 2.0, as the docstring says). Which NumPy is installed is found by
+# trying the keywords once; ``tests/test_interop.py`` runs the NumPy 2.0 path on every NumPy.
+def _numpy_dlpack_takes_keywords():
+    try:
+        _np.empty(0).__dlpack__(max_version=None, dl_device=None, copy=None)
+    except TypeError:
+        return False
+    return True
+
+
+_NUMPY_DLPACK_KEYWORDS = _numpy_dlpack_takes_keywords()
+
+
+def _dlpack_without_keywords(data, stream, dl_device, copy):
+    """``data.__dlpack__`` with the keywords NumPy 2.0 lacks (Note [DLPack on NumPy 2.0])."""
+    name = "fastgrad.np.ndarray.__dlpack__"
+    if dl_device is not None and tuple(dl_device) != data.__dlpack_device__():
+        raise BufferError("%s: unsupported device requested: dl_device=%r; fastgrad arrays are "
+                          "on the CPU, %r" % (name, dl_device, data.__dlpack_device__()))
+    if copy:
+        data = data.copy()
+    elif not data.flags.writeable:
+        if copy is not None:
+            raise BufferError(
+                "%s: copy=False cannot share a read-only array: NumPy %s exports DLPack's "
+                "unversioned capsule, which has no read-only flag (NumPy >= 2.1 marks it); "
+                "pass copy=None or copy=True to export a copy" % (name, _np.__version__))
+        data = data.copy()
+    return data.__dlpack__(stream=stream)
+
+
 cdef ndarray wrap(object data, Node node, Py_ssize_t oidx, type cls=None):
     """Wrap a NumPy value in a fastgrad array produced by ``node`` (or by nothing)."""
     cdef ndarray a
@@ -897,9 +943,12 @@ cdef class ndarray:
     # the array's buffer without a copy, exactly as NumPy's own array would, so writes through
     # the consumer's view are not seen by fastgrad's version counter, as with numpy.asarray(a).
     # The history is not part of the protocol: the consumer gets values.
+    # On NumPy 2.0 the keywords are honoured by fastgrad (Note [DLPack on NumPy 2.0]).
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self._data.__dlpack__(stream=stream, max_version=max_version,
-                                     dl_device=dl_device, copy=copy)
+        if _NUMPY_DLPACK_KEYWORDS:
+            return self._data.__dlpack__(stream=stream, max_version=max_version,
+                                         dl_device=dl_device, copy=copy)
+        return _dlpack_without_keywords(self._data, stream, dl_device, copy)
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()

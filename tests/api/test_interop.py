@@ -6,12 +6,13 @@ when it is not installed.
 """
 
 import io
+import sys
 
 import numpy as onp
 import pytest
 
 import fastgrad as mx
-from fastgrad import autograd, np
+from fastgrad import _array, _io, autograd, np
 
 DTYPES = ["float32", "float64", "int64", "bool", "complex128"]
 
@@ -40,9 +41,41 @@ def test_iteration_over_0d_array_raises_numpys_type_error():
 
 
 # ---------------------------------------------------------------- DLPack with NumPy
+# NumPy's DLPack keywords (ndarray.__dlpack__'s max_version, dl_device and copy;
+# numpy.from_dlpack's device and copy) are NumPy 2.1's; fastgrad takes them on NumPy 2.0 too
+# (Note [DLPack on NumPy 2.0] in fastgrad/_array.pyx). The tests that take ``numpy_dlpack``
+# run twice: with the installed NumPy's own keywords, and through fastgrad's NumPy 2.0 path,
+# forced, so that a run on the newest NumPy checks that path as well.
+@pytest.fixture(params=["numpy's keywords", "numpy 2.0 path"])
+def numpy_dlpack(request, monkeypatch):
+    if request.param == "numpy 2.0 path":
+        monkeypatch.setattr(_array, "_NUMPY_DLPACK_KEYWORDS", False)
+        monkeypatch.setattr(_io, "_NUMPY_FROM_DLPACK_KEYWORDS", False)
+    return request.param
+
+
+def test_the_numpy_2_0_path_is_taken_exactly_on_numpy_2_0():
+    keywords = onp.lib.NumpyVersion(onp.__version__) >= "2.1.0"
+    assert _array._NUMPY_DLPACK_KEYWORDS is keywords
+    assert _io._NUMPY_FROM_DLPACK_KEYWORDS is keywords
+
+
+class _Producer:
+    """Exports ``a`` with the given ``__dlpack__`` keywords, whatever the consumer asks."""
+
+    def __init__(self, a, **keywords):
+        self.a, self.keywords = a, keywords
+
+    def __dlpack__(self, **ignored):
+        return self.a.__dlpack__(**self.keywords)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(2, 3), (), (0, 4)])
-def test_numpy_from_dlpack_shares_fastgrads_data(dtype, shape):
+def test_numpy_from_dlpack_shares_fastgrads_data(dtype, shape, numpy_dlpack):
     a = _fresh(dtype, shape)
     b = onp.from_dlpack(a)
     assert b.dtype == a.dtype and b.shape == a.shape
@@ -52,16 +85,25 @@ def test_numpy_from_dlpack_shares_fastgrads_data(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_fastgrad_from_dlpack_shares_numpys_data(dtype):
+def test_fastgrad_from_dlpack_shares_numpys_data(dtype, numpy_dlpack):
     source = onp.arange(6).reshape(2, 3).astype(dtype)
     a = np.from_dlpack(source)
     assert isinstance(a, mx.np.ndarray) and a.dtype == source.dtype
     source[0, 0] = 1
     assert onp.asarray(a)[0, 0] == 1
+    a[1, 2] = a[0, 0]      # writable, as the source is (NumPy 2.0's own import is read-only)
+    assert source[1, 2] == 1
     assert a.node is None  # no history
 
 
-def test_from_dlpack_round_trip_of_a_view_keeps_strides():
+def test_fastgrad_from_dlpack_of_a_read_only_numpy_array_shares_it(numpy_dlpack):
+    source = onp.arange(3.0)
+    source.flags.writeable = False
+    a = np.from_dlpack(source)
+    assert onp.shares_memory(onp.asarray(a), source) and a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_from_dlpack_round_trip_of_a_view_keeps_strides(numpy_dlpack):
     base = np.array(onp.arange(12.0).reshape(3, 4))
     view = base[:, ::2]
     back = np.from_dlpack(onp.from_dlpack(view))
@@ -80,12 +122,54 @@ def test_from_dlpack_of_a_recorded_array_gives_values_without_history():
     onp.testing.assert_allclose(x.grad.asnumpy(), [9.0, 18.0], rtol=0, atol=0)
 
 
-def test_from_dlpack_copy_flags():
+def test_from_dlpack_copy_flags(numpy_dlpack):
     source = onp.arange(3.0)
     copied = np.from_dlpack(source, copy=True)
     source[0] = 7.0
     assert onp.asarray(copied)[0] == 0.0
     assert onp.asarray(np.from_dlpack(source, copy=False))[0] == 7.0
+    assert onp.asarray(np.from_dlpack(source, device="cpu", copy=None))[0] == 7.0
+
+
+def test_from_dlpack_refuses_a_device_but_the_cpu(numpy_dlpack):
+    with pytest.raises(ValueError) as e:
+        np.from_dlpack(onp.arange(3.0), device="cuda")
+    assert "cpu" in str(e.value)
+
+
+def test_from_dlpack_errors_name_it(numpy_dlpack):
+    if sys.version_info < (3, 11):
+        pytest.skip("exception notes are Python 3.11's")
+    with pytest.raises(BufferError) as e:
+        np.from_dlpack(onp.arange(3.0).astype(">f8"))       # DLPack has no byte order
+    assert "fastgrad.np.from_dlpack" in " ".join(getattr(e.value, "__notes__", []))
+
+
+@pytest.mark.parametrize("copy", [None, False, True])
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_dlpack_keywords_of_fastgrad_arrays(copy, max_version, numpy_dlpack):
+    a = np.array([1.0, 2.0, 3.0])
+    b = onp.from_dlpack(_Producer(a, max_version=max_version, dl_device=(1, 0), copy=copy))
+    onp.testing.assert_array_equal(b, [1.0, 2.0, 3.0])
+    assert onp.shares_memory(b, onp.asarray(a)) is (copy is not True)
+
+
+def test_dlpack_refuses_a_device_but_the_cpu(numpy_dlpack):
+    with pytest.raises(BufferError):
+        np.array([1.0]).__dlpack__(dl_device=(2, 0))       # kDLCUDA
+
+
+def test_dlpack_of_a_read_only_array_on_numpy_2_0(monkeypatch):
+    """NumPy 2.0's capsule cannot mark an array read-only: copy=None exports a copy, and
+    copy=False, which forbids one, is an error naming the method."""
+    monkeypatch.setattr(_array, "_NUMPY_DLPACK_KEYWORDS", False)
+    a = np.array([1.0, 2.0])
+    data = _array.unwrap(a)
+    data.flags.writeable = False
+    b = onp.from_dlpack(_Producer(a, copy=None))
+    assert b.tolist() == [1.0, 2.0] and not onp.shares_memory(b, data)
+    with pytest.raises(BufferError, match=r"fastgrad\.np\.ndarray\.__dlpack__: copy=False"):
+        a.__dlpack__(copy=False)
 
 
 def test_dlpack_device_is_the_cpu():
