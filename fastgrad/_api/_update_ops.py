@@ -15,7 +15,7 @@ the largest weight seen and reused for every later call; every arithmetic step i
 ``out=`` whose inputs and output have one dtype. A ufunc that must cast (``greater`` into a
 float array, a float times a bool mask) runs through NumPy's buffered iterator, which allocates
 a cast buffer per call: 8192 elements on NumPy 2.0 (74 KB for ``ftrl_update``'s mask), less on
-later versions; ``tests/test_optimizer.py`` counts the bytes on both.
+later versions; ``tests/optimizer/test_optimizer.py`` counts the bytes on both.
 
 After writing, each array that changed is marked written (``_touch``), which bumps
 its version (Note [Versions] in ``_array_versions.pxi``) so that a graph recorded before the

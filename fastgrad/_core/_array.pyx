@@ -84,7 +84,7 @@ def _unexpected_keyword(str op, str key):
 # takes a NumPy or fastgrad array's memory as it is, writable if it is, after DLPack's checks:
 # NumPy 2.0's ``from_dlpack`` makes every array it imports read-only (so it stays for another
 # library's tensors on NumPy 2.0, as the docstring says). Which NumPy is installed is found by
-# trying the keywords once; ``tests/test_interop.py`` runs the NumPy 2.0 path on every NumPy.
+# trying the keywords once; ``tests/api/test_interop.py`` runs the NumPy 2.0 path on every NumPy.
 def _numpy_dlpack_takes_keywords():
     try:
         _np.empty(0).__dlpack__(max_version=None, dl_device=None, copy=None)

@@ -12,7 +12,9 @@ import numpy as onp
 import pytest
 
 import fastgrad as mx
-from fastgrad import _array, _io, autograd, np
+from fastgrad._core import _array
+from fastgrad._api import _io
+from fastgrad import autograd, np
 
 DTYPES = ["float32", "float64", "int64", "bool", "complex128"]
 
@@ -43,7 +45,7 @@ def test_iteration_over_0d_array_raises_numpys_type_error():
 # ---------------------------------------------------------------- DLPack with NumPy
 # NumPy's DLPack keywords (ndarray.__dlpack__'s max_version, dl_device and copy;
 # numpy.from_dlpack's device and copy) are NumPy 2.1's; fastgrad takes them on NumPy 2.0 too
-# (Note [DLPack on NumPy 2.0] in fastgrad/_array.pyx). The tests that take ``numpy_dlpack``
+# (Note [DLPack on NumPy 2.0] in fastgrad/_core/_array.pyx). The tests that take ``numpy_dlpack``
 # run twice: with the installed NumPy's own keywords, and through fastgrad's NumPy 2.0 path,
 # forced, so that a run on the newest NumPy checks that path as well.
 @pytest.fixture(params=["numpy's keywords", "numpy 2.0 path"])
