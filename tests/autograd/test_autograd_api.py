@@ -369,3 +369,13 @@ class TestFunction:
         # MXNet asserts; either way the second call must fail loudly
         with pytest.raises((RuntimeError, AssertionError), match="once"):
             f(x)
+
+
+def test_variable_listed_twice_in_grad_gets_two_arrays():
+    x = f64([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        z = (x * x).sum()
+    g1, g2 = autograd.grad([z], [x, x])
+    g1[:] = 0.0
+    onp.testing.assert_array_equal(g2.asnumpy(), [2.0, 4.0, 6.0])

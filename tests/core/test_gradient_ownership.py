@@ -213,3 +213,23 @@ def test_a_broadcast_add_passes_its_gradient_to_the_full_size_input():
     onp.testing.assert_allclose(x.grad.asnumpy(), 2.0 * active, rtol=0)
     onp.testing.assert_allclose(b.grad.asnumpy(), 2.0 * active.sum(0), rtol=0)
     assert not onp.shares_memory(x.grad.asnumpy(), b.grad.asnumpy())
+
+
+def test_in_place_accumulation_never_touches_an_array_someone_else_holds():
+    class Keep(mx.autograd.Function):
+        def forward(self, x):
+            return x * 1
+
+        def backward(self, dy):
+            self.kept = dy * 2
+            self.snapshot = self.kept.asnumpy()
+            return self.kept
+
+    x = mx.np.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        fn = Keep()
+        y = (fn(x) + x * 3 + mx.np.sin(x)).sum()
+    y.backward()
+    onp.testing.assert_array_equal(fn.kept.asnumpy(), fn.snapshot)
+    onp.testing.assert_allclose(x.grad.asnumpy(), 5 + onp.cos([1.0, 2.0]))

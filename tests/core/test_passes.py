@@ -582,3 +582,22 @@ def test_pass_state_does_not_accumulate_over_many_nested_and_threaded_passes():
     finally:
         tracemalloc.stop()
     assert second - first < 64 * 1024, "pass state leaks: %d bytes" % (second - first)
+
+
+def test_error_in_backward_leaves_the_engine_usable():
+    class Broken(autograd.Function):
+        def forward(self, x):
+            return x * 1
+
+        def backward(self, dy):
+            raise KeyError("boom")
+
+    x = var([1.0, 2.0])
+    with autograd.record():
+        y = (Broken()(x) + x * x).sum()
+    with pytest.raises(KeyError, match="boom"):
+        y.backward()
+    with autograd.record():
+        z = (x * 3).sum()
+    z.backward()
+    onp.testing.assert_array_equal(x.grad.asnumpy(), [3.0, 3.0])

@@ -362,3 +362,31 @@ def test_long_chain_second_derivative():
     assert_close(g, 2 * cn * xn, rtol=1e-9)
     g.backward()
     assert_close(x.grad, onp.full(2, 2 * cn), rtol=1e-9)
+
+
+def test_backward_in_threads_with_shared_variable():
+    w = f64(onp.arange(1.0, 5.0))
+    w.attach_grad()
+    results = [None] * 6
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(50):
+                res = autograd.grad(_loss(w, i), [w])[0]
+            results[i] = res.asnumpy()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def _loss(w, i):
+        with autograd.record():
+            return (w * w * (i + 1)).sum()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i, r in enumerate(results):
+        onp.testing.assert_allclose(r, 2 * (i + 1) * onp.arange(1.0, 5.0))

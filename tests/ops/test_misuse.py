@@ -257,3 +257,11 @@ def test_failed_backward_leaves_variables_gradients_untouched():
             y = x * 2
         y.backward(onp.ones(3))
     onp.testing.assert_array_equal(x.grad.asnumpy(), [7.0, 7.0])
+
+
+def test_registry_is_read_only():
+    from fastgrad._ops._registry import REGISTRY
+    with pytest.raises(TypeError):
+        REGISTRY["sin"] = None
+    with pytest.raises(AttributeError):
+        REGISTRY["sin"].forward = None
