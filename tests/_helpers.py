@@ -14,6 +14,9 @@ import pytest
 
 import fastgrad as mx
 
+#: The folder of the committed fixtures (each with the script that made it).
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
 
 def to_numpy(a):
     """Return the data of a fastgrad array (or anything array-like) as a NumPy array."""

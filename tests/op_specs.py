@@ -390,7 +390,8 @@ SPECS["power_large_base"] = Spec([C((3, 4), (3, 4)), C((5,), ())], domain=[(2, 4
                                  ref=onp.power, call=_power)
 SPECS["power_negative_base"] = Spec([C((3, 4), (3, 4))], make={0: negative, 1: integer_valued},
                                     nondiff={1}, ref=onp.power, call=_power)
-SPECS["power_zero_base"] = Spec([C((3, 4), (3, 4))], make={0: with_zeros, 1: zero_to_five_in_pairs},
+SPECS["power_zero_base"] = Spec([C((3, 4), (3, 4))],
+                                make={0: with_zeros, 1: zero_to_five_in_pairs},
                                 nondiff={1}, ref=onp.power, call=_power)
 _binary("mod fmod", domain=[(0.2, 4), (1.05, 1.45)])
 _binary("copysign", nondiff={1})
@@ -413,7 +414,7 @@ _unary("erf", ref=lambda x: _ssp.erf(x) if onp.iscomplexobj(x) else _erf(x))
 SPECS["modf"] = Spec(UNARY, make={0: away_from_int}, post=lambda outs: outs[0],
                      ref=lambda x: onp.modf(x))
 SPECS["relu"] = Spec(UNARY, ref=lambda x: onp.maximum(x, 0))
-# The fused kernels of the rules (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx), checked as ops
+# The fused kernels of the rules (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx), as ops
 # against the NumPy compositions they replace (float32 and float64, broadcasting, 0-d, empty).
 SPECS["maximum_backward"] = Spec(
     [C((3, 4), (3, 4), (3, 4)), C((3, 1), (4,), ()), C((), (2, 3), (3,)), C((0, 3), (3,), ())],
@@ -833,7 +834,8 @@ _special("erfcinv", domain=(0.1, 1.9))
 _special("ndtr", domain=(-2.0, 2.0))
 _special("log_ndtr", domain=(-3.0, 3.0))
 SPECS["log_ndtr_slope"] = Spec([C((3, 4)), C(())], domain=(-3.0, 3.0),
-                               ref=lambda x: onp.exp(-0.5 * x * x - _ssp.log_ndtr(x)) / math.sqrt(2 * math.pi))
+                               ref=lambda x: (onp.exp(-0.5 * x * x - _ssp.log_ndtr(x))
+                                              / math.sqrt(2 * math.pi)))
 _special("ndtri logit", domain=(0.1, 0.9))
 _special("y0 y1", domain=(0.5, 3.0))
 _special("i0 i1", domain=(-2.0, 2.0))

@@ -1,11 +1,15 @@
 """npx additions of issue 18: the special functions, sequence_mask along axis 1, and the
 errors of the 1-D/3-D and transposed convolutions (values and derivatives are checked by the
 registry-driven op tests through ``op_specs.py``)."""
+import os
+
 import numpy as onp
 import pytest
 import scipy.special as ssp
 
 from fastgrad import np, npx
+
+from _helpers import FIXTURES
 
 
 def test_gamma_gammaln_digamma_match_scipy():
@@ -80,8 +84,7 @@ def test_global_pooling_in_one_and_three_dimensions():
 
 
 # ---------------------------------------------------------------- against MXNet itself
-_FIXTURE = onp.load(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))),
-                                               "fixtures", "npx_more.npz"))
+_FIXTURE = onp.load(os.path.join(FIXTURES, "npx_more.npz"))
 _CALLS = {
     "conv1d": lambda x, w, b: npx.convolution(x, w, b, kernel=(3,), stride=(2,), pad=(1,),
                                               num_filter=3),

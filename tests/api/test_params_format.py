@@ -1,4 +1,5 @@
-"""MXNet's binary .params format: nd.save/nd.load, npx.save/npx.load (fastgrad/_api/_params_format.py).
+"""MXNet's binary .params format: nd.save/nd.load, npx.save/npx.load
+(fastgrad/_api/_params_format.py).
 
 The fixture files were written by MXNet 1.9.1 (tests/fixtures/make_mxnet_symbol_fixtures.py).
 """
@@ -12,7 +13,9 @@ import pytest
 import fastgrad as mx
 from fastgrad._api import _params_format as P
 
-HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "mxnet_symbol")
+from _helpers import FIXTURES
+
+HERE = os.path.join(FIXTURES, "mxnet_symbol")
 
 
 def _expected():

@@ -9,7 +9,9 @@ import pytest
 import fastgrad as mx
 from fastgrad import np, npx
 
-FIXTURE = onp.load(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "rnn.npz"))
+from _helpers import FIXTURES
+
+FIXTURE = onp.load(os.path.join(FIXTURES, "rnn.npz"))
 KEYS = sorted({k.split(".")[0] for k in FIXTURE.files})
 
 

@@ -43,7 +43,8 @@ def _t(a):
 HIGHER = [
     ("sin", np.sin, [onp.cos, lambda a: -onp.sin(a), lambda a: -onp.cos(a), onp.sin]),
     ("cube", lambda a: a ** 3, [lambda a: 3 * a ** 2, lambda a: 6 * a, lambda a: 6 + 0 * a, None]),
-    ("power3", lambda a: np.power(a, 3), [lambda a: 3 * a ** 2, lambda a: 6 * a, lambda a: 6 + 0 * a, None]),
+    ("power3", lambda a: np.power(a, 3),
+     [lambda a: 3 * a ** 2, lambda a: 6 * a, lambda a: 6 + 0 * a, None]),
     ("exp", np.exp, [onp.exp, onp.exp, onp.exp, onp.exp]),
     ("tanh", np.tanh, [
         lambda a: 1 - _t(a) ** 2,

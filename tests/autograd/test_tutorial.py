@@ -259,7 +259,7 @@ def test_docs_grad_create_graph_example():
 
 
 def test_docs_grad_create_graph_example_backward_on_list():
-    """The docstring calls backward on the list returned by grad(); autograd.backward accepts lists."""
+    """The docstring calls backward on the list grad() returns: autograd.backward takes lists."""
     x = nd.ones((1,))
     x.attach_grad()
     with autograd.record():

@@ -1,7 +1,7 @@
 """A weight shared by many matrix products gets its gradient from one stacked product.
 
-Note [Deferred weight gradients] in ``fastgrad/_kernels/_forward.py``: a first-order pass that meets
-``matmul(x, W)`` with ``W`` a variable that has other consumers still to run keeps ``(x, g)``
+Note [Deferred weight gradients] in ``fastgrad/_kernels/_forward.py``: a first-order pass that
+meets ``matmul(x, W)`` with ``W`` a variable that has other consumers still to run keeps ``(x, g)``
 and adds ``[x_0; x_1; ...].T @ [g_0; g_1; ...]`` once ``W``'s gradient is complete. These
 tests check the values (finite differences in float64, closed forms), that the stacked product
 is really what runs (bit for bit against it, which the one-at-a-time sum is not), that every

@@ -19,7 +19,8 @@ def _free_threaded(monkeypatch, gil_enabled):
 
 def test_a_free_threaded_python_without_the_gil_is_refused(monkeypatch):
     _free_threaded(monkeypatch, gil_enabled=False)
-    with pytest.raises(ImportError, match=r"fastgrad needs the GIL.*Note \[Threads\].*PYTHON_GIL=1"):
+    needs_gil = r"fastgrad needs the GIL.*Note \[Threads\].*PYTHON_GIL=1"
+    with pytest.raises(ImportError, match=needs_gil):
         _engine._require_gil()
 
 

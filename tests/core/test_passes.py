@@ -1,6 +1,6 @@
-"""Per-pass state (Note [Pass state] in ``fastgrad/_core/_engine.pyx``): passes in several threads at
-once, a ``Function``'s backward that starts a pass in another thread, nested passes through
-the outer graph, two passes over one graph, and the release of a pass's state.
+"""Per-pass state (Note [Pass state] in ``fastgrad/_core/_engine.pyx``): passes in several threads
+at once, a ``Function``'s backward that starts a pass in another thread, nested passes through the
+outer graph, two passes over one graph, and the release of a pass's state.
 
 Every wait is bounded: a deadlock fails the test instead of hanging the suite.
 """

@@ -127,7 +127,8 @@ class TestScopes:
         ],
         ids=["record", "record_predict", "pause", "pause_train", "train_mode", "predict_mode"],
     )
-    @pytest.mark.parametrize("initial", [(False, False), (True, True), (True, False), (False, True)])
+    @pytest.mark.parametrize("initial",
+                             [(False, False), (True, True), (True, False), (False, True)])
     def test_scope_restores_state_on_exception(self, make_scope, initial):
         autograd.set_recording(initial[0])
         autograd.set_training(initial[1])

@@ -99,12 +99,13 @@ def test_state_set_in_thread_does_not_leak_to_main_thread():
 def test_main_thread_state_does_not_leak_into_later_threads():
     autograd.set_recording(True)
     autograd.set_training(True)
-    assert _run_in_thread(lambda: (autograd.is_recording(), autograd.is_training())) == (False, False)
+    in_thread = _run_in_thread(lambda: (autograd.is_recording(), autograd.is_training()))
+    assert in_thread == (False, False)
     assert autograd.is_recording() and autograd.is_training()
 
 
 def test_ops_in_main_thread_are_not_recorded_while_another_thread_records():
-    """A worker sits inside record(); the main thread's ops on an attached variable stay unrecorded."""
+    """A worker sits inside record(); the main thread's ops on a variable stay unrecorded."""
     entered = threading.Event()
     release = threading.Event()
     out = {}

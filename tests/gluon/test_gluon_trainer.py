@@ -3,7 +3,6 @@ KVStore and update_on_kvstore rules of MXNet 1.9.1, stale gradients, checkpoints
 
 import math
 import pickle
-import warnings
 
 import numpy as onp
 import pytest
@@ -72,7 +71,8 @@ def test_lr_mult_and_wd_mult_per_parameter_and_changes_after_creation():
     trainer = gluon.Trainer([a, b], "sgd", {"learning_rate": 0.5, "wd": 0.25})
     ga, gb = _backward([a, b], [[1.0, 1.0], [1.0, 1.0]])
     trainer.step(1)
-    onp.testing.assert_allclose(a.data().asnumpy(), [1, 2] - 0.25 * (ga + 0.25 * onp.array([1, 2])))
+    expected_a = [1, 2] - 0.25 * (ga + 0.25 * onp.array([1, 2]))
+    onp.testing.assert_allclose(a.data().asnumpy(), expected_a)
     onp.testing.assert_allclose(b.data().asnumpy(), [1, 2] - 0.5 * gb)
     b.lr_mult = 0.0                                   # read at every step, as in MXNet
     before = b.data().asnumpy().copy()

@@ -4,7 +4,6 @@
 import os
 import subprocess
 import sys
-import time
 
 import numpy as onp
 import pytest
@@ -90,7 +89,8 @@ def _clean_env(**extra):
 
 
 REPORT = ("import numpy, threadpoolctl, fastgrad\n"
-          "b = [i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas']\n"
+          "b = [i['num_threads'] for i in threadpoolctl.threadpool_info()\n"
+          "     if i['user_api'] == 'blas']\n"
           "print(sorted(set(b)), fastgrad.get_num_threads())\n")
 
 

@@ -199,9 +199,9 @@ def test_second_order_of_eigenvalues_at_a_repeated_eigenvalue_is_an_error_not_na
     lambda w, v: (((v * np.exp(w)) @ v.T) * np.array(SYMMETRIC_WEIGHT)).sum(),  # expm
 ], ids=["basis", "projector", "matrix-function"])
 def test_eigh_loss_that_uses_the_vectors_of_a_repeated_eigenvalue_is_an_error(loss):
-    """Note [Repeated eigenvalues] in fastgrad/_ops/_rules.py: the projector and the matrix function
-    have gradients, but not ones the rule can tell apart from the outputs' gradients: an error
-    instead of the wrong value fastgrad gave before (PyTorch documents NaN or garbage)."""
+    """Note [Repeated eigenvalues] in fastgrad/_ops/_rules.py: the projector and the matrix
+    function have gradients, but not ones the rule can tell apart from the outputs' gradients:
+    an error instead of the wrong value fastgrad gave before (PyTorch documents NaN or garbage)."""
     a = _with_spectrum([1.0, 1.0, 3.0], 3, 3, seed=0, symmetric=True)
     with pytest.raises(ValueError, match="eigh.*repeated eigenvalue"):
         grads(lambda m: loss(*np.linalg.eigh(m)), a)

@@ -12,8 +12,10 @@ import pytest
 
 import fastgrad as mx
 
+from _helpers import FIXTURES
+
 np = mx.np
-FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "complex_torch.npz")
+FIXTURE = os.path.join(FIXTURES, "complex_torch.npz")
 
 LOSSES = {
  "sin": lambda z, w, A: np.real(np.sin(z)).sum() + np.imag(np.sin(z)).sum(),

@@ -73,7 +73,8 @@ def test_det_second_derivative_at_a_singular_complex_matrix(a):
         (g,) = autograd.grad(np.real(np.linalg.det(x)), [x], create_graph=True)
         hv = np.real(g * np.array(onp.conj(v))).sum()
     hv.backward()
-    expected = numeric_grad(lambda m: onp.real(onp.conj(cofactor_matrix(m)) * onp.conj(v)).sum(), a)
+    expected = numeric_grad(
+        lambda m: onp.real(onp.conj(cofactor_matrix(m)) * onp.conj(v)).sum(), a)
     onp.testing.assert_allclose(x.grad.asnumpy(), expected, atol=1e-7)
 
 
@@ -192,8 +193,9 @@ def test_eigh_of_a_complex_matrix_reads_one_triangle_as_hermitian_like_numpy():
         ew, ev = onp.linalg.eigh(a, UPLO=uplo)
         onp.testing.assert_allclose(w.asnumpy(), ew, rtol=1e-12)
         onp.testing.assert_allclose(onp.abs(v.asnumpy()), onp.abs(ev), atol=1e-12)
-        _, g = grad_of(lambda m: (np.linalg.eigvalsh(m, UPLO=uplo) * np.array([0.3, -1.0, 2.0])).sum(), a)
-        expected = numeric_grad(lambda m: (onp.linalg.eigvalsh(m, UPLO=uplo) * [0.3, -1.0, 2.0]).sum(), a)
+        weights = [0.3, -1.0, 2.0]
+        _, g = grad_of(lambda m: (np.linalg.eigvalsh(m, UPLO=uplo) * np.array(weights)).sum(), a)
+        expected = numeric_grad(lambda m: (onp.linalg.eigvalsh(m, UPLO=uplo) * weights).sum(), a)
         onp.testing.assert_allclose(g.asnumpy(), expected, atol=1e-7)
         untouched = onp.triu(g.asnumpy(), 1) if uplo == "L" else onp.tril(g.asnumpy(), -1)
         assert not untouched.any()

@@ -64,7 +64,8 @@ def test_eigh_honours_uplo():
         weights = onp.array([0.3, -1.2, 2.0])
         (g,) = grad_of(lambda m: (np.linalg.eigvalsh(m, UPLO=uplo) * np.array(weights)).sum(),
                        a)
-        (expected,) = numerical_grad(lambda m: (onp.linalg.eigvalsh(m, UPLO=uplo) * weights).sum(), a)
+        (expected,) = numerical_grad(
+            lambda m: (onp.linalg.eigvalsh(m, UPLO=uplo) * weights).sum(), a)
         onp.testing.assert_allclose(g, expected, atol=1e-7)
         untouched = onp.triu(g, 1) if uplo == "L" else onp.tril(g, -1)
         assert not untouched.any()      # the other triangle is never read

@@ -75,8 +75,10 @@ UNARY = [
     ("sqrt", np.sqrt, onp.sqrt, lambda a: 0.5 / onp.sqrt(a), lambda r, s: r.uniform(0.2, 3, s)),
     ("square", np.square, onp.square, lambda a: 2 * a, lambda r, s: r.uniform(-2, 2, s)),
     ("abs", np.abs, onp.abs, onp.sign, _away_from_zero),
-    ("negative", np.negative, onp.negative, lambda a: -onp.ones_like(a), lambda r, s: r.uniform(-2, 2, s)),
-    ("relu", npx.relu, lambda a: onp.maximum(a, 0), lambda a: (a > 0).astype(onp.float64), _away_from_zero),
+    ("negative", np.negative, onp.negative, lambda a: -onp.ones_like(a),
+     lambda r, s: r.uniform(-2, 2, s)),
+    ("relu", npx.relu, lambda a: onp.maximum(a, 0), lambda a: (a > 0).astype(onp.float64),
+     _away_from_zero),
     ("sigmoid", npx.sigmoid, _sigmoid, lambda a: _sigmoid(a) * (1 - _sigmoid(a)),
      lambda r, s: r.uniform(-3, 3, s)),
 ]
@@ -117,7 +119,8 @@ BINARY = [
 ]
 
 
-@pytest.mark.parametrize("fg_fn,onp_fn,sampler", [b[1:] for b in BINARY], ids=[b[0] for b in BINARY])
+@pytest.mark.parametrize("fg_fn,onp_fn,sampler", [b[1:] for b in BINARY],
+                         ids=[b[0] for b in BINARY])
 def test_binary_op_gradient(fg_fn, onp_fn, sampler):
     an, bn = sampler(_rng(4), (3, 2))
     check_against_fd(fg_fn, onp_fn, an, bn)
@@ -185,7 +188,8 @@ class TestBroadcastingAndReductions:
 
     def test_broadcast_multiply_with_head_gradient(self):
         rng = _rng(9)
-        xn, yn, wn = rng.uniform(-1, 1, (3, 1)), rng.uniform(-1, 1, (1, 4)), rng.uniform(-1, 1, (3, 4))
+        xn, yn = rng.uniform(-1, 1, (3, 1)), rng.uniform(-1, 1, (1, 4))
+        wn = rng.uniform(-1, 1, (3, 4))
         x, y = check_against_fd(lambda a, b: a * b, onp.multiply, xn, yn, head=wn)
         assert_close(x.grad, onp.sum(wn * yn, axis=1, keepdims=True), rtol=1e-12)
         assert_close(y.grad, onp.sum(wn * xn, axis=0, keepdims=True), rtol=1e-12)
@@ -193,7 +197,8 @@ class TestBroadcastingAndReductions:
     def test_broadcast_vector_against_3d(self):
         rng = _rng(10)
         vn, tn = rng.uniform(-1, 1, (4,)), rng.uniform(-1, 1, (2, 3, 4))
-        v, t = check_against_fd(lambda a, b: np.sin(a * b - a), lambda a, b: onp.sin(a * b - a), vn, tn)
+        v, t = check_against_fd(lambda a, b: np.sin(a * b - a),
+                                lambda a, b: onp.sin(a * b - a), vn, tn)
         assert v.grad.shape == (4,)
         assert_close(v.grad, onp.sum(onp.cos(vn * tn - vn) * (tn - 1), axis=(0, 1)), rtol=1e-12)
 
@@ -247,7 +252,8 @@ class TestBroadcastingAndReductions:
         assert t.shape == (1,)
         assert_close(t, onp.array([10.0], dtype=onp.float32))
         assert nd.sum(b, axis=1, keepdims=True).shape == (2, 1)
-        assert_close(nd.sum(b, axis=1, keepdims=True), onp.array([[3.0], [7.0]], dtype=onp.float32))
+        assert_close(nd.sum(b, axis=1, keepdims=True),
+                     onp.array([[3.0], [7.0]], dtype=onp.float32))
 
     def test_nd_full_reduction_backward(self):
         b = nd.array([[1, 2], [3, 4]])
@@ -257,13 +263,15 @@ class TestBroadcastingAndReductions:
         assert t.shape == (1,)
         t.backward()
         assert b.grad.dtype == onp.float32
-        assert_close(b.grad, onp.array([[2.0, 4.0], [6.0, 8.0]], dtype=onp.float32), rtol=0, atol=0)
+        assert_close(b.grad, onp.array([[2.0, 4.0], [6.0, 8.0]], dtype=onp.float32),
+                     rtol=0, atol=0)
 
 
 class TestShapeAndLinearAlgebra:
     def test_matmul_gradient(self):
         rng = _rng(13)
-        an, bn, wn = rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (2, 4))
+        an, bn = rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3, 4))
+        wn = rng.uniform(-1, 1, (2, 4))
         a, b = check_against_fd(np.matmul, onp.matmul, an, bn, head=wn)
         assert_close(a.grad, wn @ bn.T, rtol=1e-12)
         assert_close(b.grad, an.T @ wn, rtol=1e-12)

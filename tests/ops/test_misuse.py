@@ -129,7 +129,8 @@ CASES = [
     ("backward of an op computed outside record", lambda: (var() * 2).backward(),
      RuntimeError, "no recorded history"),
     ("backward twice without retain_graph", _backward_twice, RuntimeError, "retain_graph=True"),
-    ("grad twice without retain_graph", _grad_twice, RuntimeError, "already freed.*retain_graph=True"),
+    ("grad twice without retain_graph", _grad_twice, RuntimeError,
+     "already freed.*retain_graph=True"),
     # ---- variables and grad()
     ("unknown grad_req", lambda: var().attach_grad("sometimes"), ValueError,
      "grad_req must be one of"),

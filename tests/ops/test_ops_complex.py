@@ -1,12 +1,12 @@
 """Registry-driven tests of every op that differentiates complex values (complex128).
 
 The ops are found in the registry (``Primitive.complex_mode``; Note [Complex gradients] in
-``fastgrad/_ops/_complex.py``) and driven by the specs of ``op_specs.py``, as ``test_ops.py`` drives
-the real ones. Each differentiable input is given an imaginary part, the outputs are weighted
-into the real loss ``L = sum(Re(out * conj(w)))``, and fastgrad's gradients must equal PyTorch's
-convention ``dL/da + i dL/db`` computed by central finite differences on the real and imaginary
-parts ``a`` and ``b``, to first, second (the Hessian-vector product) and third order. Ops that
-are not checked for complex values must refuse them with an error naming the op.
+``fastgrad/_ops/_complex.py``) and driven by the specs of ``op_specs.py``, as ``test_ops.py``
+drives the real ones. Each differentiable input is given an imaginary part, the outputs are
+weighted into the real loss ``L = sum(Re(out * conj(w)))``, and fastgrad's gradients must equal
+PyTorch's convention ``dL/da + i dL/db`` computed by central finite differences on the real and
+imaginary parts ``a`` and ``b``, to first, second (the Hessian-vector product) and third order. Ops
+that are not checked for complex values must refuse them with an error naming the op.
 """
 import os
 import sys

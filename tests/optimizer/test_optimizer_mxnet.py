@@ -13,7 +13,9 @@ import pytest
 import fastgrad as mx
 from fastgrad.optimizer import lr_scheduler
 
-with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "optimizer_mxnet.json")) as _f:
+from _helpers import FIXTURES
+
+with open(os.path.join(FIXTURES, "optimizer_mxnet.json")) as _f:
     FIXTURE = json.load(_f)
 
 

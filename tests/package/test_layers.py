@@ -2,8 +2,8 @@
 the package's folders are its layers.
 
 The imports are read from the source of the clone these tests sit in, not from a running
-interpreter (``tools.imports.import_graph``, in tests/tools/): the syntax tree of each ``.py`` file (every ``import``
-statement, at any depth, including inside functions, and ``__import__``/
+interpreter (``tools.imports.import_graph``, in tests/tools/): the syntax tree of each ``.py``
+file (every ``import`` statement, at any depth, including inside functions, and ``__import__``/
 ``importlib.import_module`` calls with a literal name), and the ``import`` and ``cimport``
 lines of each ``.pyx``/``.pxd`` file.
 """
@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fastgrad import _layers  # noqa: E402
 from tools import imports  # noqa: E402
 
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fastgrad")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "fastgrad")
 GRAPH = imports.import_graph(PACKAGE)
 
 

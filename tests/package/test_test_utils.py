@@ -76,8 +76,9 @@ def test_assert_almost_equal_fails_with_mxnets_message(capsys):
 
 
 def test_assert_almost_equal_exact_dtypes_and_shapes():
-    with pytest.raises(AssertionError, match=r"Error 100000000000000000000\.000000 exceeds tolerance rtol=0\.000000e\+00, "
-                             r"atol=0\.000000e\+00 \(mismatch 50\.000000%\)"):
+    with pytest.raises(AssertionError,
+                       match=r"Error 100000000000000000000\.000000 exceeds tolerance "
+                             r"rtol=0\.000000e\+00, atol=0\.000000e\+00 \(mismatch 50\.000000%\)"):
         tu.assert_almost_equal(onp.array([1, 2], onp.int32), onp.array([1, 3], onp.int32))
     with pytest.raises(AssertionError, match="Arrays are not equal"):
         tu.assert_almost_equal(onp.array([True, False]), onp.array([True, True]))

@@ -495,7 +495,8 @@ def test_backward_replays_only_steps_a_gradient_flows_through():
 
 def _bind_both(prog, shapes, dtype=onp.float64, grad_req="write", seed=0):
     """``prog`` bound as a symbol and recorded imperatively on the same values."""
-    values = {k: (rand(s, seed + j) * 0.7).astype(dtype) for j, (k, s) in enumerate(shapes.items())}
+    values = {k: (rand(s, seed + j) * 0.7).astype(dtype)
+              for j, (k, s) in enumerate(shapes.items())}
     syms = {k: mx.sym.var(k) for k in shapes}
     out = prog(mx.sym, syms)
     out = out if isinstance(out, (list, tuple)) else [out]

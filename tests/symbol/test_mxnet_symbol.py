@@ -16,12 +16,14 @@ import pytest
 
 import fastgrad as mx
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures"))
+from _helpers import FIXTURES
+
+sys.path.insert(0, FIXTURES)
 
 import mxnet_symbol_networks as networks  # noqa: E402
 
 sym = mx.sym
-HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "mxnet_symbol")
+HERE = os.path.join(FIXTURES, "mxnet_symbol")
 
 
 # ---------------------------------------------------------------- the fixture networks

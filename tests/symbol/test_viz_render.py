@@ -17,8 +17,8 @@ import pytest
 import fastgrad as mx
 from fastgrad import visualization
 
-PICTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs",
-                        "pictures")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PICTURES = os.path.join(ROOT, "docs", "pictures")
 HAS_PACKAGE = importlib.util.find_spec("graphviz") is not None
 HAS_PROGRAMS = shutil.which("dot") is not None
 

@@ -1,7 +1,7 @@
 """A typed program with planted mistakes; ``mypy`` must report every line marked ``MISTAKE``.
 
-``tests/package/test_typing.py`` runs mypy over this file with the installed fastgrad and checks that
-each marked line, and no other, has an error: the stubs give the ops and functions real
+``tests/package/test_typing.py`` runs mypy over this file with the installed fastgrad and checks
+that each marked line, and no other, has an error: the stubs give the ops and functions real
 signatures and result types instead of ``Any``. The program is never run.
 """
 
