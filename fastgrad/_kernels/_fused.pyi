@@ -4,3 +4,5 @@ import numpy as np
 maximum_backward: np.ufunc
 sigmoid_backward: np.ufunc
 tanh_backward: np.ufunc
+gelu: np.ufunc
+gelu_backward: np.ufunc

@@ -116,3 +116,54 @@ sigmoid_backward = cnp.PyUFunc_FromFuncAndData(
 tanh_backward = cnp.PyUFunc_FromFuncAndData(
     _tanh_loops, _no_data, _types_dd, 4, 2, 1, cnp.PyUFunc_None, "tanh_backward",
     "tanh_backward(g, y): g * (1 - y * y), tanh's gradient from its output y.", 0)
+
+
+# ---------------------------------------------------------------- gelu
+# Note [Fused gelu]
+# ~~~~~~~~~~~~~~~~~
+# gelu(x) = x * Phi(x) and its gradient g * (Phi(x) + x * phi(x)) (Phi, phi: the standard
+# normal distribution function and density), one pass each with libm's erfc and exp in the
+# loop (_fused_loops.h), where NumPy's composition takes four passes and SciPy's erf (the
+# backward seven, and exp). Unlike the kernels above they do not equal the composition bit
+# for bit: libm's functions are not SciPy's and NumPy's, and the formulas are the more
+# accurate ones:
+# - gelu is 0.5 * x * erfc(-x / sqrt(2)), not 0.5 * x * (1 + erf(x / sqrt(2))), whose sum
+#   cancels for negative x (its relative error grows from x = -1 on, and it is 0 from about
+#   -8.3 in float64 and -5.9 in float32, and NaN at -inf where the kernel gives -0); the
+#   gradient takes Phi(x) as 0.5 * erfc(-x / sqrt(2)) likewise;
+# - the float32 loops compute in double and round once (the composition rounds x / sqrt(2)
+#   to float32 before erf, and rounds after every step).
+# The tests bound the error against references computed in extended precision. Floating-point
+# flags: a NaN operand raises none (a quiet comparison), infinities none (x * x is not formed
+# where phi(x) is 0, so it does not overflow, and the -inf * 0 of the composition is gone);
+# erfc and exp of large arguments underflow, as the composition's erf and exp did (NumPy
+# ignores underflow by default).
+# softplus and log-sigmoid have no such kernel: their formulas are exp and log1p, which NumPy
+# computes with vector code (its own exp for float32, SVML's on AVX-512), and one pass of
+# libm's scalar exp and log1p costs more than NumPy's five vectorized ones (docs/benchmarks.rst);
+# scipy's erf, the composition's for gelu, is scalar code too.
+
+cdef extern from "_fused_loops.h":
+    void fg_gelu_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
+    void fg_gelu_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
+    void fg_gelu_backward_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
+    void fg_gelu_backward_d(char **, npy_intp *, npy_intp *, void *) noexcept nogil
+
+cdef cnp.PyUFuncGenericFunction _gelu_loops[2]
+cdef cnp.PyUFuncGenericFunction _gelu_backward_loops[2]
+cdef char _types_d[4]
+
+_gelu_loops[:] = [<cnp.PyUFuncGenericFunction> fg_gelu_f,
+                  <cnp.PyUFuncGenericFunction> fg_gelu_d]
+_gelu_backward_loops[:] = [<cnp.PyUFuncGenericFunction> fg_gelu_backward_f,
+                           <cnp.PyUFuncGenericFunction> fg_gelu_backward_d]
+_types_d[:] = [cnp.NPY_FLOAT, cnp.NPY_FLOAT, cnp.NPY_DOUBLE, cnp.NPY_DOUBLE]
+
+gelu = cnp.PyUFunc_FromFuncAndData(
+    _gelu_loops, _no_data, _types_d, 2, 1, 1, cnp.PyUFunc_None, "gelu",
+    "gelu(x): x * Phi(x), Phi the standard normal distribution function "
+    "(Note [Fused gelu] in fastgrad/_kernels/_fused.pyx).", 0)
+gelu_backward = cnp.PyUFunc_FromFuncAndData(
+    _gelu_backward_loops, _no_data, _types_dd, 2, 2, 1, cnp.PyUFunc_None, "gelu_backward",
+    "gelu_backward(g, x): g * (Phi(x) + x * phi(x)), gelu's gradient "
+    "(Note [Fused gelu] in fastgrad/_kernels/_fused.pyx).", 0)

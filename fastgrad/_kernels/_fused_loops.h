@@ -156,4 +156,53 @@ FG_BINARY(fg_sigmoid_backward_d, double, (gv * yv) * ((double)1 - yv))
 FG_BINARY(fg_tanh_backward_f, float, gv * ((float)1 - yv * yv))
 FG_BINARY(fg_tanh_backward_d, double, gv * ((double)1 - yv * yv))
 
+/* ------------------------------------------------------------------ gelu
+ * gelu and its gradient, one pass each with libm's erfc and exp in the loop (Note [Fused
+ * gelu] in _fused.pyx). They call libm, so the compiler does not vectorize them: there is no
+ * contiguous path of their own. The comparison is C99's quiet macro (isless): a NaN operand
+ * raises no invalid flag, as NumPy's comparisons raise none. The float32 loops compute in
+ * double and round once. */
+#define FG_INV_SQRT2 0.7071067811865476
+#define FG_INV_SQRT_2PI 0.3989422804014327
+
+/* x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2)), which keeps its relative accuracy for negative x
+ * where 1 + erf(x / sqrt(2)) cancels; where erfc underflows (x below about -38, and -inf) the
+ * value is -0, not -inf * 0 */
+static inline double fg_gelu(double x) {
+    double c = erfc(-x * FG_INV_SQRT2);
+    return c == 0.0 ? -0.0 : 0.5 * x * c;
+}
+
+/* Phi(x) + x * phi(x); x * phi(x) is 0 where phi underflows (|x| >= 40, infinities), and x * x
+ * is not formed there (it could overflow) */
+static inline double fg_gelu_derivative(double x) {
+    double xp = isless(fabs(x), 40.0) ? x * (exp(-0.5 * x * x) * FG_INV_SQRT_2PI) : 0.0;
+    return 0.5 * erfc(-x * FG_INV_SQRT2) + xp;
+}
+
+/* a unary formula F(x), computed in double and rounded to T */
+#define FG_UNARY_LIBM(NAME, T, F)                                                           \
+static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
+    char *x = args[0], *out = args[1];                                                      \
+    for (npy_intp i = 0; i < dims[0]; i++) {                                                \
+        *(T *)out = (T)F((double)*(T *)x);                                                  \
+        x += steps[0]; out += steps[1];                                                     \
+    }                                                                                       \
+}
+
+/* a gradient g * F(x), F computed in double and rounded to T before the product */
+#define FG_GRAD_LIBM(NAME, T, F)                                                            \
+static void NAME(char **args, npy_intp const *dims, npy_intp const *steps, void *data) {   \
+    char *g = args[0], *x = args[1], *out = args[2];                                        \
+    for (npy_intp i = 0; i < dims[0]; i++) {                                                \
+        *(T *)out = *(T *)g * (T)F((double)*(T *)x);                                        \
+        g += steps[0]; x += steps[1]; out += steps[2];                                      \
+    }                                                                                       \
+}
+
+FG_UNARY_LIBM(fg_gelu_f, float, fg_gelu)
+FG_UNARY_LIBM(fg_gelu_d, double, fg_gelu)
+FG_GRAD_LIBM(fg_gelu_backward_f, float, fg_gelu_derivative)
+FG_GRAD_LIBM(fg_gelu_backward_d, double, fg_gelu_derivative)
+
 #endif
