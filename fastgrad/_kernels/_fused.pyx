@@ -128,20 +128,23 @@ tanh_backward = cnp.PyUFunc_FromFuncAndData(
 # for bit: libm's functions are not SciPy's and NumPy's, and the formulas are the more
 # accurate ones:
 # - gelu is 0.5 * x * erfc(-x / sqrt(2)), not 0.5 * x * (1 + erf(x / sqrt(2))), whose sum
-#   cancels for negative x (its relative error grows from x = -1 on, and it is 0 from about
-#   -8.3 in float64 and -5.9 in float32, and NaN at -inf where the kernel gives -0); the
-#   gradient takes Phi(x) as 0.5 * erfc(-x / sqrt(2)) likewise;
+#   cancels for negative x (its relative error grows as Phi(x) falls, it is 0 from about
+#   -8.4 in float64 and -5.5 in float32, and NaN at -inf, where the kernel gives -0); the
+#   gradient takes Phi(x) as 0.5 * erfc(-x / sqrt(2)) likewise (MXNet 1.9.1 computes erf in
+#   float32 for float64 too, and its gelu is 0 from about -5.5);
 # - the float32 loops compute in double and round once (the composition rounds x / sqrt(2)
 #   to float32 before erf, and rounds after every step).
-# The tests bound the error against references computed in extended precision. Floating-point
-# flags: a NaN operand raises none (a quiet comparison), infinities none (x * x is not formed
-# where phi(x) is 0, so it does not overflow, and the -inf * 0 of the composition is gone);
-# erfc and exp of large arguments underflow, as the composition's erf and exp did (NumPy
-# ignores underflow by default).
+# The error bounds (tests/kernels/test_fused_gelu.py checks them against decimal arithmetic):
+# float64 within 2 x^2 + 4 ulp, x^2 being erfc's relative condition number at -x / sqrt(2),
+# whose rounding no double formula escapes; float32 within half an ulp and a hair.
+# Floating-point flags: a NaN operand raises none (a quiet comparison), infinities none (x * x
+# is not formed where phi(x) is 0, so it does not overflow, and the -inf * 0 of the
+# composition is gone); erfc and exp of large arguments underflow, as the composition's erf
+# and exp did (NumPy ignores underflow by default).
 # softplus and log-sigmoid have no such kernel: their formulas are exp and log1p, which NumPy
-# computes with vector code (its own exp for float32, SVML's on AVX-512), and one pass of
-# libm's scalar exp and log1p costs more than NumPy's five vectorized ones (docs/benchmarks.rst);
-# scipy's erf, the composition's for gelu, is scalar code too.
+# computes with vector code (its own exp for float32, SVML's exp and log1p on AVX-512), and
+# one pass of libm's scalar exp and log1p cost more than NumPy's vectorized passes
+# (docs/benchmarks.rst, issue 27); SciPy's erf, the composition's for gelu, is scalar code.
 
 cdef extern from "_fused_loops.h":
     void fg_gelu_f(char **, npy_intp *, npy_intp *, void *) noexcept nogil
