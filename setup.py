@@ -53,9 +53,6 @@ extensions = [
         # the fused kernels equal NumPy's composition bit for bit only without contracting
         # a * b + c into one rounding (Note [Fused kernels] in fastgrad/_kernels/_fused.pyx)
         + (["-ffp-contract=off"] if name == "_kernels._fused" and os.name != "nt" else []),
-        # linked with libm by name, its exp binds to glibc's current version, not the old one
-        # behind a compatibility wrapper (Note [Fused gelu] in fastgrad/_kernels/_fused.pyx)
-        libraries=["m"] if name == "_kernels._fused" and os.name == "posix" else [],
     )
     for name in MODULES
 ]

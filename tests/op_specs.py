@@ -423,8 +423,6 @@ SPECS["sigmoid_backward"] = Spec(BINARY, domain=[(-2.0, 2.0), (0.05, 0.95)],
                                  ref=lambda dy, y: dy * y * (1 - y), rtol=0, atol=0)
 SPECS["tanh_backward"] = Spec(BINARY, domain=[(-2.0, 2.0), (-0.95, 0.95)],
                               ref=lambda dy, y: dy * (1 - y * y), rtol=0, atol=0)
-SPECS["gelu_backward"] = Spec(BINARY, ref=lambda dy, x: dy * (
-    0.5 * (1 + _erf(x / onp.sqrt(2))) + x * onp.exp(-0.5 * x * x) / onp.sqrt(2 * onp.pi)))
 
 
 SPECS["sigmoid"] = Spec(UNARY, ref=_sigmoid)

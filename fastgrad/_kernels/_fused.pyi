@@ -4,5 +4,3 @@ import numpy as np
 maximum_backward: np.ufunc
 sigmoid_backward: np.ufunc
 tanh_backward: np.ufunc
-gelu: np.ufunc
-gelu_backward: np.ufunc

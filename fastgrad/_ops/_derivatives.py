@@ -41,7 +41,7 @@ import operator
 
 import numpy as np
 
-from fastgrad._kernels import _forward as K, _fused
+from fastgrad._kernels import _forward as K
 from fastgrad._ops import _table_complex, _table_ctc, _table_fft, _table_fused, _table_linalg, \
          _table_special
 
@@ -205,8 +205,7 @@ TABLE = [
     Op("elu", K.elu, "x; alpha=1.0", x="where(x > 0, g, g * (result + alpha))"),
     Op("selu", K.selu, "x",
        x="where(x > 0, g * SELU_SCALE, g * (result + SELU_SCALE * SELU_ALPHA))"),
-    # one pass each (Note [Fused gelu] in _kernels/_fused.pyx)
-    Op("gelu", _fused.gelu, "x", x="gelu_backward(g, x)"),
+    Op("gelu", K.gelu, "x", x="gelu_backward(g, x)"),
     Op("gelu_tanh", K.gelu_tanh, "x", x="gelu_tanh_backward(g, x)"),
     Op("softplus", K.softplus, "x", x="g * sigmoid(x)"),
     Op("log_sigmoid", K.log_sigmoid, "x", x="g * sigmoid(-x)", npx=True),

@@ -201,6 +201,8 @@ def clip_mask(x, a_min, a_max):
 
 # ---------------------------------------------------------------- elementwise
 SQRT_2_OVER_PI = 0.7978845608028654
+INV_SQRT2 = 0.7071067811865476
+INV_SQRT_2PI = 0.3989422804014327
 TWO_OVER_SQRT_PI = 1.1283791670955126
 SQRT_PI_OVER_2 = 0.886226925452758
 
@@ -223,6 +225,13 @@ def sinc_backward(g, x):
     safe = np.where(zero, 1, x)
     return np.where(zero, g * ops.sinc_maclaurin(x, 1),
                     g * (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
+
+
+def gelu_backward(g, x):
+    """Gradient of ``x * Phi(x)``: ``Phi(x) + x * phi(x)`` (Phi, phi: the normal cdf and pdf)."""
+    cdf = 0.5 * (1 + ops.erf(x * INV_SQRT2))
+    pdf = np.exp(-0.5 * x * x) * INV_SQRT_2PI
+    return g * (cdf + x * pdf)
 
 
 def gelu_tanh_backward(g, x):

@@ -20,7 +20,6 @@ its derivative is itself in ``g`` and zero (not differentiable at ties) in ``x``
 """
 
 from fastgrad._kernels._fused import maximum_backward, sigmoid_backward, tanh_backward
-from fastgrad._kernels._fused import gelu_backward
 
 HELPERS = {}
 
@@ -35,7 +34,4 @@ def entries(Op, NONDIFF):
         # g * (1 - y * y): linear in g; in y its derivative is -2 g y.
         Op("tanh_backward", tanh_backward, "dy, y",
            dy="tanh_backward(g, y)", y="-2 * g * dy * y"),
-        # dy * (Phi(x) + x * phi(x)), gelu's gradient: linear in dy; in x, dy * phi(x) * (2 - x^2)
-        Op("gelu_backward", gelu_backward, "dy, x", dy="gelu_backward(g, x)",
-           x="g * dy * (np.exp(-0.5 * x * x) * 0.3989422804014327) * (2 - x * x)"),
     ]
