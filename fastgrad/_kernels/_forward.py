@@ -250,12 +250,20 @@ def gelu_tanh(x):
 
 
 def softplus(x):
-    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)). The steps after the
+    # first write into its result, as sigmoid's (no temporaries; the same values).
+    t = np.abs(x)
+    if not (isinstance(t, np.ndarray) and t.dtype.kind == "f"):
+        return np.maximum(x, 0) + np.log1p(np.exp(-t))
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    return np.add(np.maximum(x, 0), t, out=t)
 
 
 def log_sigmoid(x):
-    return -softplus(-x)
+    y = softplus(-x)
+    return np.negative(y, out=y) if isinstance(y, np.ndarray) and y.dtype.kind == "f" else -y
 
 
 def softsign(x):
