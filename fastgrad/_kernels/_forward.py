@@ -10,6 +10,7 @@ import math as _math
 
 import numpy as np
 
+from fastgrad._kernels._blas_policy import tick as _blas_tick
 from fastgrad._kernels._large import apply as _large_apply
 from fastgrad._kernels._large import cached_empty as _cached_empty
 from fastgrad._kernels._large import get_min_size as _large_min_size
@@ -630,6 +631,7 @@ def conv2d_bias(x, w, b, stride, pad, dilate):
 
 
 def _conv2d(x, w, b, stride, pad, dilate):
+    _blas_tick()                # Note [Load-aware BLAS threads] in _blas_policy.py
     win = _windows(_padded_batch_last(x, pad), w.shape[2:], stride, dilate)
     n, c, oh, ow, kh, kw = win.shape
     f = w.shape[0]
@@ -653,6 +655,7 @@ def _conv2d(x, w, b, stride, pad, dilate):
 
 def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
     """The adjoint of ``conv2d`` in its data: one product with the weights, then ``col2im``."""
+    _blas_tick()
     n = g.shape[0]
     f, c, kh, kw = w.shape
     dtype = np.result_type(g, w)
@@ -664,6 +667,7 @@ def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
 def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
     """The adjoint of ``conv2d`` in its weights: ``g`` times the data's columns, gathered in
     chunks of output rows (Note [Convolution in row chunks])."""
+    _blas_tick()
     win = _windows(_padded_batch_last(x, pad), kernel, stride, dilate)
     n, c, oh, ow, kh, kw = win.shape
     f = g.shape[1]
