@@ -10,11 +10,11 @@ now and then and gives the BLAS as many threads as there are cores nobody else w
 * **A probe** reads how many tasks of the whole machine are runnable now (the fourth field of
   ``/proc/loadavg``, "runnable/total"; the kernel's ``nr_running``, ``procs_running`` of
   ``/proc/stat``) and, if that is more than one, how many of this process's own threads are
-  (state ``R`` in ``/proc/self/task/*/stat``). The others' count is the machine's minus the
-  calling thread and at most ``threads - 1`` of this process's other runnable threads: the
-  BLAS's workers, which spin for a while after a product and would otherwise count as a
-  neighbour. Any further runnable thread of this process (a data loader's, say) wants a core
-  as much as another process's does.
+  (state ``R`` in ``/proc/self/task/*/stat``). The others' count is the machine's minus this
+  process's: the BLAS's workers spin for a while after a product, and fastgrad's kernel pool
+  may be finishing a job, and neither is a neighbour. (A thread of the program's own that
+  computes, a data loader's, is not counted as one either: the policy cannot tell it from a
+  BLAS worker, which ``/proc`` does not name.)
 * **The decision** (:func:`decide`, a pure function of the readings): the free cores are the
   machine's online CPUs minus the others, and the BLAS gets that many threads, at least one
   and at most the cores this process may use. Fewer threads take effect at once: a neighbour
@@ -39,11 +39,11 @@ The policy runs only where it can read ``/proc`` (Linux) and the process may use
 core; elsewhere the BLAS keeps one thread, the static default. A BLAS library loaded after the
 policy started (SciPy's own OpenBLAS) keeps its own setting.
 
-Consequence for results: OpenBLAS splits some products differently on one and on two threads
-(products with a long inner dimension, as the 784-wide first layer of an MNIST MLP), so their
-last bits depend on the threads, and under this policy on what else the machine runs. PyTorch
-and NumPy's own threaded BLAS have the same property. A program that needs bit-identical
-results run to run fixes the threads (``fastgrad.set_num_threads(n)`` or
+Consequence for results: OpenBLAS blocks some products differently on one and on two threads
+(some with an inner dimension of several hundred, as the 784-wide first layer of an MNIST
+MLP), so their last bits depend on the threads, and under this policy on what else the
+machine runs (PyTorch's and NumPy's depend on their threads the same way). A program that
+needs bit-identical results run to run fixes the threads (``fastgrad.set_num_threads(n)`` or
 ``OPENBLAS_NUM_THREADS``); the test suite runs with one (``tests/conftest.py``).
 """
 
@@ -88,8 +88,7 @@ def decide(machine_running, own_running, threads, cpus, usable, quiet, quiet_pro
     """
     if machine_running is None:
         return 1, 0
-    ours = 1 + min(max(own_running - 1, 0), threads - 1)
-    others = max(machine_running - ours, 0)
+    others = max(machine_running - max(own_running, 1), 0)
     want = max(1, min(usable, cpus - others))
     if want < threads:
         return want, 0
