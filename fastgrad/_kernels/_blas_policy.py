@@ -22,13 +22,16 @@ now and then and gives the BLAS as many threads as there are cores nobody else w
   ``QUIET_PROBES`` probes in a row allowed them, so that a neighbour that runs in bursts (and
   is runnable at only some probes) keeps the BLAS on one thread.
 * **When**: a probe runs at most every ``PROBE_INTERVAL`` seconds, from the calling thread,
-  at the places that lead to products: the start of a backward pass (``run_backward``), of
-  the Executor's forward and backward replays, and the convolution kernels. Between probes a
-  call costs one clock reading and a comparison. Probing from the calling thread, never from
-  a thread of its own, keeps the BLAS's setter off while a product runs (OpenBLAS's setter is
-  not safe against a product running in another thread) and costs nothing while the process
-  does no work. A program that only multiplies matrices outside these places (a forward pass
-  of ``dot``s with no backward) keeps the last decision.
+  at the places that lead to products: the ``matmul`` and ``dot`` ops' kernels (Gluon's
+  ``Dense`` too), the convolution kernels, the start of a backward pass (``run_backward``)
+  and of the Executor's forward and backward replays. Between probes a call costs one clock
+  reading and a comparison. Probing from the calling thread, between its products, never
+  from a thread of its own, calls the BLAS's setter while none of the caller's products runs
+  (OpenBLAS promises nothing about a setter called during a product), and costs nothing
+  while the process does no work. A program that runs passes in several threads at once may
+  still call it while another thread's product runs; such a program fixes the threads. A
+  program whose products go to NumPy outside fastgrad's ops keeps the last decision until
+  fastgrad's next probe.
 * **The setter**: threadpoolctl's controllers of the BLAS libraries, found once when the
   policy starts (a scan of the loaded libraries takes milliseconds), and called only when the
   decision changes. If the BLAS's threads are not what the policy last set, someone else set

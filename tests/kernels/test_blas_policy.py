@@ -206,14 +206,30 @@ def test_the_policy_leaves_a_users_limit_alone(load_aware):
 
 
 def test_a_backward_pass_probes(load_aware, monkeypatch):
-    monkeypatch.setattr(policy, "_next", 0.0)
-    x = fastgrad.np.array(onp.ones((3, 3)))
+    x = fastgrad.np.array(onp.arange(9.0).reshape(3, 3))
     x.attach_grad()
     with autograd.record():
-        y = (x @ x).sum()
+        y = (x * x).sum()
+    monkeypatch.setattr(policy, "_next", 0.0)
     y.backward()
     assert policy._next > 0.0
-    onp.testing.assert_array_equal(x.grad.asnumpy(), onp.full((3, 3), 6.0))
+    onp.testing.assert_array_equal(x.grad.asnumpy(), 2 * onp.arange(9.0).reshape(3, 3))
+
+
+@pytest.mark.parametrize("product", [
+    lambda a, b: a @ b,
+    lambda a, b: fastgrad.np.matmul(a, b),
+    lambda a, b: fastgrad.np.dot(a, b),
+    lambda a, b: fastgrad.nd.dot(a.as_nd_ndarray(), b.as_nd_ndarray()),
+])
+def test_a_product_probes_outside_recording(load_aware, monkeypatch, product):
+    a = fastgrad.np.array(onp.arange(6.0).reshape(2, 3))
+    b = fastgrad.np.array(onp.arange(12.0).reshape(3, 4))
+    monkeypatch.setattr(policy, "_next", 0.0)
+    out = product(a, b)
+    assert policy._next > 0.0
+    onp.testing.assert_array_equal(out.asnumpy(), onp.arange(6.0).reshape(2, 3)
+                                   @ onp.arange(12.0).reshape(3, 4))
 
 
 def test_the_executor_probes(load_aware, monkeypatch):
