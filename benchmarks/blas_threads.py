@@ -11,9 +11,15 @@ the batches' time per call; these numbers chose fastgrad's default thread policy
 [Threads on a busy machine] in ``fastgrad/_kernels/_threads.py``; the table is in
 ``docs/benchmarks.rst``).
 
+``--policy`` adds a third BLAS setting, fastgrad's load-aware default (Note [Load-aware BLAS
+threads] in ``fastgrad/_kernels/_blas_policy.py``): its probe runs before each product, as
+fastgrad's passes run it, and its state carries from one of its batches to the next (the
+other settings' batches in between do not count as time it saw). A last column gives the
+share of its batches that ran on more than one thread.
+
 Usage::
 
-    python benchmarks/blas_threads.py [--loaded] [--batches 15] [--core 1]
+    python benchmarks/blas_threads.py [--loaded] [--policy] [--batches 15] [--core 1]
 """
 
 from __future__ import annotations
@@ -64,19 +70,44 @@ def sweep(settings, cases, batches):
     return out
 
 
-def report(title, times, settings):
+class LoadAware:
+    """fastgrad's load-aware BLAS threads as a setting of :func:`sweep`: ``apply`` resumes the
+    policy where its last batch left it, ``pause`` (run by the other settings) stops it."""
+
+    def __init__(self, controllers):
+        from fastgrad._kernels import _blas_policy
+        self.policy, self.controllers = _blas_policy, controllers
+        self.threads, self.quiet, self.on = 1, 0, False
+        self.batches = []                   # the threads at the end of each of its batches
+
+    def apply(self):
+        self.policy.start(self.controllers, self.threads)
+        self.policy._quiet = self.quiet
+        self.on = True
+
+    def pause(self):
+        if self.on:
+            self.threads, self.quiet = self.policy._threads, self.policy._quiet
+            self.batches.append(self.threads)
+            self.policy.stop()
+            self.on = False
+
+
+def report(title, times, settings, extra=None):
     names = [n for n, _ in settings]
     print(title)
     print("%-18s" % "size" + "".join("%24s" % ("%s min / median" % n) for n in names)
-          + "%12s" % "med ratio")
+          + "%12s" % "med ratio" + ("%11s" % ">1 thread" if extra else ""))
     cases = list(dict.fromkeys(c for c, _ in times))
     for case in cases:
         cells = []
         for n in names:
             t = times[(case, n)]
             cells.append("%10.1f / %9.1f us" % (min(t) * 1e6, statistics.median(t) * 1e6))
-        ratio = statistics.median(times[(case, names[-1])]) / statistics.median(times[(case, names[0])])
-        print("%-18s" % case + "".join("%24s" % c for c in cells) + "%12.2f" % ratio)
+        ratio = (statistics.median(times[(case, names[1])])
+                 / statistics.median(times[(case, names[0])]))
+        print("%-18s" % case + "".join("%24s" % c for c in cells) + "%12.2f" % ratio
+              + ("%10.0f%%" % (100 * extra[case]) if extra else ""))
     sys.stdout.flush()
 
 
@@ -86,6 +117,8 @@ def main(argv=None):
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--core", type=int, default=1, help="the core the hog is pinned to")
     p.add_argument("--skip-pool", action="store_true")
+    p.add_argument("--policy", action="store_true",
+                   help="also measure fastgrad's load-aware BLAS threads")
     args = p.parse_args(argv)
 
     import threadpoolctl
@@ -97,14 +130,21 @@ def main(argv=None):
                                                          i.get("architecture"), i["num_threads"])
                              for i in blas.info()))
     print("cores:", ncores, " load average:", " ".join("%.2f" % x for x in os.getloadavg()))
-    blas_settings = [("1 thread", lambda: blas.limit(limits=1) and None),
-                     ("%d threads" % ncores, lambda: blas.limit(limits=ncores) and None)]
+    aware = LoadAware(blas.lib_controllers) if args.policy else None
+    pause = aware.pause if aware is not None else (lambda: None)
+    blas_settings = [("1 thread", lambda: pause() or blas.limit(limits=1) and None),
+                     ("%d threads" % ncores,
+                      lambda: pause() or blas.limit(limits=ncores) and None)]
+    if aware is not None:
+        blas_settings.append(("load-aware", aware.apply))
+    tick = aware.policy.tick if aware is not None else (lambda: None)
     rng = onp.random.default_rng(0)
     blas_cases = []
     for m, k, n in PRODUCTS:
         a = rng.standard_normal((m, k)).astype(onp.float32)
         b = rng.standard_normal((k, n)).astype(onp.float32)
-        blas_cases.append(("%dx%dx%d" % (m, k, n), lambda a=a, b=b: onp.matmul(a, b)))
+        blas_cases.append(("%dx%dx%d" % (m, k, n),
+                           lambda a=a, b=b: (tick(), onp.matmul(a, b))))
     pool_settings = [("1 thread", lambda: _large.set_num_threads(1) and None),
                      ("%d threads" % ncores, lambda: _large.set_num_threads(ncores) and None)]
     pool_cases = []
@@ -120,8 +160,18 @@ def main(argv=None):
         if hog is not None:
             hog.__enter__()
         try:
+            if aware is not None:
+                aware.batches = []
+            times = sweep(blas_settings, blas_cases, args.batches)
+            pause()
+            shares = None
+            if aware is not None:      # its batches, case by case, in sweep's order
+                per_case = [aware.batches[i:i + args.batches]
+                            for i in range(0, len(aware.batches), args.batches)]
+                shares = {case: sum(t > 1 for t in got) / len(got)
+                          for (case, _), got in zip(blas_cases, per_case)}
             report("BLAS matmul, float32, %s (load %.2f):" % (phase, os.getloadavg()[0]),
-                   sweep(blas_settings, blas_cases, args.batches), blas_settings)
+                   times, blas_settings, shares)
             if not args.skip_pool:
                 report("fastgrad kernel pool, float64, %s:" % phase,
                        sweep(pool_settings, pool_cases, args.batches), pool_settings)

@@ -775,6 +775,10 @@ def _describe_blas(b: wl.Backend) -> None:
     if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "fastgrad-sgd", "gluon-fastgrad",
                              "gluon-fastgrad-hybrid", "autograd"):
         b.details["BLAS"] = kernel
+        policy = sys.modules.get("fastgrad._kernels._blas_policy")
+        if policy is not None and getattr(policy, "active", lambda: False)():
+            # The threads above are the policy's first decision; they follow the load.
+            b.details["BLAS"] = kernel + " now, load-aware"
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     if b.name == "mxnet" and coretype:
         b.details["kept"] = (f"OPENBLAS_CORETYPE={coretype}: its bundled OpenBLAS does not "

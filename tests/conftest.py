@@ -8,6 +8,13 @@ import pytest
 
 import fastgrad
 
+# By default the BLAS's threads follow the machine's load, and OpenBLAS splits products of
+# some shapes differently on one and on two threads, in their last bits (Note [Load-aware BLAS
+# threads] in fastgrad/_kernels/_blas_policy.py). The suite runs the BLAS on one thread, so
+# that no test's bits (the tape's against the Executor's, say) depend on what else the machine
+# runs; tests/kernels/test_blas_policy.py turns the policy on where it tests it.
+fastgrad._kernels._threads.LOAD_AWARE = False
+fastgrad.set_num_threads(None)
 # The tests sit in folders that mirror fastgrad's layers (tests/core/, tests/ops/, ...). They
 # import the shared modules of tests/ (_helpers, op_specs, tools/) and a few import another
 # test file's cases (test_ops's, test_conv_pool_fast's) by name, from whichever folder they

@@ -144,6 +144,7 @@ from fastgrad._core._zeros import ConstantDerivative, GRADIENT_OF
 from fastgrad.base import MXNetError, MXNetValueError   # Note [MXNet errors]
 from fastgrad._core import _anomaly
 from fastgrad._kernels import _forward as _kernels
+from fastgrad._kernels._blas_policy import tick as _blas_tick
 
 cnp.import_array()
 
@@ -1194,6 +1195,7 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     otherwise they are returned, one per variable, and no ``.grad`` is touched.
     """
     global _epoch
+    _blas_tick()                    # Note [Load-aware BLAS threads] in _kernels/_blas_policy.py
     if head_grads is not None and len(head_grads) != len(heads):
         raise ValueError("backward: got %d heads but %d head gradients"
                          % (len(heads), len(head_grads)))

@@ -10,6 +10,7 @@ import math as _math
 
 import numpy as np
 
+from fastgrad._kernels._blas_policy import tick as _blas_tick
 from fastgrad._kernels._large import apply as _large_apply
 from fastgrad._kernels._large import cached_empty as _cached_empty
 from fastgrad._kernels._large import get_min_size as _large_min_size
@@ -473,6 +474,20 @@ def _pad2(x, pad, value=0):
     return out
 
 
+def matmul(x, y):
+    """``numpy.matmul(x, y)``, the ``matmul`` op's kernel, after the BLAS threads' probe if
+    one is due (Note [Load-aware BLAS threads] in _blas_policy.py)."""
+    _blas_tick()
+    return np.matmul(x, y)
+
+
+def dot(x, y):
+    """``numpy.dot(x, y)``, the ``dot`` op's kernel, after the BLAS threads' probe if one is
+    due (Note [Load-aware BLAS threads] in _blas_policy.py)."""
+    _blas_tick()
+    return np.dot(x, y)
+
+
 def conv_out_size(n, k, stride, pad, dilate):
     return (n + 2 * pad - dilate * (k - 1) - 1) // stride + 1
 
@@ -650,6 +665,7 @@ def conv2d_bias(x, w, b, stride, pad, dilate):
 
 
 def _conv2d(x, w, b, stride, pad, dilate):
+    _blas_tick()                # Note [Load-aware BLAS threads] in _blas_policy.py
     win = _windows(_padded_batch_last(x, pad), w.shape[2:], stride, dilate)
     n, c, oh, ow, kh, kw = win.shape
     f = w.shape[0]
@@ -673,6 +689,7 @@ def _conv2d(x, w, b, stride, pad, dilate):
 
 def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
     """The adjoint of ``conv2d`` in its data: one product with the weights, then ``col2im``."""
+    _blas_tick()
     n = g.shape[0]
     f, c, kh, kw = w.shape
     dtype = np.result_type(g, w)
@@ -684,6 +701,7 @@ def conv2d_input_grad(g, w, stride, pad, dilate, x_hw):
 def conv2d_weight_grad(x, g, stride, pad, dilate, kernel):
     """The adjoint of ``conv2d`` in its weights: ``g`` times the data's columns, gathered in
     chunks of output rows (Note [Convolution in row chunks])."""
+    _blas_tick()
     win = _windows(_padded_batch_last(x, pad), kernel, stride, dilate)
     n, c, oh, ow, kh, kw = win.shape
     f = g.shape[1]

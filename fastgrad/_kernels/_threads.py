@@ -17,12 +17,18 @@ slice of the very thread it waits for.
 
 So fastgrad's defaults are the ones that survive a busy core:
 
-* The BLAS runs on **one thread** unless the environment says otherwise
-  (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``BLIS_NUM_THREADS``
-  or ``FASTGRAD_NUM_THREADS``). Measured per product size, extra BLAS threads gained less on a
-  quiet machine than they lost on a busy one at every size of the products a small model
-  makes (``docs/benchmarks.rst``, "Threads on a busy machine"); a program of large products on
-  a machine of its own asks for more with ``set_num_threads``.
+* The BLAS runs on **one thread** whenever another process wants a core, and on as many as
+  the cores nobody else wants otherwise: the load-aware policy of Note [Load-aware BLAS
+  threads] in ``_blas_policy.py`` looks at the machine now and then and sets the BLAS's
+  threads to match. Measured per product size, extra BLAS threads gained on a quiet machine
+  and lost many times that on a busy one at every size of the products a small model makes
+  (``docs/benchmarks.rst``, "Threads on a busy machine"); the policy takes the gain without
+  the loss. Where it cannot run (no ``/proc``, one usable core) the BLAS keeps one thread.
+  The environment turns the policy off: ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``,
+  ``MKL_NUM_THREADS`` or ``BLIS_NUM_THREADS`` leave the BLAS as they set it,
+  ``FASTGRAD_NUM_THREADS`` sets it; so does ``set_num_threads(n)``, and
+  ``set_num_threads(None)`` turns the policy back on. ``get_blas_num_threads`` says what the
+  BLAS runs on now, the policy's last decision while it runs.
 * The kernel pool keeps one thread per usable core: its workers sleep when idle, never spin,
   and the calling thread takes any slice still unclaimed once its own is done (Note [Kernel
   pool] in ``_large/pool.h``), so a slow worker delays a call by at most its own slice.
@@ -42,7 +48,7 @@ import os
 
 import threadpoolctl
 
-from fastgrad._kernels import _large
+from fastgrad._kernels import _blas_policy, _large
 
 __all__ = ["set_num_threads", "get_num_threads", "get_blas_num_threads", "BLAS_VARIABLES",
            "DEFAULT_BLAS_THREADS"]
@@ -51,8 +57,13 @@ __all__ = ["set_num_threads", "get_num_threads", "get_blas_num_threads", "BLAS_V
 BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                   "BLIS_NUM_THREADS")
 
-#: The BLAS's threads when neither the environment nor ``set_num_threads`` chose them.
+#: The BLAS's threads when neither the environment nor ``set_num_threads`` chose them and
+#: the load-aware policy does not run (or has not yet seen the machine quiet).
 DEFAULT_BLAS_THREADS = 1
+
+#: Whether the defaults include the load-aware policy (Note [Load-aware BLAS threads]). The
+#: test suite turns it off, so that no result's last bits depend on the machine's load.
+LOAD_AWARE = True
 
 
 def _check(n, name):
@@ -75,6 +86,7 @@ def _blas_libraries():
 
 
 def _set_blas(n):
+    _blas_policy.stop()
     for lib in _blas_libraries():
         lib.set_num_threads(n)
         # threadpoolctl >= 3.6 lets only the thread that first set OpenBLAS's threads set them
@@ -113,11 +125,11 @@ def set_num_threads(n: int | None) -> None:
     BLIS, set through threadpoolctl). The setting is process-wide, as the BLAS's is. ``1``
     runs everything on the calling thread.
 
-    By default the kernel pool has one thread per usable core and the BLAS one thread, which
-    keeps training steps fast when another process keeps a core busy (Note [Threads on a busy
+    By default the kernel pool has one thread per usable core and the BLAS one thread while
+    another process wants a core, more while the cores are free (Note [Threads on a busy
     machine]; the environment variables ``FASTGRAD_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS``,
     ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``BLIS_NUM_THREADS`` change the defaults).
-    ``None`` returns to them.
+    ``n`` fixes the BLAS's threads whatever the load; ``None`` returns to the defaults.
 
     Parameters
     ----------
@@ -149,9 +161,7 @@ def set_num_threads(n: int | None) -> None:
     """
     if n is None:
         _large.set_num_threads(None)
-        blas = _default_blas_threads()
-        if blas is not None:
-            _set_blas(blas)
+        _apply_blas_defaults(_default_blas_threads())
         return
     n = _check(n, "fastgrad.set_num_threads")
     _large.set_num_threads(n)
@@ -181,6 +191,10 @@ def get_num_threads() -> int:
 def get_blas_num_threads() -> int | None:
     """The number of threads of the BLAS NumPy calls (the largest, if several are loaded).
 
+    Under the default load-aware policy this is its last decision: one while another process
+    wants a core, more while the cores are free (Note [Threads on a busy machine]); it changes
+    as the machine's load does. ``set_num_threads(n)`` or the environment fix it.
+
     Returns
     -------
     int or None
@@ -199,6 +213,18 @@ def get_blas_num_threads() -> int | None:
     return max(counts) if counts else None
 
 
+def _apply_blas_defaults(blas):
+    """The BLAS's defaults: ``blas`` threads (None: the environment's) or, for the default
+    number and with ``LOAD_AWARE``, the load-aware policy from one thread."""
+    _blas_policy.stop()
+    if blas is None:
+        return
+    if LOAD_AWARE and blas == DEFAULT_BLAS_THREADS and _env_threads() is None:
+        if _blas_policy.start(_blas_libraries(), blas):
+            return
+    _set_blas(blas)
+
+
 def _apply_defaults():
     """The BLAS's default threads, once, when fastgrad is imported. An invalid
     ``FASTGRAD_NUM_THREADS`` is reported where the kernel pool reads it, on first use."""
@@ -206,8 +232,7 @@ def _apply_defaults():
         blas = _default_blas_threads()
     except ValueError:
         return
-    if blas is not None:
-        _set_blas(blas)
+    _apply_blas_defaults(blas)
 
 
 _apply_defaults()

@@ -99,6 +99,7 @@ import numpy as _np
 
 from fastgrad._core._array import parse_grad_req
 from fastgrad._core._engine import run_backward
+from fastgrad._kernels._blas_policy import tick as _blas_tick
 from fastgrad._kernels._filled import Filled as FILLED
 from fastgrad.symbol._graph import topo_nodes, run_composite
 from fastgrad.symbol._expand import EXPANDABLE
@@ -552,6 +553,7 @@ cdef class Plan:
         cdef int prev_train = set_training_c(is_train)
         cdef int prev_rec = set_recording_c(0)
         cdef object allocator = use_buffer_cache()
+        _blas_tick()                # Note [Load-aware BLAS threads] in _kernels/_blas_policy.py
         try:
             # The last pass's values go first, so that their buffers can be reused.
             for k in range(PyTuple_GET_SIZE(self.kept_slots)):
@@ -605,6 +607,7 @@ cdef class Plan:
         cdef int prev_rec = set_recording_c(0)
         cdef int prev_train = set_training_c(train_mode)
         cdef object allocator = use_buffer_cache()
+        _blas_tick()
         try:
             self._replay(head_grads)
             self._write_grads()
