@@ -5,7 +5,8 @@ Note [Parallel kernels]
 One large elementwise ufunc call can run on several cores, each computing a slice of one
 output allocated up front. ``call()`` does that when it is safe, and returns ``None`` (the
 caller then calls the ufunc as usual) otherwise. It needs an elementwise ``numpy.ufunc`` with
-one or two inputs and one output, exact ``numpy.ndarray`` operands (or Python and NumPy
+one to three inputs (three: the fused kernels' ``maximum_backward``, Note [Fused kernels] in
+``_fused.pyx``) and one output, exact ``numpy.ndarray`` operands (or Python and NumPy
 scalars), more than one thread configured, and arrays of at least ``min_size`` elements
 (``2**16``) for ufuncs that cost several nanoseconds an element (trigonometric, hyperbolic,
 ``power``, ``expm1``...), and for the others, which are bound by memory (``add``,
@@ -28,7 +29,9 @@ There are two ways to run the slices:
   is C-contiguous and already of the dtype of NumPy's loop for these operands (float or
   bool loops only), C threads call that very loop. Operands may broadcast: the output is cut
   into rows along the broadcast axes, each row one call of the loop, as NumPy's iterator cuts
-  it. No GIL is involved.
+  it. A scalar or 0-d array operand (``maximum(z, 0)``'s ``0``, a gradient of one value) is
+  converted once to the loop's dtype, as NumPy converts it, and read with stride 0. No GIL
+  is involved.
 * Python threads (the rest of ``call``): operands that NumPy must cast, integer dtypes, 0-d
   or broadcast-scalar operands of the common shape. Each worker calls the ufunc on its
   slices with ``out=``. Broadcasting between shapes, other strides, subclasses, complex or
@@ -90,11 +93,11 @@ cdef extern from "pool.h":
     ctypedef struct fg_job:
         int kind
         int nargs
-        char *base[3]
+        char *base[4]
         int n_odims
         cnp.npy_intp odims[16]
-        cnp.npy_intp outer_stride[3][16]
-        cnp.npy_intp inner_stride[3]
+        cnp.npy_intp outer_stride[4][16]
+        cnp.npy_intp inner_stride[4]
         cnp.npy_intp n_outer
         cnp.npy_intp n_inner
         cnp.npy_intp chunk
@@ -531,6 +534,9 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         a = <object>PyTuple_GET_ITEM(args, i)
         if type(a) is NP_NDARRAY:
             arr = <cnp.ndarray>a
+            if cnp.PyArray_NDIM(arr) == 0:
+                kinds[i + 1] = (arr.dtype,)     # one value: converted as a NumPy scalar is
+                continue
             if not cnp.PyArray_IS_C_CONTIGUOUS(arr):
                 return None
             kinds[i + 1] = arr.dtype
@@ -559,10 +565,10 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
     if size < _pool_min(ufunc):
         return None
     odtype = loop.dtypes[n]
-    # Scalars become 0-d arrays of the loop's dtype, as NumPy converts them.
+    # Scalars (and 0-d arrays) become 0-d arrays of the loop's dtype, as NumPy converts them.
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)
-        if type(a) is NP_NDARRAY:
+        if type(a) is NP_NDARRAY and cnp.PyArray_NDIM(<cnp.ndarray>a) > 0:
             ops[i] = a
         else:
             try:
@@ -598,7 +604,7 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         return None
     # Strides of every operand over the output's shape (0 on broadcast axes), then the axes
     # merged into rows of a contiguous run: (n_outer, n_inner).
-    cdef cnp.npy_intp st[3][32]
+    cdef cnp.npy_intp st[4][32]
     cdef cnp.npy_intp dims[32]
     cdef Py_ssize_t m = 0
     if ndim > 32:
@@ -991,7 +997,7 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     cdef int nd
     if _nthreads == 0:
         set_num_threads(None)
-    if _nthreads < 2 or n < 1 or n > 2 or type(ufunc) is not UFUNC:
+    if _nthreads < 2 or n < 1 or n > 3 or type(ufunc) is not UFUNC:
         return None
     if ufunc.nin != n or ufunc.nout != 1 or ufunc.signature is not None:
         return None

@@ -71,7 +71,7 @@ static inline int fg_cas(fg_word *p, fg_word e, fg_word d) {
 #  define FG_YIELD() sched_yield()
 #endif
 
-#define FG_MAX_ARGS 3
+#define FG_MAX_ARGS 4          /* three inputs (the fused ufuncs' maximum_backward), one output */
 #define FG_MAX_THREADS 32          /* one claim bit per chunk, one chunk per thread */
 
 /* NumPy's strided loop, and the leading fields of its "numpy_1.24_ufunc_call_info"
