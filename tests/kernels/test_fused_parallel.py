@@ -80,7 +80,7 @@ def test_bit_identical_around_the_threshold(uf, dtype, offset):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("uf,layout", [(uf, layout) for uf in FUSED
                                        for layout in ["one g", "row g", "column g"]]
-                         + [(_fused.maximum_backward, "row y"), (_fused.maximum_backward, "0-d y")],
+                         + [(_fused.maximum_backward, y) for y in ["row y", "0-d y"]],
                          ids=lambda p: getattr(p, "__name__", p))
 def test_broadcast_operands_on_the_pool(uf, dtype, layout):
     g, x, *rest = _operands(uf, dtype, (512, 512), seed=1)
