@@ -114,6 +114,14 @@ cdef extern from "pool.h":
                           const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     int fg_bool_to_float(void *context, char *const *data, const cnp.npy_intp *dims,
                          const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_maximum_d(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_maximum_f(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_minimum_d(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_minimum_f(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     fg_job fg_job_now
     int fg_nworkers
     int fg_pool_init() except -1
@@ -684,12 +692,118 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
     if job.nchunks < 2:
         return None
     job.kind = FG_ELEMENTWISE
-    bits = _run_job(&job, loop, NULL, ufunc.__name__)
+    cdef fg_loop_fn fn = NULL
+    if n == 2 and (ufunc is _maximum or ufunc is _minimum) and (
+            _all_zero(&job, 0) or _all_zero(&job, 1)):
+        fn = _extremum(ufunc, loop.dtypes[0]) if loop.dtypes[0] == loop.dtypes[1] else NULL
+    bits = _run_job(&job, None if fn != NULL else loop, fn, ufunc.__name__)
     if bits < 0:
         return None                     # another thread's job is running
     if bits and loop.check_fpe:
         _report(ufunc.__name__, bits, errs)
     return out
+
+
+# Note [Extrema with a scalar]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``maximum(z, 0)`` (relu, as ``npx.relu`` computes it and as users write it) compares with one
+# value: NumPy runs its loop with a stride of 0 for it, a path that loads the operand as
+# strided lanes and costs about twice an ``add`` of the same array. On the pool such a call
+# (maximum or minimum, float32 or float64, one operand the same value everywhere) runs
+# ``fg_maximum_d``... of ``pool.h`` instead: one loop the compiler vectorizes, computing
+# ``isnan(a) ? a : (a > b ? a : b)`` (``minimum``: ``a < b``), which is NumPy's value for every
+# pair on its SIMD paths: a NaN operand propagates (the first if both are), a tie of signed
+# zeros gives the second operand, and no floating-point error is raised. That it is NumPy's
+# value is not part of NumPy's API, so it is tested once, on first use, as the summation order
+# is (Note [NumPy's summation order]): both ufuncs, both dtypes, the scalar first and second,
+# for every pair of NaNs (of either sign and another payload), infinities, signed zeros,
+# subnormals and ordinary values, at every position of SIMD blocks and tails; on any
+# difference, or any floating-point error NumPy raises there, NumPy's loop is used.
+cdef object _maximum = _np.maximum, _minimum = _np.minimum
+cdef int _extrema_exact = -1            # -1 not known yet, 0 no, 1 yes
+
+
+cdef inline bint _all_zero(fg_job *job, int k) noexcept:
+    """Whether operand ``k`` of ``job`` is one value: every stride 0."""
+    cdef int d
+    if job.inner_stride[k] != 0:
+        return False
+    for d in range(job.n_odims):
+        if job.outer_stride[k][d] != 0:
+            return False
+    return True
+
+
+cdef fg_loop_fn _extremum_fn(object ufunc, object dtype) noexcept:
+    if dtype == _np.float64:
+        return fg_maximum_d if ufunc is _maximum else fg_minimum_d
+    if dtype == _np.float32:
+        return fg_maximum_f if ufunc is _maximum else fg_minimum_f
+    return NULL
+
+
+cdef fg_loop_fn _extremum(object ufunc, object dtype) except? NULL:
+    """The loop of Note [Extrema with a scalar] for ``ufunc`` on ``dtype``, or NULL."""
+    global _extrema_exact
+    if _extrema_exact < 0:
+        _extrema_exact = 1 if _extrema_probe() else 0
+    return _extremum_fn(ufunc, dtype) if _extrema_exact == 1 else NULL
+
+
+cdef object _extremum_here(object ufunc, object a, object b):
+    """``ufunc(a, b)`` by the loop of Note [Extrema with a scalar], on this thread: one of
+    ``a``, ``b`` a 0-d array, the other a contiguous 1-d array of the same dtype."""
+    cdef cnp.ndarray x = <cnp.ndarray>a, y = <cnp.ndarray>b, o
+    cdef char *data[3]
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.npy_intp steps[3]
+    cdef fg_loop_fn fn = _extremum_fn(ufunc, x.dtype)
+    out = _empty(_broadcast_shapes(a.shape, b.shape), x.dtype)
+    o = <cnp.ndarray>out
+    data[0] = <char*>cnp.PyArray_DATA(x)
+    data[1] = <char*>cnp.PyArray_DATA(y)
+    data[2] = <char*>cnp.PyArray_DATA(o)
+    dims[0] = cnp.PyArray_SIZE(o)
+    steps[0] = cnp.PyArray_ITEMSIZE(x) if cnp.PyArray_NDIM(x) else 0
+    steps[1] = cnp.PyArray_ITEMSIZE(y) if cnp.PyArray_NDIM(y) else 0
+    steps[2] = cnp.PyArray_ITEMSIZE(o)
+    fn(NULL, data, dims, steps, NULL)
+    return out
+
+
+def _extrema_probe():
+    """Whether the loops of Note [Extrema with a scalar] give NumPy's values (and NumPy raises
+    no floating-point error) for every pair of special values, anywhere in an array."""
+    for dtype, bits in ((_np.float32, _np.int32), (_np.float64, _np.int64)):
+        values = _np.array([_np.nan, -_np.nan, _np.inf, -_np.inf, 0.0, -0.0, 1.0, -1.0,
+                            _np.finfo(dtype).smallest_subnormal, -2.5, 3.0, 0.0, 0.0], dtype)
+        values[11:] = values[0]
+        values[11:].view(bits)[...] |= 12345            # NaNs of another payload
+        values[12] = -values[12]
+        # every value at every position of a SIMD block (1021 is prime) and of the tails
+        arrays = [_np.resize(values, 1021)] + [_np.roll(values, k)[:k] for k in (1, 3, 7, 13)]
+        for ufunc in (_maximum, _minimum):
+            for s in values:
+                scalar = _np.asarray(s)
+                for a in arrays:
+                    for x, y in ((a, scalar), (scalar, a)):
+                        try:
+                            with _errstate(all="raise"):
+                                expected = ufunc(x, y)
+                        except FloatingPointError:
+                            return False
+                        if _extremum_here(ufunc, x, y).tobytes() != expected.tobytes():
+                            return False
+    return True
+
+
+def extrema_exact():
+    """Whether maximum and minimum with one value run the pool's own loop (Note [Extrema with
+    a scalar]); probes NumPy on first use."""
+    global _extrema_exact
+    if _extrema_exact < 0:
+        _extrema_exact = 1 if _extrema_probe() else 0
+    return _extrema_exact == 1
 
 
 cdef int _run_job(fg_job *job, _Loop loop, fg_loop_fn fn, str name) except -2:

@@ -275,6 +275,59 @@ static int fg_bool_to_float(void *context, char *const *data, const npy_intp *di
     return 0;
 }
 
+/* maximum and minimum in the strided-loop signature, for one operand a scalar (stride 0),
+ * where NumPy's own loop takes a slower strided path: NumPy's value for every pair,
+ * isnan(a) ? a : (a > b ? a : b) (minimum: a < b), the second operand on ties of signed
+ * zeros, checked against NumPy at first use (Note [Extrema with a scalar] in kernels.pyx).
+ * No floating-point flag is left raised, as NumPy's loops clear them for these ufuncs. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__AVX2__)
+/* the contiguous loops are functions of their own (inlined, they lose their restrict
+ * pointers and their vector code), compiled for the baseline and for AVX2 (as
+ * _fused_loops.h's) */
+#define FG_VECTOR __attribute__((noinline, target_clones("avx2", "default")))
+#elif defined(__GNUC__) || defined(__clang__)
+#define FG_VECTOR __attribute__((noinline))
+#else
+#define FG_VECTOR
+#endif
+#if defined(_MSC_VER) && !defined(restrict)
+#define restrict __restrict
+#endif
+#define FG_EXTREMUM(NAME, T, OP)                                                            \
+static FG_VECTOR void NAME##_cs(npy_intp n, const T *restrict a, T b, T *restrict out) {    \
+    npy_intp i;                                                                             \
+    for (i = 0; i < n; i++) { T v = a[i]; out[i] = v != v ? v : (v OP b ? v : b); }         \
+}                                                                                           \
+static FG_VECTOR void NAME##_sc(npy_intp n, T a, const T *restrict b, T *restrict out) {    \
+    npy_intp i;                                                                             \
+    if (a != a) { for (i = 0; i < n; i++) out[i] = a; return; }                             \
+    for (i = 0; i < n; i++) { T w = b[i]; out[i] = a OP w ? a : w; }                        \
+}                                                                                           \
+static int NAME(void *context, char *const *data, const npy_intp *dims,                    \
+                const npy_intp *strides, void *auxdata) {                                   \
+    npy_intp i, n = dims[0], s = (npy_intp)sizeof(T);                                       \
+    char *a = data[0], *b = data[1], *out = data[2];                                        \
+    (void)context; (void)auxdata;                                                           \
+    if (strides[1] == 0 && strides[0] == s && strides[2] == s) {                            \
+        NAME##_cs(n, (const T *)a, *(const T *)b, (T *)out);                                \
+    } else if (strides[0] == 0 && strides[1] == s && strides[2] == s) {                     \
+        NAME##_sc(n, *(const T *)a, (const T *)b, (T *)out);                                \
+    } else {                                                                                \
+        for (i = 0; i < n; i++, a += strides[0], b += strides[1], out += strides[2]) {      \
+            T v = *(const T *)a, w = *(const T *)b;                                         \
+            *(T *)out = v != v ? v : (v OP w ? v : w);                                      \
+        }                                                                                   \
+    }                                                                                       \
+    feclearexcept(FE_ALL_EXCEPT);                                                           \
+    return 0;                                                                               \
+}
+
+FG_EXTREMUM(fg_maximum_d, double, >)
+FG_EXTREMUM(fg_maximum_f, float, >)
+FG_EXTREMUM(fg_minimum_d, double, <)
+FG_EXTREMUM(fg_minimum_f, float, <)
+
 static void fg_worker_main(void *arg) {
     fg_worker *w = (fg_worker *)arg;
     unsigned long long seen = w->seen;
