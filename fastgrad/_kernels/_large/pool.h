@@ -239,18 +239,43 @@ static void fg_participate(int t, unsigned long long gen) {
     }
 }
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__AVX2__)
+/* The pool's own loops below (mask casts, extrema with a scalar): their contiguous paths are
+ * functions of their own (inlined, they lose their restrict pointers and their vector code),
+ * compiled for the baseline and for AVX2, as _fused_loops.h's are. */
+#define FG_VECTOR __attribute__((noinline, target_clones("avx2", "default")))
+#elif defined(__GNUC__) || defined(__clang__)
+#define FG_VECTOR __attribute__((noinline))
+#else
+#define FG_VECTOR
+#endif
+#if defined(_MSC_VER) && !defined(restrict)
+#define restrict __restrict
+#endif
 /* A boolean mask as 0/1 of a float type, in the strided-loop signature (a conversion, for
  * relu's and max's gradient of a filled one; NumPy has no ufunc loop from bool to float). */
+static FG_VECTOR void fg_bool_to_double_c(npy_intp n, const npy_bool *restrict src,
+                                           double *restrict dst) {
+    npy_intp i;
+    for (i = 0; i < n; i++)
+        dst[i] = (double)(src[i] != 0);
+}
+
+static FG_VECTOR void fg_bool_to_float_c(npy_intp n, const npy_bool *restrict src,
+                                         float *restrict dst) {
+    npy_intp i;
+    for (i = 0; i < n; i++)
+        dst[i] = (float)(src[i] != 0);
+}
+
 static int fg_bool_to_double(void *context, char *const *data, const npy_intp *dims,
                              const npy_intp *strides, void *auxdata) {
     npy_intp i, n = dims[0];
     char *in = data[0], *out = data[1];
     (void)context; (void)auxdata;
     if (strides[0] == 1 && strides[1] == sizeof(double)) {
-        const npy_bool *src = (const npy_bool *)in;
-        double *dst = (double *)out;
-        for (i = 0; i < n; i++)
-            dst[i] = (double)(src[i] != 0);
+        fg_bool_to_double_c(n, (const npy_bool *)in, (double *)out);
         return 0;
     }
     for (i = 0; i < n; i++, in += strides[0], out += strides[1])
@@ -264,10 +289,7 @@ static int fg_bool_to_float(void *context, char *const *data, const npy_intp *di
     char *in = data[0], *out = data[1];
     (void)context; (void)auxdata;
     if (strides[0] == 1 && strides[1] == sizeof(float)) {
-        const npy_bool *src = (const npy_bool *)in;
-        float *dst = (float *)out;
-        for (i = 0; i < n; i++)
-            dst[i] = (float)(src[i] != 0);
+        fg_bool_to_float_c(n, (const npy_bool *)in, (float *)out);
         return 0;
     }
     for (i = 0; i < n; i++, in += strides[0], out += strides[1])
@@ -280,20 +302,6 @@ static int fg_bool_to_float(void *context, char *const *data, const npy_intp *di
  * isnan(a) ? a : (a > b ? a : b) (minimum: a < b), the second operand on ties of signed
  * zeros, checked against NumPy at first use (Note [Extrema with a scalar] in kernels.pyx).
  * No floating-point flag is left raised, as NumPy's loops clear them for these ufuncs. */
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__) \
-    && !defined(__AVX2__)
-/* the contiguous loops are functions of their own (inlined, they lose their restrict
- * pointers and their vector code), compiled for the baseline and for AVX2 (as
- * _fused_loops.h's) */
-#define FG_VECTOR __attribute__((noinline, target_clones("avx2", "default")))
-#elif defined(__GNUC__) || defined(__clang__)
-#define FG_VECTOR __attribute__((noinline))
-#else
-#define FG_VECTOR
-#endif
-#if defined(_MSC_VER) && !defined(restrict)
-#define restrict __restrict
-#endif
 #define FG_EXTREMUM(NAME, T, OP)                                                            \
 static FG_VECTOR void NAME##_cs(npy_intp n, const T *restrict a, T b, T *restrict out) {    \
     npy_intp i;                                                                             \
