@@ -23,7 +23,7 @@ view. The engine's ``_collect`` copies a gradient that is held elsewhere as well
 
 import numpy as np
 
-from fastgrad._kernels._large import cast_mask as _cast_mask
+from fastgrad._kernels._large import apply as _apply, cast_mask as _cast_mask
 
 MIN_SIZE = 1 << 12
 
@@ -120,10 +120,10 @@ class Filled:
                     if f.value != 1:
                         out *= f.value
                     return out
-        result = ufunc(*values)
         if ufunc.nout != 1:
-            return tuple(_widen(r, shape) for r in result)
-        return _widen(result, shape)
+            return tuple(_widen(r, shape) for r in ufunc(*values))
+        # with the value alone, on the kernel pool when large (maximum's gradient of a sum)
+        return _widen(_apply(ufunc, *values), shape)
 
     def __array_function__(self, func, types, args, kwargs):
         return func(*_views(args), **_views_kw(kwargs))

@@ -19,9 +19,10 @@ graph     fastgrad's recorded op of that name: a       ``create_graph=True``
           function, the table op; unary elementwise
           ops remember their result within the pass
           (Note [Shared subexpressions] in _memo.py)
-large     as numpy, but elementwise ufuncs and the     a first-order pass on a node whose
-          operators ``+ - * / -x < <= > >= == !=``     gradient is a large array
-          go through the large-array kernels (Note     (``Primitive.backward_large``)
+large     as numpy, but elementwise ufuncs (NumPy's    a first-order pass on a node whose
+          and the table's fused kernels) and the       gradient is a large array
+          operators ``+ - * / -x < <= > >= == !=``     (``Primitive.backward_large``)
+          go through the large-array kernels (Note
           [Large-array kernels] in _large)
 ========  ===========================================  =========================================
 
@@ -130,6 +131,7 @@ def dual(prim, kernel):
             return prim(*args)
         return kernel(*args)
     call.__name__ = prim.name
+    call.dual_kernel = kernel         # for the large binding (large_namespace)
     return call
 
 
@@ -164,7 +166,10 @@ def large_namespace(numpy_ns):
     ops): elementwise ufuncs and the operators' functions through the large-array kernels."""
     ns = dict(numpy_ns)
     for k, v in numpy_ns.items():
-        if isinstance(v, np.ufunc) and v.signature is None and v.nout == 1 and v.nin <= 2:
+        # a table op NumPy lacks whose kernel is a ufunc (the fused kernels of _fused.pyx) is
+        # split too: a rule of this binding is given NumPy values, never fastgrad arrays
+        v = getattr(v, "dual_kernel", v)
+        if isinstance(v, np.ufunc) and v.signature is None and v.nout == 1 and v.nin <= 3:
             ns[k] = _large.Split(v)
     for name in set(_LARGE_BINOPS.values()) | set(_LARGE_CMPOPS.values()) | {"op_neg"}:
         ns["_large_" + name] = getattr(_large, name)

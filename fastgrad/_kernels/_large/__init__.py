@@ -11,7 +11,8 @@ bit (or declines, and the caller calls NumPy). Its whole interface is small:
   accumulation), ``sum_rows(x, nlead)`` (the engine's sum over broadcast leading axes, Note
   [Row sums]), and ``large_rule(g)``/``large_rule_size()`` (the engine's choice of a rule's
   large binding, Note [Bindings] in ``_bindings.py``);
-* for Python callers, this module: ``apply(ufunc, *args)`` (relu's kernel), ``sum_all(x)``
+* for Python callers, this module: ``apply(ufunc, *args)`` (relu's kernel, and ``Filled``'s
+  ufunc calls with the value alone), ``sum_all(x)``
   (full sums), ``cast_mask(mask, dtype)`` (a boolean mask as 0/1 floats, for
   ``Filled``), the operators ``op_add``..., ``Split`` and the rule scope ``rule_begin``/
   ``rule_end`` of the large binding (Note [Owned temporaries] in ``kernels.pyx``), and the

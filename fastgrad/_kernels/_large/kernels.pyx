@@ -5,7 +5,8 @@ Note [Parallel kernels]
 One large elementwise ufunc call can run on several cores, each computing a slice of one
 output allocated up front. ``call()`` does that when it is safe, and returns ``None`` (the
 caller then calls the ufunc as usual) otherwise. It needs an elementwise ``numpy.ufunc`` with
-one or two inputs and one output, exact ``numpy.ndarray`` operands (or Python and NumPy
+one to three inputs (three: the fused kernels' ``maximum_backward``, Note [Fused kernels] in
+``_fused.pyx``) and one output, exact ``numpy.ndarray`` operands (or Python and NumPy
 scalars), more than one thread configured, and arrays of at least ``min_size`` elements
 (``2**16``) for ufuncs that cost several nanoseconds an element (trigonometric, hyperbolic,
 ``power``, ``expm1``...), and for the others, which are bound by memory (``add``,
@@ -28,7 +29,9 @@ There are two ways to run the slices:
   is C-contiguous and already of the dtype of NumPy's loop for these operands (float or
   bool loops only), C threads call that very loop. Operands may broadcast: the output is cut
   into rows along the broadcast axes, each row one call of the loop, as NumPy's iterator cuts
-  it. No GIL is involved.
+  it. A scalar or 0-d array operand (``maximum(z, 0)``'s ``0``, a gradient of one value) is
+  converted once to the loop's dtype, as NumPy converts it, and read with stride 0. No GIL
+  is involved.
 * Python threads (the rest of ``call``): operands that NumPy must cast, integer dtypes, 0-d
   or broadcast-scalar operands of the common shape. Each worker calls the ufunc on its
   slices with ``out=``. Broadcasting between shapes, other strides, subclasses, complex or
@@ -90,11 +93,11 @@ cdef extern from "pool.h":
     ctypedef struct fg_job:
         int kind
         int nargs
-        char *base[3]
+        char *base[4]
         int n_odims
         cnp.npy_intp odims[16]
-        cnp.npy_intp outer_stride[3][16]
-        cnp.npy_intp inner_stride[3]
+        cnp.npy_intp outer_stride[4][16]
+        cnp.npy_intp inner_stride[4]
         cnp.npy_intp n_outer
         cnp.npy_intp n_inner
         cnp.npy_intp chunk
@@ -111,6 +114,14 @@ cdef extern from "pool.h":
                           const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     int fg_bool_to_float(void *context, char *const *data, const cnp.npy_intp *dims,
                          const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_maximum_d(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_maximum_f(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_minimum_d(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
+    int fg_minimum_f(void *context, char *const *data, const cnp.npy_intp *dims,
+                     const cnp.npy_intp *strides, void *auxdata) noexcept nogil
     fg_job fg_job_now
     int fg_nworkers
     int fg_pool_init() except -1
@@ -531,6 +542,9 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         a = <object>PyTuple_GET_ITEM(args, i)
         if type(a) is NP_NDARRAY:
             arr = <cnp.ndarray>a
+            if cnp.PyArray_NDIM(arr) == 0:
+                kinds[i + 1] = (arr.dtype,)     # one value: converted as a NumPy scalar is
+                continue
             if not cnp.PyArray_IS_C_CONTIGUOUS(arr):
                 return None
             kinds[i + 1] = arr.dtype
@@ -559,10 +573,10 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
     if size < _pool_min(ufunc):
         return None
     odtype = loop.dtypes[n]
-    # Scalars become 0-d arrays of the loop's dtype, as NumPy converts them.
+    # Scalars (and 0-d arrays) become 0-d arrays of the loop's dtype, as NumPy converts them.
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)
-        if type(a) is NP_NDARRAY:
+        if type(a) is NP_NDARRAY and cnp.PyArray_NDIM(<cnp.ndarray>a) > 0:
             ops[i] = a
         else:
             try:
@@ -598,7 +612,7 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
         return None
     # Strides of every operand over the output's shape (0 on broadcast axes), then the axes
     # merged into rows of a contiguous run: (n_outer, n_inner).
-    cdef cnp.npy_intp st[3][32]
+    cdef cnp.npy_intp st[4][32]
     cdef cnp.npy_intp dims[32]
     cdef Py_ssize_t m = 0
     if ndim > 32:
@@ -678,12 +692,118 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
     if job.nchunks < 2:
         return None
     job.kind = FG_ELEMENTWISE
-    bits = _run_job(&job, loop, NULL, ufunc.__name__)
+    cdef fg_loop_fn fn = NULL
+    if n == 2 and (ufunc is _maximum or ufunc is _minimum) and (
+            _all_zero(&job, 0) or _all_zero(&job, 1)):
+        fn = _extremum(ufunc, loop.dtypes[0]) if loop.dtypes[0] == loop.dtypes[1] else NULL
+    bits = _run_job(&job, None if fn != NULL else loop, fn, ufunc.__name__)
     if bits < 0:
         return None                     # another thread's job is running
     if bits and loop.check_fpe:
         _report(ufunc.__name__, bits, errs)
     return out
+
+
+# Note [Extrema with a scalar]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``maximum(z, 0)`` (relu, as ``npx.relu`` computes it and as users write it) compares with one
+# value: NumPy runs its loop with a stride of 0 for it, a path that loads the operand as
+# strided lanes and costs about twice an ``add`` of the same array. On the pool such a call
+# (maximum or minimum, float32 or float64, one operand the same value everywhere) runs
+# ``fg_maximum_d``... of ``pool.h`` instead: one loop the compiler vectorizes, computing
+# ``isnan(a) ? a : (a > b ? a : b)`` (``minimum``: ``a < b``), which is NumPy's value for every
+# pair on its SIMD paths: a NaN operand propagates (the first if both are), a tie of signed
+# zeros gives the second operand, and no floating-point error is raised. That it is NumPy's
+# value is not part of NumPy's API, so it is tested once, on first use, as the summation order
+# is (Note [NumPy's summation order]): both ufuncs, both dtypes, the scalar first and second,
+# for every pair of NaNs (of either sign and another payload), infinities, signed zeros,
+# subnormals and ordinary values, at every position of SIMD blocks and tails; on any
+# difference, or any floating-point error NumPy raises there, NumPy's loop is used.
+cdef object _maximum = _np.maximum, _minimum = _np.minimum
+cdef int _extrema_exact = -1            # -1 not known yet, 0 no, 1 yes
+
+
+cdef inline bint _all_zero(fg_job *job, int k) noexcept:
+    """Whether operand ``k`` of ``job`` is one value: every stride 0."""
+    cdef int d
+    if job.inner_stride[k] != 0:
+        return False
+    for d in range(job.n_odims):
+        if job.outer_stride[k][d] != 0:
+            return False
+    return True
+
+
+cdef fg_loop_fn _extremum_fn(object ufunc, object dtype) noexcept:
+    if dtype == _np.float64:
+        return fg_maximum_d if ufunc is _maximum else fg_minimum_d
+    if dtype == _np.float32:
+        return fg_maximum_f if ufunc is _maximum else fg_minimum_f
+    return NULL
+
+
+cdef fg_loop_fn _extremum(object ufunc, object dtype) except? NULL:
+    """The loop of Note [Extrema with a scalar] for ``ufunc`` on ``dtype``, or NULL."""
+    global _extrema_exact
+    if _extrema_exact < 0:
+        _extrema_exact = 1 if _extrema_probe() else 0
+    return _extremum_fn(ufunc, dtype) if _extrema_exact == 1 else NULL
+
+
+cdef object _extremum_here(object ufunc, object a, object b):
+    """``ufunc(a, b)`` by the loop of Note [Extrema with a scalar], on this thread: one of
+    ``a``, ``b`` a 0-d array, the other a contiguous 1-d array of the same dtype."""
+    cdef cnp.ndarray x = <cnp.ndarray>a, y = <cnp.ndarray>b, o
+    cdef char *data[3]
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.npy_intp steps[3]
+    cdef fg_loop_fn fn = _extremum_fn(ufunc, x.dtype)
+    out = _empty(_broadcast_shapes(a.shape, b.shape), x.dtype)
+    o = <cnp.ndarray>out
+    data[0] = <char*>cnp.PyArray_DATA(x)
+    data[1] = <char*>cnp.PyArray_DATA(y)
+    data[2] = <char*>cnp.PyArray_DATA(o)
+    dims[0] = cnp.PyArray_SIZE(o)
+    steps[0] = cnp.PyArray_ITEMSIZE(x) if cnp.PyArray_NDIM(x) else 0
+    steps[1] = cnp.PyArray_ITEMSIZE(y) if cnp.PyArray_NDIM(y) else 0
+    steps[2] = cnp.PyArray_ITEMSIZE(o)
+    fn(NULL, data, dims, steps, NULL)
+    return out
+
+
+def _extrema_probe():
+    """Whether the loops of Note [Extrema with a scalar] give NumPy's values (and NumPy raises
+    no floating-point error) for every pair of special values, anywhere in an array."""
+    for dtype, bits in ((_np.float32, _np.int32), (_np.float64, _np.int64)):
+        values = _np.array([_np.nan, -_np.nan, _np.inf, -_np.inf, 0.0, -0.0, 1.0, -1.0,
+                            _np.finfo(dtype).smallest_subnormal, -2.5, 3.0, 0.0, 0.0], dtype)
+        values[11:] = values[0]
+        values[11:].view(bits)[...] |= 12345            # NaNs of another payload
+        values[12] = -values[12]
+        # every value at every position of a SIMD block (1021 is prime) and of the tails
+        arrays = [_np.resize(values, 1021)] + [_np.roll(values, k)[:k] for k in (1, 3, 7, 13)]
+        for ufunc in (_maximum, _minimum):
+            for s in values:
+                scalar = _np.asarray(s)
+                for a in arrays:
+                    for x, y in ((a, scalar), (scalar, a)):
+                        try:
+                            with _errstate(all="raise"):
+                                expected = ufunc(x, y)
+                        except FloatingPointError:
+                            return False
+                        if _extremum_here(ufunc, x, y).tobytes() != expected.tobytes():
+                            return False
+    return True
+
+
+def extrema_exact():
+    """Whether maximum and minimum with one value run the pool's own loop (Note [Extrema with
+    a scalar]); probes NumPy on first use."""
+    global _extrema_exact
+    if _extrema_exact < 0:
+        _extrema_exact = 1 if _extrema_probe() else 0
+    return _extrema_exact == 1
 
 
 cdef int _run_job(fg_job *job, _Loop loop, fg_loop_fn fn, str name) except -2:
@@ -991,7 +1111,7 @@ cdef object call(object ufunc, tuple args, object out=None, int elide=0):
     cdef int nd
     if _nthreads == 0:
         set_num_threads(None)
-    if _nthreads < 2 or n < 1 or n > 2 or type(ufunc) is not UFUNC:
+    if _nthreads < 2 or n < 1 or n > 3 or type(ufunc) is not UFUNC:
         return None
     if ufunc.nin != n or ufunc.nout != 1 or ufunc.signature is not None:
         return None

@@ -71,7 +71,7 @@ static inline int fg_cas(fg_word *p, fg_word e, fg_word d) {
 #  define FG_YIELD() sched_yield()
 #endif
 
-#define FG_MAX_ARGS 3
+#define FG_MAX_ARGS 4          /* three inputs (the fused ufuncs' maximum_backward), one output */
 #define FG_MAX_THREADS 32          /* one claim bit per chunk, one chunk per thread */
 
 /* NumPy's strided loop, and the leading fields of its "numpy_1.24_ufunc_call_info"
@@ -239,18 +239,43 @@ static void fg_participate(int t, unsigned long long gen) {
     }
 }
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__AVX2__)
+/* The pool's own loops below (mask casts, extrema with a scalar): their contiguous paths are
+ * functions of their own (inlined, they lose their restrict pointers and their vector code),
+ * compiled for the baseline and for AVX2, as _fused_loops.h's are. */
+#define FG_VECTOR __attribute__((noinline, target_clones("avx2", "default")))
+#elif defined(__GNUC__) || defined(__clang__)
+#define FG_VECTOR __attribute__((noinline))
+#else
+#define FG_VECTOR
+#endif
+#if defined(_MSC_VER) && !defined(restrict)
+#define restrict __restrict
+#endif
 /* A boolean mask as 0/1 of a float type, in the strided-loop signature (a conversion, for
  * relu's and max's gradient of a filled one; NumPy has no ufunc loop from bool to float). */
+static FG_VECTOR void fg_bool_to_double_c(npy_intp n, const npy_bool *restrict src,
+                                           double *restrict dst) {
+    npy_intp i;
+    for (i = 0; i < n; i++)
+        dst[i] = (double)(src[i] != 0);
+}
+
+static FG_VECTOR void fg_bool_to_float_c(npy_intp n, const npy_bool *restrict src,
+                                         float *restrict dst) {
+    npy_intp i;
+    for (i = 0; i < n; i++)
+        dst[i] = (float)(src[i] != 0);
+}
+
 static int fg_bool_to_double(void *context, char *const *data, const npy_intp *dims,
                              const npy_intp *strides, void *auxdata) {
     npy_intp i, n = dims[0];
     char *in = data[0], *out = data[1];
     (void)context; (void)auxdata;
     if (strides[0] == 1 && strides[1] == sizeof(double)) {
-        const npy_bool *src = (const npy_bool *)in;
-        double *dst = (double *)out;
-        for (i = 0; i < n; i++)
-            dst[i] = (double)(src[i] != 0);
+        fg_bool_to_double_c(n, (const npy_bool *)in, (double *)out);
         return 0;
     }
     for (i = 0; i < n; i++, in += strides[0], out += strides[1])
@@ -264,16 +289,52 @@ static int fg_bool_to_float(void *context, char *const *data, const npy_intp *di
     char *in = data[0], *out = data[1];
     (void)context; (void)auxdata;
     if (strides[0] == 1 && strides[1] == sizeof(float)) {
-        const npy_bool *src = (const npy_bool *)in;
-        float *dst = (float *)out;
-        for (i = 0; i < n; i++)
-            dst[i] = (float)(src[i] != 0);
+        fg_bool_to_float_c(n, (const npy_bool *)in, (float *)out);
         return 0;
     }
     for (i = 0; i < n; i++, in += strides[0], out += strides[1])
         *(float *)out = *(npy_bool *)in ? 1.0f : 0.0f;
     return 0;
 }
+
+/* maximum and minimum in the strided-loop signature, for one operand a scalar (stride 0),
+ * where NumPy's own loop takes a slower strided path: NumPy's value for every pair,
+ * isnan(a) ? a : (a > b ? a : b) (minimum: a < b), the second operand on ties of signed
+ * zeros, checked against NumPy at first use (Note [Extrema with a scalar] in kernels.pyx).
+ * No floating-point flag is left raised, as NumPy's loops clear them for these ufuncs. */
+#define FG_EXTREMUM(NAME, T, OP)                                                            \
+static FG_VECTOR void NAME##_cs(npy_intp n, const T *restrict a, T b, T *restrict out) {    \
+    npy_intp i;                                                                             \
+    for (i = 0; i < n; i++) { T v = a[i]; out[i] = v != v ? v : (v OP b ? v : b); }         \
+}                                                                                           \
+static FG_VECTOR void NAME##_sc(npy_intp n, T a, const T *restrict b, T *restrict out) {    \
+    npy_intp i;                                                                             \
+    if (a != a) { for (i = 0; i < n; i++) out[i] = a; return; }                             \
+    for (i = 0; i < n; i++) { T w = b[i]; out[i] = a OP w ? a : w; }                        \
+}                                                                                           \
+static int NAME(void *context, char *const *data, const npy_intp *dims,                    \
+                const npy_intp *strides, void *auxdata) {                                   \
+    npy_intp i, n = dims[0], s = (npy_intp)sizeof(T);                                       \
+    char *a = data[0], *b = data[1], *out = data[2];                                        \
+    (void)context; (void)auxdata;                                                           \
+    if (strides[1] == 0 && strides[0] == s && strides[2] == s) {                            \
+        NAME##_cs(n, (const T *)a, *(const T *)b, (T *)out);                                \
+    } else if (strides[0] == 0 && strides[1] == s && strides[2] == s) {                     \
+        NAME##_sc(n, *(const T *)a, (const T *)b, (T *)out);                                \
+    } else {                                                                                \
+        for (i = 0; i < n; i++, a += strides[0], b += strides[1], out += strides[2]) {      \
+            T v = *(const T *)a, w = *(const T *)b;                                         \
+            *(T *)out = v != v ? v : (v OP w ? v : w);                                      \
+        }                                                                                   \
+    }                                                                                       \
+    feclearexcept(FE_ALL_EXCEPT);                                                           \
+    return 0;                                                                               \
+}
+
+FG_EXTREMUM(fg_maximum_d, double, >)
+FG_EXTREMUM(fg_maximum_f, float, >)
+FG_EXTREMUM(fg_minimum_d, double, <)
+FG_EXTREMUM(fg_minimum_f, float, <)
 
 static void fg_worker_main(void *arg) {
     fg_worker *w = (fg_worker *)arg;
