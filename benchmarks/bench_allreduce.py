@@ -2,7 +2,7 @@
 
 Run it (needs ``pip install "fastgrad[distributed]"``)::
 
-    python benchmarks/bench_allreduce.py            # runs itself on 2 ranks, then 1 and 2 for the MLP
+    python benchmarks/bench_allreduce.py    # runs itself on 2 ranks, then 1 and 2 for the MLP
 
 or one part on a chosen number of ranks::
 

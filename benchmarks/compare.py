@@ -354,7 +354,8 @@ def blas_kernel() -> str | None:
     p = pools[0]
     arch = f" {p['architecture']} kernel" if p.get("architecture") else ""
     n = p.get("num_threads")
-    return f"{p.get('internal_api', '?')} {p.get('version') or ''}{arch}, {n} thread{'s' * (n != 1)}"
+    threads = f"{n} thread{'s' * (n != 1)}"
+    return f"{p.get('internal_api', '?')} {p.get('version') or ''}{arch}, {threads}"
 
 
 def blas_environment() -> str:
@@ -385,7 +386,8 @@ def machine_lines(backends: Sequence[wl.Backend]) -> list[str]:
         f"OS: {platform.system()} {platform.release()} {platform.machine()}",
         f"Python: {platform.python_version()} ({platform.python_implementation()})",
         f"NumPy: {onp.__version__} (BLAS: {blas_info()}, {_thread_setting()})",
-        f"NumPy's BLAS at run time: {blas_kernel() or 'unknown (pip install threadpoolctl to see it)'}",
+        "NumPy's BLAS at run time: "
+        f"{blas_kernel() or 'unknown (pip install threadpoolctl to see it)'}",
         f"BLAS environment: {blas_environment()}",
     ]
     for b in backends:
@@ -439,7 +441,9 @@ def fmt_bytes(n: int | None, method: str) -> str:
 HEADERS = ("backend", "median", "per op", "vs NumPy", "vs torch", "peak mem", "grads", "runs")
 
 
-def table_rows(results: Sequence[Result]) -> tuple[list[tuple[str, list[tuple[str, ...]]]], list[str]]:
+def table_rows(
+    results: Sequence[Result],
+) -> tuple[list[tuple[str, list[tuple[str, ...]]]], list[str]]:
     """Group results by workload into printable rows and footnotes."""
     by_workload: dict[str, dict[str, Result]] = {}
     order: list[wl.Workload] = []
@@ -497,8 +501,9 @@ def table_rows(results: Sequence[Result]) -> tuple[list[tuple[str, list[tuple[st
 
 
 FOOTER = [
-    "median: median over the samples of the wall time of one forward+backward step, after one warm-up run"
-    " (fastgrad-sgd, gluon-fastgrad*, torch-nn: a whole training step, with the SGD update).",
+    "median: median over the samples of the wall time of one forward+backward step, after one"
+    " warm-up run (fastgrad-sgd, gluon-fastgrad*, torch-nn: a whole training step, with the SGD"
+    " update).",
     "per op: median divided by the number of recorded operations (op chains only).",
     "vs NumPy, vs torch: median divided by that of hand-written NumPy, of PyTorch,"
     " on the same workload (below 1 = faster).",
@@ -519,10 +524,12 @@ PAIRS = (
     ("jax-jit", "jax", "JAX jit / JAX eager"),
     # Note [Training-step backends] in workloads.py: Gluon's own overhead, hybridize's gain
     ("gluon-fastgrad", "fastgrad-sgd", "fastgrad Gluon imperative / hand-written step + SGD"),
-    ("gluon-fastgrad-hybrid", "fastgrad-sgd", "fastgrad Gluon hybridized / hand-written step + SGD"),
+    ("gluon-fastgrad-hybrid", "fastgrad-sgd",
+     "fastgrad Gluon hybridized / hand-written step + SGD"),
     ("gluon-fastgrad-hybrid", "gluon-fastgrad", "fastgrad Gluon hybridized / imperative"),
     ("gluon-fastgrad", "torch-nn", "fastgrad Gluon imperative / PyTorch nn.Module + optim.SGD"),
-    ("gluon-fastgrad-hybrid", "torch-nn", "fastgrad Gluon hybridized / PyTorch nn.Module + optim.SGD"),
+    ("gluon-fastgrad-hybrid", "torch-nn",
+     "fastgrad Gluon hybridized / PyTorch nn.Module + optim.SGD"),
 )
 
 
@@ -545,7 +552,9 @@ def render_text(groups, notes, lines_before: Sequence[str]) -> str:
         for row in rows:
             widths = [max(w, len(c)) for w, c in zip(widths, row)]
     out = list(lines_before) + [""]
-    header = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADERS, widths)))
+    header = "  ".join(
+        h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADERS, widths))
+    )
     for title, rows in groups:
         out.append(title)
         out.append("  " + header)
@@ -553,7 +562,8 @@ def render_text(groups, notes, lines_before: Sequence[str]) -> str:
             out.append(
                 "  "
                 + "  ".join(
-                    c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+                    c.ljust(w) if i == 0 else c.rjust(w)
+                    for i, (c, w) in enumerate(zip(row, widths))
                 ).rstrip()
             )
         out.append("")
@@ -597,7 +607,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "numpy always runs as the reference)",
     )
     p.add_argument(
-        "--repeat", type=int, default=None, help="maximum timing samples per cell (default 10, quick 3)"
+        "--repeat",
+        type=int,
+        default=None,
+        help="maximum timing samples per cell (default 10, quick 3)",
     )
     p.add_argument(
         "--budget",
@@ -609,7 +622,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--memory",
         choices=("auto", "tracemalloc", "rss", "none"),
         default="auto",
-        help="peak-memory method: auto = tracemalloc for numpy/fastgrad/autograd, RSS for torch/jax",
+        help=("peak-memory method: auto = tracemalloc for numpy/fastgrad/autograd, "
+              "RSS for torch/jax"),
     )
     p.add_argument(
         "--threads",
@@ -673,8 +687,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for item in args.python + ([f"mxnet={args.mxnet_python}"] if args.mxnet_python else []):
         name, sep, path = item.partition("=")
         if not sep or name not in wl.BACKEND_NAMES or not path:
-            p.error(f"--python takes BACKEND=PATH with BACKEND among {', '.join(wl.BACKEND_NAMES)}, "
-                    f"not {item!r}")
+            p.error("--python takes BACKEND=PATH with BACKEND among "
+                    f"{', '.join(wl.BACKEND_NAMES)}, not {item!r}")
         args.pythons[name] = path
     if args.pythons and args.in_process:
         p.error("--python and --mxnet-python need a process per backend (drop --in-process)")
@@ -687,7 +701,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = sorted(set(args.backends) - set(wl.BACKEND_NAMES))
     if unknown:
-        p.error(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(wl.BACKEND_NAMES)}")
+        p.error(f"unknown backend(s) {', '.join(unknown)}; "
+                f"choose from {', '.join(wl.BACKEND_NAMES)}")
     if args.repeat is None:
         args.repeat = 3 if args.quick else 10
     if args.budget is None:
@@ -751,7 +766,8 @@ def run_cells(
             cell_start = time.perf_counter()
             try:
                 step = w.build(b, inputs[w.key])
-                grads = measure(r, step, b, reference.get(w.key), args.repeat, args.budget, rss, args.memory)
+                grads = measure(r, step, b, reference.get(w.key), args.repeat, args.budget, rss,
+                                args.memory)
                 if b.name == "numpy":
                     reference[w.key] = grads
                 del step
@@ -761,7 +777,8 @@ def run_cells(
                 r.message = error_message(exc)
             log(
                 where + " "
-                + (f"{fmt_time(r.median)} median of {len(r.times)}" if r.status == "ok" else r.status)
+                + (f"{fmt_time(r.median)} median of {len(r.times)}" if r.status == "ok"
+                   else r.status)
                 + (f"  {r.message}" if r.message else "")
                 + f"  ({time.perf_counter() - cell_start:.1f} s)"
             )
@@ -772,8 +789,8 @@ def run_cells(
 def _describe_blas(b: wl.Backend) -> None:
     """Add the BLAS facts of this process that concern backend ``b`` to its details."""
     kernel = blas_kernel()
-    if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "fastgrad-sgd", "gluon-fastgrad",
-                             "gluon-fastgrad-hybrid", "autograd"):
+    if kernel and b.name in ("numpy", "fastgrad", "fastgrad-exec", "fastgrad-sgd",
+                             "gluon-fastgrad", "gluon-fastgrad-hybrid", "autograd"):
         b.details["BLAS"] = kernel
         policy = sys.modules.get("fastgrad._kernels._blas_policy")
         if policy is not None and getattr(policy, "active", lambda: False)():
@@ -965,7 +982,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run += f", other processes used {others:.2f} cores on average"
     head.append(f"Run: {run}")
     if others is not None and others > CONTENTION_WARNING:
-        head.append("Warning: other processes competed for the CPU during the run; timings are unreliable.")
+        head.append("Warning: other processes competed for the CPU during the run; "
+                    "timings are unreliable.")
     groups, notes = table_rows(results)
     render = render_markdown if args.markdown else render_text
     print(render(groups, notes, head))
@@ -986,7 +1004,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.chart:
         try:
             import chart
-            log(f"chart: {chart.write_chart(results, args.chart, next((h for h in head if h.startswith('Run:')), ''))}")
+            run_line = next((h for h in head if h.startswith("Run:")), "")
+            log(f"chart: {chart.write_chart(results, args.chart, run_line)}")
         except ImportError as exc:
             log(f"--chart needs matplotlib ({exc}): pip install matplotlib")
             return 1

@@ -5,8 +5,9 @@ Run with ``python benchmarks/gluon_hybridize.py [--net mlp|lenet] [--rounds 30] 
 ``FASTGRAD_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` steadies the numbers). The network is
 workload 2's MLP (784-256-256-10, batch 128, float32) or workload 8's LeNet (batch 64, 1x28x28)
 written with ``gluon.nn`` and trained with ``gluon.Trainer('sgd')`` on
-``SoftmaxCrossEntropyLoss``; the two nets start from the same weights. The two steps run in alternation, ``--steps`` at a time, ``--rounds`` times, and the
-script prints the fastest time per step of each (wall and process CPU time) and their ratio.
+``SoftmaxCrossEntropyLoss``; the two nets start from the same weights. The two steps run in
+alternation, ``--steps`` at a time, ``--rounds`` times, and the script prints the fastest time
+per step of each (wall and process CPU time) and their ratio.
 Not a test: the numbers depend on the machine and its load.
 """
 

@@ -123,7 +123,8 @@ def rows(results: Sequence, targets: Sequence[Target] = TARGETS) -> list[tuple[s
             if t.metric == "memory" and top.memory_method != bottom.memory_method:
                 measured += f" ({top.memory_method}/{bottom.memory_method})"
             met = "yes" if t.met(ratio) else "no"
-        where = f"{t.workload} ({t.numerator}/{t.denominator}{', memory' if t.metric == 'memory' else ''})"
+        memory = ", memory" if t.metric == "memory" else ""
+        where = f"{t.workload} ({t.numerator}/{t.denominator}{memory})"
         out.append((where, t.text, t.at_filing, measured, met))
     return out
 

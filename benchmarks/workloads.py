@@ -783,7 +783,9 @@ class GradCheck:
         return f"GradCheck(ok={self.ok}, max_error={self.max_error:.3g}, note={self.note!r})"
 
 
-def check_gradients(got: Sequence[onp.ndarray], expected: Sequence[onp.ndarray], rtol: float) -> GradCheck:
+def check_gradients(
+    got: Sequence[onp.ndarray], expected: Sequence[onp.ndarray], rtol: float
+) -> GradCheck:
     """Compare gradients elementwise, relative to each gradient's scale.
 
     An element passes when ``|got - expected| <= rtol * (|expected| +
@@ -1410,7 +1412,8 @@ class FourthDerivative(Workload):
         """
         x = inputs["x"]
         f = lambda t: t * onp.sin(t)  # noqa: E731
-        fd = (f(x + 2 * eps) - 4 * f(x + eps) + 6 * f(x) - 4 * f(x - eps) + f(x - 2 * eps)) / eps**4
+        fd = (f(x + 2 * eps) - 4 * f(x + eps) + 6 * f(x) - 4 * f(x - eps)
+              + f(x - 2 * eps)) / eps**4
         g = onp.asarray(grads[0])
         return float(onp.max(onp.abs(fd - g)) / onp.max(onp.abs(fd)))
 

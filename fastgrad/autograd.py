@@ -28,8 +28,8 @@ from fastgrad.functional import grad_and_loss
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
-    "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp", "hvp",
-    "NDArray",
+    "get_symbol", "detect_anomaly", "is_anomaly_enabled", "jacobian", "hessian", "vjp", "jvp",
+    "hvp", "NDArray",
 ]
 __all__ += ["grad_and_loss"]
 

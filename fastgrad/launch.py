@@ -3,8 +3,9 @@
 The counterpart of MXNet's ``tools/launch.py -n N python train.py``: runs ``COMMAND`` N times
 through the MPI runtime's ``mpiexec`` (the one next to this Python, as the ``mpich`` wheel of
 ``fastgrad[distributed]`` installs it, else the first on ``PATH``). A ``COMMAND`` that starts
-with ``python`` (or ``python3``) or with a ``.py`` file is run with this Python. The exit status is ``mpiexec``'s: non-zero if any
-rank failed (a rank's uncaught exception aborts the job, see Note [MPI store]).
+with ``python`` (or ``python3``) or with a ``.py`` file is run with this Python. The exit
+status is ``mpiexec``'s: non-zero if any rank failed (a rank's uncaught exception aborts the
+job, see Note [MPI store]).
 
 Unless ``OMP_NUM_THREADS`` (or ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) is set, each rank
 gets its share of the machine's cores for BLAS threads (see ``thread_env``).

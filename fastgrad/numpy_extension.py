@@ -16,9 +16,9 @@ from fastgrad._core._state import is_training
 from fastgrad.numpy import random as _random
 from fastgrad._core._array import ndarray, unwrap, _wrap
 from fastgrad._api._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
-                                       adam_update, adamw_update, rmsprop_update, rmspropalex_update,
-                                       signsgd_update, signum_update, lamb_update_phase1,
-                                       lamb_update_phase2, ftrl_update)
+                                       adam_update, adamw_update, rmsprop_update,
+                                       rmspropalex_update, signsgd_update, signum_update,
+                                       lamb_update_phase1, lamb_update_phase2, ftrl_update)
 from fastgrad._api import _mxnet_slicing as _slicing
 from fastgrad.context import gpu, num_gpus, current_device  # noqa: F401  (MXNet's npx names)
 from fastgrad._api import _npx_composites as _more

@@ -18,7 +18,8 @@ from fastgrad.context import check_device as _check_device
 # The array type reads a sequence argument with these, through this module (``_ops`` in
 # _array_recording.pxi's _sequence_argument).
 from fastgrad._api._construction import (holds_array as _holds_array,  # noqa: F401
-                                         from_sequence as _from_sequence, check_numeric as _check_numeric)
+                                         from_sequence as _from_sequence,
+                                         check_numeric as _check_numeric)
 from fastgrad._ops._registry import REGISTRY
 from fastgrad._api._creation import default_float as _default_float
 from fastgrad._api._creation import (array, asarray, zeros, ones, empty, full, zeros_like,
@@ -1126,8 +1127,8 @@ def array_equiv(a1, a2):
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Whether all elements are equal within ``atol + rtol * abs(b)`` (``numpy.allclose``); a Python
-    bool, not recorded."""
+    """Whether all elements are equal within ``atol + rtol * abs(b)`` (``numpy.allclose``); a
+    Python bool, not recorded."""
     return bool(_np.allclose(unwrap(a), unwrap(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 

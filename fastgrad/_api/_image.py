@@ -164,7 +164,8 @@ def _two_tap_float(image, out_h, out_w, area_mode):
     y0, y1, b0, b1 = _two_tap_axis(out_h, image.shape[0], area_mode, False)
     src = image.astype(_onp.float64)
     rows = src[:, x0] * a0[None, :, None] + src[:, x1] * a1[None, :, None]
-    return _saturate_round(b0[:, None, None] * rows[y0] + b1[:, None, None] * rows[y1], image.dtype)
+    return _saturate_round(b0[:, None, None] * rows[y0] + b1[:, None, None] * rows[y1],
+                           image.dtype)
 
 
 def _area_fast_uint8(image, fy, fx):

@@ -53,7 +53,8 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _vector_norm(x, axis=None, keepdims=False, ord=2):
-    """The vector norm of ``x`` over ``axis`` (all elements if None), ``numpy.linalg.vector_norm``."""
+    """The vector norm of ``x`` over ``axis`` (all elements if None),
+    ``numpy.linalg.vector_norm``."""
     if axis is None:
         x = ravel(x)
         out = _P["norm"](x, ord, 0, False)

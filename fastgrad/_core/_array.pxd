@@ -31,7 +31,8 @@ cdef class Primitive:
     cdef readonly object backward_graph  # the same rule bound to fastgrad's functions
     cdef readonly object backward_large  # the same rule for large arrays (Note [Bindings])
     cdef readonly bint passes_g      # every input's rule is ``g`` (Note [Pass-through rules])
-    cdef bint elementwise            # forward is a ufunc of the arrays alone (Note [Large-array kernels])
+    cdef bint elementwise            # forward is a ufunc of the arrays alone
+                                     #   (Note [Large-array kernels])
     cdef readonly Py_ssize_t n_in    # number of array inputs (-1: any number)
     cdef Py_ssize_t nargs_arrays_only     # a call's length when it passes the arrays alone
                                           #   (n_in; -2 when a parameter is required)
@@ -57,8 +58,9 @@ cdef class Primitive:
                                      #   (Note [Complex gradients] in _complex.py)
     cdef readonly Primitive complex_variant  # the op with its rule for complex values
     cdef readonly Py_ssize_t defer_input  # the input whose gradient is a product x.T @ g a
-                                     #   pass may defer and stack, or -1 (Note [Deferred
-                                     #   weight gradients] in _kernels/_forward.py; Op(deferred=...))
+                                     #   pass may defer and stack, or -1
+                                     #   (Note [Deferred weight gradients] in
+                                     #   _kernels/_forward.py; Op(deferred=...))
     cdef Py_ssize_t defer_saved      # the factor x's index among the values the rule saves
     cdef void *vectorcall            # the call entry (Note [Primitive vectorcall])
 

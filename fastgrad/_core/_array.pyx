@@ -20,7 +20,8 @@ cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from cpython.sequence cimport PySequence_Fast_ITEMS
-from fastgrad._core._node cimport Node, VersionCell, new_node, new_leaf, _bump_cell, HAS_RULE, NO_RULE
+from fastgrad._core._node cimport (Node, VersionCell, new_node, new_leaf, _bump_cell, HAS_RULE,
+                                  NO_RULE)
 cimport numpy as cnp
 
 cdef extern from "Python.h":
@@ -34,7 +35,8 @@ import weakref
 import numpy as _np
 
 from fastgrad._kernels._filled import Filled as _Filled
-from fastgrad._core._zeros import NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT, ZeroResult as _ZeroResult
+from fastgrad._core._zeros import (NO_GRADIENT_OUTPUT as _NO_GRADIENT_OUTPUT,
+                                   ZeroResult as _ZeroResult)
 from fastgrad.base import MXNetError, MXNetIndexError, MXNetValueError  # Note [MXNet errors]
 from fastgrad.context import check_device as _check_device, cpu
 from fastgrad._core import _anomaly
@@ -200,7 +202,8 @@ def parse_grad_req(req):
     try:
         return _GRAD_REQS[req]
     except (KeyError, TypeError):
-        raise ValueError("grad_req must be one of 'write', 'add' or 'null', got %r" % (req,)) from None
+        raise ValueError("grad_req must be one of 'write', 'add' or 'null', got %r"
+                         % (req,)) from None
 
 
 include "_array_recording.pxi"
@@ -229,8 +232,9 @@ cdef inline bint _defer(object other):
 
 
 cdef inline void _check_recorded_inplace(ndarray self, object other, str what) except *:
-    if is_recording_c() and (self._node is not None
-                             or (isinstance(other, ndarray) and (<ndarray>other)._node is not None)):
+    if is_recording_c() and (
+            self._node is not None
+            or (isinstance(other, ndarray) and (<ndarray>other)._node is not None)):
         raise MXNetError(
             "in-place %s on an array that takes part in a recorded graph would rewrite its "
             "history; inside autograd.record() write it out of place (a = a + b)" % what)
@@ -279,7 +283,8 @@ cdef void _record_setitem(ndarray self, object key, object value) except *:
         v = P_BROADCAST.apply((v,), (target_shape,))
     shape = data.shape
     old = wrap(data, node, self._oidx, type(self))   # the values before, with their history
-    kept = P_SUB.apply((old, P_SCATTER.apply((P_GETITEM.apply((old,), (key,)),), (key, shape))), ())
+    old_part = P_GETITEM.apply((old,), (key,))
+    kept = P_SUB.apply((old, P_SCATTER.apply((old_part,), (key, shape))), ())
     new = <ndarray>P_ADD.apply((kept, P_SCATTER.apply((v,), (key, shape))), ())
     data[key] = (<ndarray>v)._data
     self._bump()
@@ -503,7 +508,8 @@ cdef class ndarray:
         """
         cdef int req = parse_grad_req(grad_req)
         if stype not in (None, "default"):
-            raise ValueError("fastgrad arrays are dense: stype must be 'default', got %r" % (stype,))
+            raise ValueError("fastgrad arrays are dense: stype must be 'default', got %r"
+                             % (stype,))
         if self._data.dtype.kind not in "fciu":
             raise TypeError("attach_grad: gradients are defined for numeric arrays (integer "
                             "variables get integer gradients, as in MXNet); this array has "

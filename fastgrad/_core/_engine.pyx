@@ -155,8 +155,8 @@ def _require_gil():
     if _sysconfig.get_config_var("Py_GIL_DISABLED") and enabled is not None and not enabled():
         raise ImportError(
             "fastgrad needs the GIL: its backward pass claims nodes and counts dependencies "
-            "under it (Note [Threads] in fastgrad/_core/_engine.pyx), and this free-threaded Python "
-            "runs without it. Run with the GIL enabled (PYTHON_GIL=1 or -X gil=1).")
+            "under it (Note [Threads] in fastgrad/_core/_engine.pyx), and this free-threaded "
+            "Python runs without it. Run with the GIL enabled (PYTHON_GIL=1 or -X gil=1).")
 
 
 _require_gil()
@@ -498,9 +498,9 @@ cdef object _sum(object acc, bint acc_owned, object g, bint g_owned, bint create
 
 
 cdef inline bint _deferrable(object x, object g, Dest *d) noexcept:
-    """Whether the product ``x.T @ g`` for the input ``d`` may be deferred (Note [Deferred
-    weight gradients] in _kernels/_forward.py): NumPy matrices of one real floating dtype, the input's
-    too (no cast to decide), ``x`` with few rows."""
+    """Whether the product ``x.T @ g`` for the input ``d`` may be deferred
+    (Note [Deferred weight gradients] in _kernels/_forward.py): NumPy matrices of one real
+    floating dtype, the input's too (no cast to decide), ``x`` with few rows."""
     cdef int t
     if type(x) is not NP_NDARRAY or type(g) is not NP_NDARRAY:
         return False
@@ -692,11 +692,12 @@ cdef class GradientBuffer:
             fitted = None
 
     cdef bint defer(self, Dest *d, Py_ssize_t left, object x, object g) except -1:
-        """The deferred-product hook (Note [Deferred weight gradients] in _kernels/_forward.py): keep
-        ``(x, g)``, whose product ``x.T @ g`` is the gradient for the input ``d``, to add it
-        with the input's other such products in one when its gradient is taken; ``left``: the
-        input's consumers still to run. False (nothing kept) when nothing could be stacked with
-        it or the product does not qualify; the caller then runs the rule as usual."""
+        """The deferred-product hook (Note [Deferred weight gradients] in
+        _kernels/_forward.py): keep ``(x, g)``, whose product ``x.T @ g`` is the gradient for
+        the input ``d``, to add it with the input's other such products in one when its
+        gradient is taken; ``left``: the input's consumers still to run. False (nothing kept)
+        when nothing could be stacked with it or the product does not qualify; the caller then
+        runs the rule as usual."""
         cdef Py_ssize_t k = d.entry
         if self.create or k < 0:
             return False
@@ -795,7 +796,8 @@ cdef void _write_var(object ref, object g, bint owned) except *:
             return
         # Its buffer was never made: this gradient becomes it (Note [Lazy grad buffers]).
         if g is None:
-            return      # a zero stays symbolic: reading .grad makes the zeros (Note [Zero gradients])
+            # A zero stays symbolic: reading .grad makes the zeros (Note [Zero gradients]).
+            return
         if not (owned and type(g) is NP_NDARRAY and g.shape == a._data.shape
                   and g.dtype == a._data.dtype):
             g = _np.array(g, dtype=a._data.dtype, copy=True)
@@ -949,8 +951,9 @@ cdef tuple _call_rule(Node n, PyObject **argv, Py_ssize_t nargs, bint create):
 # pass the engine builds that tuple in C (``passes_g``, set at import for a single-output op whose
 # every formula is ``g``) instead of calling the compiled rule: a Python frame per node of a chain
 # of additions. Its checks (a released node, modified saved values) and what
-# ``GradientBuffer.deliver`` is given (the rule's argument ``g``, for the ownership of Note
-# [Gradient buffer ownership]) are those of the rule's call. Under ``create_graph`` the graph binding's rule runs as for any op.
+# ``GradientBuffer.deliver`` is given (the rule's argument ``g``, for the ownership of
+# Note [Gradient buffer ownership]) are those of the rule's call. Under ``create_graph`` the
+# graph binding's rule runs as for any op.
 cdef tuple _passed_on(Node n, object g, unsigned long long mask, Py_ssize_t nparents,
                       PyObject **argv, Py_ssize_t *count):
     """What the rule of ``n`` (``passes_g``) returns for the inputs ``mask`` wants, with ``g``
@@ -1122,7 +1125,8 @@ cdef class _Pass:
             child = 2 * i + 1
             if child >= n:
                 break
-            if child + 1 < n and self.slots[self.work[child + 1]].seq > self.slots[self.work[child]].seq:
+            if (child + 1 < n
+                    and self.slots[self.work[child + 1]].seq > self.slots[self.work[child]].seq):
                 child += 1
             if self.slots[self.work[child]].seq <= last_seq:
                 break
@@ -1458,10 +1462,11 @@ cdef inline bint _has_deferred_product(Node n, unsigned long long mask, bint cre
 
 cdef object _defer_product(_Pass ps, Node n, object g, Dest *dests, unsigned long long *mask,
                            object needs):
-    """The op's deferred-product hook (Note [Deferred weight gradients] in _kernels/_forward.py): the
-    gradient for input ``defer_input`` of a variable with more consumers to come is kept in
-    the buffer (``GradientBuffer.defer``) instead of computed by the rule. Returns the rule's
-    ``needs`` without that input when it was kept, else ``needs`` unchanged."""
+    """The op's deferred-product hook (Note [Deferred weight gradients] in
+    _kernels/_forward.py): the gradient for input ``defer_input`` of a variable with more
+    consumers to come is kept in the buffer (``GradientBuffer.defer``) instead of computed by
+    the rule. Returns the rule's ``needs`` without that input when it was kept, else ``needs``
+    unchanged."""
     cdef Primitive op = <Primitive>n.op
     cdef Py_ssize_t i = op.defer_input
     cdef Dest *d = &dests[i]

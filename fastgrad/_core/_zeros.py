@@ -16,9 +16,10 @@ Differentiability is a property of outputs and their dtypes:
 * An op whose output is bool (comparisons, ``isnan``), or integer while some input with
   history is not (``astype('int64')`` of a float, a sum with ``dtype='int64'``), never carries
   a gradient: the derivative of a cast to an integer type is zero. Integer ops on integer
-  variables do carry gradients, as in MXNet (``k * k`` for an int32 variable ``k``). An op whose derivative is zero almost everywhere (``floor``, ``ceil``, ``trunc``,
-  ``rint``, ``round``, ``sign``, ``floor_divide``, ``heaviside``) has a zero rule. Both are
-  still recorded, as *zero nodes* (``Node.carries_gradient`` is False): every input with
+  variables do carry gradients, as in MXNet (``k * k`` for an int32 variable ``k``). An op
+  whose derivative is zero almost everywhere (``floor``, ``ceil``, ``trunc``, ``rint``,
+  ``round``, ``sign``, ``floor_divide``, ``heaviside``) has a zero rule. Both are still
+  recorded, as *zero nodes* (``Node.carries_gradient`` is False): every input with
   history is a parent, nothing is saved, the rule never runs, and no consumer computes a
   gradient for them (the engine leaves them out of the rule's ``needs`` mask). They exist so
   that the heads still *reach* the variables behind them.

@@ -22,14 +22,15 @@ Each entry is ``Op(name, forward, signature, **rules)``:
 ``complex``
     Whether the op differentiates complex values (Note [Complex gradients] in _complex.py):
     ``True`` when its formulas, written with ``conj`` where the complex rule needs it, serve
-    complex values (checked against finite differences by ``tests/ops/test_ops_complex.py``); a dict
-    ``{input: formula}`` for inputs whose complex formula is not the real one with ``conj``;
-    omitted when the op is not checked for complex values, so that recording it with a complex
-    input or output raises ``NotImplementedError`` naming it.
+    complex values (checked against finite differences by ``tests/ops/test_ops_complex.py``); a
+    dict ``{input: formula}`` for inputs whose complex formula is not the real one with
+    ``conj``; omitted when the op is not checked for complex values, so that recording it with a
+    complex input or output raises ``NotImplementedError`` naming it.
 ``deferred``
     A speed hook: ``{"y": "x"}`` says that the gradient for input ``y`` is the product
     ``x.T @ g``, which a backward pass may keep and sum with ``y``'s other such products in
-    one (Note [Deferred weight gradients] in _kernels/_forward.py). ``x`` must be saved by the rules.
+    one (Note [Deferred weight gradients] in _kernels/_forward.py). ``x`` must be saved by the
+    rules.
 
 Formulas never unbroadcast or cast: the engine sums every gradient back to its input's shape
 and casts it to its dtype (Note [Accumulation] in _engine.pyx). A formula that mentions an input

@@ -10,8 +10,8 @@ named as a NumPy function (``np.sin`` is the ``sin`` op) and its NumPy aliases
 function of the same name with NumPy's signature, which replaces the op in the namespace;
 that function is public because it is defined there. So each namespace's ``__all__`` is the
 table's names for it plus the public functions its modules define (``public_names``), and
-``tests/namespaces/test_api_surface.py`` checks the result against the committed type stubs. The legacy
-``fastgrad.nd`` keeps MXNet 1.x's fixed list of names and is written out by hand.
+``tests/namespaces/test_api_surface.py`` checks the result against the committed type stubs.
+The legacy ``fastgrad.nd`` keeps MXNet 1.x's fixed list of names and is written out by hand.
 """
 
 import types

@@ -541,7 +541,8 @@ def tensordot_backward_y(g, x, y_ndim, axes):
 
 
 def dot_axes(x_ndim, y_ndim):
-    """``numpy.dot`` as a ``tensordot``: the last axis of ``x`` with the second-to-last of ``y``."""
+    """``numpy.dot`` as a ``tensordot``: the last axis of ``x`` with the second-to-last of
+    ``y``."""
     return (x_ndim - 1,), (max(y_ndim - 2, 0),)
 
 
@@ -709,7 +710,8 @@ def pinv_backward(g, x, result):
     m, n = np.shape(x)[-2], np.shape(x)[-1]
     left = eye_like(m, result) - np.matmul(x, result)
     right = eye_like(n, result) - np.matmul(result, x)
-    return (-np.matmul(ph, np.matmul(g, ph)) + np.matmul(left, np.matmul(gh, np.matmul(result, ph)))
+    return (-np.matmul(ph, np.matmul(g, ph))
+            + np.matmul(left, np.matmul(gh, np.matmul(result, ph)))
             + np.matmul(np.matmul(ph, result), np.matmul(gh, right)))
 
 

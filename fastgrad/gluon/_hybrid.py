@@ -60,8 +60,9 @@ naming the block (``TraceError``), as MXNet fails. A 2.x block (``forward(self, 
 ``mx.np`` arrays, no ``hybrid_forward``) is not traced: recording it on the tape and turning
 the tape into a Symbol (``from_history``) was tried and bakes a dropout mask (recorded as a
 multiplication by a constant array), or the branch a value took, into the graph as
-constants, silently; nothing on the tape tells such a constant from a legitimate one. Such a block (or a parent containing one) runs imperatively after a
-one-time warning naming it. A block whose Parameters are still waiting for their shapes
+constants, silently; nothing on the tape tells such a constant from a legitimate one. Such a
+block (or a parent containing one) runs imperatively after a one-time warning naming it. A
+block whose Parameters are still waiting for their shapes
 (deferred initialisation) runs its first call imperatively, which finishes the
 initialisation, and is traced from the next call on.
 """

@@ -134,7 +134,8 @@ class KVStore:
             for (k, _, dest), (_, targets) in zip(work, outs):
                 _onp.copyto(self._stored[k], dest)
                 for t in targets:
-                    t[...] = dest           # for targets[0] a free self-copy that bumps its version
+                    # for targets[0] a free self-copy that bumps its version
+                    t[...] = dest
         finally:
             set_recording(prev)
 

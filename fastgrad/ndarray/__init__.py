@@ -16,9 +16,9 @@ from fastgrad.ndarray import image  # noqa: F401
 from fastgrad.ndarray import sparse  # noqa: F401
 from fastgrad.ndarray.sparse import _STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR  # noqa: F401
 from fastgrad._api._update_ops import (sgd_update, sgd_mom_update, nag_mom_update,  # noqa: F401
-                                       adam_update, adamw_update, rmsprop_update, rmspropalex_update,
-                                       signsgd_update, signum_update, lamb_update_phase1,
-                                       lamb_update_phase2, ftrl_update)
+                                       adam_update, adamw_update, rmsprop_update,
+                                       rmspropalex_update, signsgd_update, signum_update,
+                                       lamb_update_phase1, lamb_update_phase2, ftrl_update)
 from fastgrad._api import _mxnet_slicing as _slicing
 from fastgrad._api._ctc import CTCLoss  # noqa: F401
 from fastgrad._api import _params_format

@@ -16,9 +16,9 @@ from fastgrad.ndarray import random as _random
 
 __all__ = [
     "reshape", "split", "SliceChannel", "concat", "Concat", "concatenate", "stack", "slice_axis",
-    "slice", "slice_like", "flatten", "Flatten", "radians", "degrees", "rcbrt", "squeeze", "moveaxis",
-    "nansum", "nanprod", "pad", "hard_sigmoid", "softsign", "equal", "not_equal", "greater",
-    "greater_equal", "lesser", "lesser_equal", "broadcast_equal", "broadcast_not_equal",
+    "slice", "slice_like", "flatten", "Flatten", "radians", "degrees", "rcbrt", "squeeze",
+    "moveaxis", "nansum", "nanprod", "pad", "hard_sigmoid", "softsign", "equal", "not_equal",
+    "greater", "greater_equal", "lesser", "lesser_equal", "broadcast_equal", "broadcast_not_equal",
     "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser",
     "broadcast_lesser_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
     "uniform", "normal", "random_uniform", "random_normal", "random_randint",

@@ -5,10 +5,11 @@ sparse array raises an ``MXNetValueError`` that says so. ``CSRNDArray`` and
 ``RowSparseNDArray`` exist for ``isinstance`` checks, which are always False.
 
 >>> import fastgrad as mx
->>> mx.nd.sparse.zeros('csr', (2, 3))
+>>> mx.nd.sparse.zeros('csr', (2, 3))  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-fastgrad.base.MXNetValueError: mx.nd.sparse.zeros: fastgrad has no sparse storage (stype 'csr'); its arrays are dense, use mx.nd.zeros
+fastgrad.base.MXNetValueError: mx.nd.sparse.zeros: fastgrad has no sparse storage (stype
+'csr'); its arrays are dense, use mx.nd.zeros
 """
 
 from fastgrad.base import MXNetValueError

@@ -4,9 +4,10 @@ of learning rates, weight decays and update counts.
 Note [Optimizer semantics]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 The optimizers follow MXNet 1.9.1's ``mx.optimizer`` (``update(index, weight, grad, state)``,
-one call per parameter) and compute exactly its formulas; ``tests/optimizer/test_optimizer_mxnet.py``
-compares them with numbers MXNet produced (``tests/fixtures/optimizer_mxnet.json``). ``AdamW``
-is MXNet 2.x's (1.x has only the ``adamw_update`` kernel). Two deliberate differences:
+one call per parameter) and compute exactly its formulas;
+``tests/optimizer/test_optimizer_mxnet.py`` compares them with numbers MXNet produced
+(``tests/fixtures/optimizer_mxnet.json``). ``AdamW`` is MXNet 2.x's (1.x has only the
+``adamw_update`` kernel). Two deliberate differences:
 
 * the state arrays have the weight's dtype (MXNet 1.x makes AdaGrad's, RMSProp's, AdaDelta's
   and FTRL's states float32 even for float64 weights);

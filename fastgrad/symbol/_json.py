@@ -156,7 +156,8 @@ def load_json(json_str):
     ValueError
         If the text is not valid JSON or does not describe a valid graph: unknown op, wrong
         parameters or inputs, an input referring to a later node, duplicate argument names,
-        a malformed value. An MXNet operator fastgrad does not implement is named. Loading never executes code (Note [Symbol JSON]).
+        a malformed value. An MXNet operator fastgrad does not implement is named. Loading
+        never executes code (Note [Symbol JSON]).
     """
     if isinstance(json_str, (bytes, bytearray)):
         json_str = json_str.decode("utf-8")

@@ -95,7 +95,8 @@ def encode(value, where="value"):
                               "data": base64.b64encode(data).decode("ascii"),
                               "scalar": isinstance(value, np.generic)}}
     raise TypeError("%s: a %s cannot be stored in a symbol (supported: numbers, strings, None, "
-                    "tuples, lists, slices, dtypes and NumPy arrays)" % (where, type(value).__name__))
+                    "tuples, lists, slices, dtypes and NumPy arrays)"
+                    % (where, type(value).__name__))
 
 
 def decode(obj, where="value", depth=0):

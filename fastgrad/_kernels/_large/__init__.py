@@ -25,9 +25,11 @@ API, fork, platforms never built here) is ``docs/internals/parallel.rst``.
 
 Settings: ``set_num_threads(n)`` (``FASTGRAD_NUM_THREADS``; ``1`` turns every kernel here
 off, and the callers then call NumPy; users call ``fastgrad.set_num_threads``, which also sets
-the BLAS's threads, Note [Threads on a busy machine] in ``_threads.py``), ``disable(names)`` (switch single kernels off, named
-in ``KERNELS``, to measure what each brings), ``set_min_size(n)``, ``set_cache_limit(bytes)``,
-``clear_cache()``; ``cached_empty(shape, dtype)`` makes a scratch array from the buffer cache; ``pool_calls()`` counts the calls the C pool ran (for tests).
+the BLAS's threads, Note [Threads on a busy machine] in ``_threads.py``), ``disable(names)``
+(switch single kernels off, named in ``KERNELS``, to measure what each brings),
+``set_min_size(n)``, ``set_cache_limit(bytes)``, ``clear_cache()``; ``cached_empty(shape,
+dtype)`` makes a scratch array from the buffer cache; ``pool_calls()`` counts the calls the C
+pool ran (for tests).
 """
 
 from fastgrad._kernels._large.kernels import (KERNELS, Split, apply, cached_bytes, cached_empty,
@@ -38,7 +40,7 @@ from fastgrad._kernels._large.kernels import (KERNELS, Split, apply, cached_byte
                                               set_min_size, set_num_threads, sum_all, sum_rows)
 
 __all__ = ["KERNELS", "Split", "apply", "cached_bytes", "cached_empty", "cast_mask", "clear_cache",
-           "disable", "get_min_size", "get_num_threads", "op_add", "op_div", "op_eq", "op_ge", "op_gt",
-           "op_le", "op_lt", "op_mul", "op_ne", "op_neg", "op_sub", "pool_calls", "rule_begin",
-           "rule_end", "set_cache_limit", "set_min_size", "set_num_threads", "sum_all",
-           "sum_rows"]
+           "disable", "get_min_size", "get_num_threads", "op_add", "op_div", "op_eq", "op_ge",
+           "op_gt", "op_le", "op_lt", "op_mul", "op_ne", "op_neg", "op_sub", "pool_calls",
+           "rule_begin", "rule_end", "set_cache_limit", "set_min_size", "set_num_threads",
+           "sum_all", "sum_rows"]

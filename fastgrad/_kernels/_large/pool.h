@@ -43,7 +43,8 @@
 typedef volatile LONG64 fg_word;
 #  define FG_LOAD(p) InterlockedOr64((p), 0)
 #  define FG_STORE(p, v) ((void)InterlockedExchange64((p), (LONG64)(v)))
-#  define FG_CAS(p, e, d) (InterlockedCompareExchange64((p), (LONG64)(d), (LONG64)(e)) == (LONG64)(e))
+#  define FG_CAS(p, e, d) \
+     (InterlockedCompareExchange64((p), (LONG64)(d), (LONG64)(e)) == (LONG64)(e))
 #  define FG_ADD(p, v) InterlockedExchangeAdd64((p), (LONG64)(v))
 #  define FG_OR(p, v) InterlockedOr64((p), (LONG64)(v))
 #  define FG_XCHG(p, v) InterlockedExchange64((p), (LONG64)(v))

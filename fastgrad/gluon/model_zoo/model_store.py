@@ -5,8 +5,9 @@ Note [Model zoo files]
 fastgrad never downloads: ``get_model_file(name, root)`` returns the path of
 ``<root>/<name>-<short hash>.params`` (the name MXNet gives the file it downloads from its
 model store), and raises ``FileNotFoundError`` naming the file, its SHA-1 and where MXNet
-publishes it (``$MXNET_GLUON_REPO``, as MXNet) when it is not there. The SHA-1 of each published file is MXNet's; a file whose content differs raises
-``ValueError`` (MXNet would download it again).
+publishes it (``$MXNET_GLUON_REPO``, as MXNet) when it is not there. The SHA-1 of each
+published file is MXNet's; a file whose content differs raises ``ValueError`` (MXNet would
+download it again).
 """
 
 import glob
