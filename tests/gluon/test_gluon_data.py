@@ -422,6 +422,34 @@ def test_dead_worker_raises_instead_of_hanging():
     assert "AGAIN [[0], [1]]" in result.stdout
 
 
+def test_worker_dead_before_the_next_request_raises_the_same_error():
+    """The pool broke between two batches: submitting the next request is what fails."""
+    result = _run_child("""
+        import time
+        from fastgrad import gluon
+        ds = gluon.data.SimpleDataset(list(range(8)))
+        loader = gluon.data.DataLoader(ds, batch_size=1, num_workers=2, timeout=30)
+        batches = iter(loader)
+        next(batches)
+        pool = loader._pool
+        for process in list(pool._processes.values()):
+            process.kill()
+        deadline = time.time() + 20
+        while not pool._broken and time.time() < deadline:
+            time.sleep(0.01)
+        try:
+            for b in batches:
+                pass
+        except RuntimeError as e:
+            print("RAISED", type(e.__cause__).__name__, e)
+        print("AGAIN", [b.asnumpy().tolist() for b in
+                        gluon.data.DataLoader(ds.take(2), 1, num_workers=2, timeout=30)])
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "RAISED BrokenProcessPool DataLoader: a worker process exited" in result.stdout
+    assert "AGAIN [[0], [1]]" in result.stdout
+
+
 def test_worker_timeout():
     loader = data.DataLoader(data.SimpleDataset([0, 1]).transform(lambda x: time.sleep(3) or x),
                              batch_size=1, num_workers=1, thread_pool=True, timeout=0.2)

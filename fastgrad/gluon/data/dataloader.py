@@ -233,13 +233,28 @@ class _WorkerIter:
         indices = next(self._batches, None)
         if indices is None:
             return False
-        if self._thread_pool:
-            future = self._pool.submit(_thread_worker_batch, self._dataset,
-                                       self._batchify_fn, indices)
-        else:
-            future = self._pool.submit(_process_worker_batch, list(indices))
+        try:
+            if self._thread_pool:
+                future = self._pool.submit(_thread_worker_batch, self._dataset,
+                                           self._batchify_fn, indices)
+            else:
+                future = self._pool.submit(_process_worker_batch, list(indices))
+        except BrokenProcessPool as error:
+            # A worker died after the last batch came back: the pool refuses new work
+            # before any result could tell us.
+            raise self._worker_died(error) from error
         self._pending.append((future, indices))
         return True
+
+    def _worker_died(self, error):
+        """Shut the broken pool down; the error to raise in its place."""
+        self._cancel()
+        loader = self._loader()
+        if loader is not None and loader._pool is self._pool:
+            loader._discard_pool()
+        return RuntimeError("DataLoader: a worker process exited unexpectedly (killed, out of "
+                            "memory, or a crash) while making a batch; the worker pool was "
+                            "shut down")
 
     def __iter__(self):
         return self
@@ -257,13 +272,7 @@ class _WorkerIter:
                 "DataLoader: a worker took more than timeout=%s seconds to make a batch. A "
                 "slow dataset or transform needs a larger timeout" % self._timeout)
         except BrokenProcessPool as error:
-            self._cancel()
-            loader = self._loader()
-            if loader is not None and loader._pool is self._pool:
-                loader._discard_pool()
-            raise RuntimeError("DataLoader: a worker process exited unexpectedly (killed, "
-                               "out of memory, or a crash) while making a batch; the "
-                               "worker pool was shut down") from error
+            raise self._worker_died(error) from error
         except Exception as error:
             self._cancel()
             if hasattr(error, "add_note"):
