@@ -28,9 +28,11 @@ now and then and gives the BLAS as many threads as there are cores nobody else w
   reading and a comparison. Probing from the calling thread, between its products, never
   from a thread of its own, calls the BLAS's setter while none of the caller's products runs
   (OpenBLAS promises nothing about a setter called during a product), and costs nothing
-  while the process does no work. A program that runs passes in several threads at once may
-  still call it while another thread's product runs; such a program fixes the threads. A
-  program whose products go to NumPy outside fastgrad's ops keeps the last decision until
+  while the process does no work. **While the program runs more than one Python thread**
+  the probe decides one thread without reading the machine, and never more: another thread
+  may be inside a product whenever the setter runs, and threads that compute side by side
+  already share the cores. The BLAS's setter is then called at most once, to go down to one.
+  A program whose products go to NumPy outside fastgrad's ops keeps the last decision until
   fastgrad's next probe.
 * **The setter**: threadpoolctl's controllers of the BLAS libraries, found once when the
   policy starts (a scan of the loaded libraries takes milliseconds), and called only when the
@@ -51,6 +53,7 @@ needs bit-identical results run to run fixes the threads (``fastgrad.set_num_thr
 """
 
 import os
+import threading
 import time
 
 __all__ = ["decide", "read_machine_running", "read_own_running", "start", "stop", "active",
@@ -141,6 +144,7 @@ _quiet = 0
 _cpus = 1
 _usable = 1
 _monotonic = time.monotonic
+_python_threads = threading.active_count
 
 
 def _set(controllers, n):
@@ -201,9 +205,12 @@ def probe(now=None):
     _next = (_monotonic() if now is None else now) + PROBE_INTERVAL
     if _current(_controllers) != _threads:
         return _threads                       # someone else holds the BLAS for now
-    machine = read_machine_running()
-    own = read_own_running() if machine is not None and machine > 1 else 1
-    threads, _quiet = decide(machine, own, _threads, _cpus, _usable, _quiet)
+    if _python_threads() > 1:
+        threads, _quiet = 1, 0                # other threads: the setter stays out of their way
+    else:
+        machine = read_machine_running()
+        own = read_own_running() if machine is not None and machine > 1 else 1
+        threads, _quiet = decide(machine, own, _threads, _cpus, _usable, _quiet)
     if threads != _threads:
         _set(_controllers, threads)
         _threads = threads

@@ -2,6 +2,8 @@
 the decision as a pure function of injected readings, the readers on made-up /proc files, the
 policy's switches through set_num_threads and the environment. Values, never speed."""
 
+import threading
+
 import numpy as onp
 import pytest
 import threadpoolctl
@@ -158,6 +160,24 @@ def test_the_policy_follows_the_load(load_aware):
     load_aware["machine"] = 2                             # a neighbour
     policy.probe()
     assert fastgrad.get_blas_num_threads() == 1
+
+
+def test_a_second_python_thread_gets_the_blas_one_thread_and_no_more(load_aware):
+    _quiet_probes()
+    most = fastgrad.get_blas_num_threads()
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, args=(30,))
+    worker.start()
+    try:
+        policy.probe()                                    # idle machine, but a second thread
+        assert fastgrad.get_blas_num_threads() == 1 and set(_blas()) == {1}
+        _quiet_probes()
+        assert fastgrad.get_blas_num_threads() == 1
+    finally:
+        release.set()
+        worker.join()
+    _quiet_probes()                                       # alone again: the cores come back
+    assert fastgrad.get_blas_num_threads() == most
 
 
 def test_set_num_threads_turns_the_policy_off_and_none_back_on(load_aware):
