@@ -58,13 +58,20 @@ merging of equal steps (``Executor.get_optimized_symbol``).
 Note [Slot lifetimes]
 ~~~~~~~~~~~~~~~~~~~~~
 Forward keeps a slot's value after the pass only when something reads it later: the outputs,
-and what the backward replay reads (the values and shapes a linked step's rule takes, its
-result when the rule reads it, every output of a linked multi-output step, and every input a
-gradient flows to, whose shape and dtype the gradient is fitted to). Any other value a step
-makes is dropped right after the last step that reads it (``Step.released``), so an inference
-plan (``grad_req='null'``) holds about one intermediate at a time instead of all of them, as
-NumPy code would. The values kept are dropped at the start of the next forward, before the
-steps make new ones.
+and the values the backward replay reads (the inputs a linked step's rule takes, its result
+when the rule reads it). Any other value a step makes is dropped right after the last step
+that reads it (``Step.released``), so an inference plan (``grad_req='null'``) holds about one
+intermediate at a time instead of all of them, as NumPy code would. The values kept are
+dropped at the start of the next forward, before the steps make new ones.
+
+Of some values backward needs the shape and dtype alone: every input a gradient flows to
+(the gradient is summed back and cast to it), the inputs whose shape a rule takes, the outputs
+of a multi-output step (its unreached outputs' zeros). Forward records those two facts
+(``Step.described``, ``Plan.shapes``, ``Plan.dtypes``) and drops such a value like any other,
+as the tape's nodes keep shapes and dtypes instead of arrays. Keeping them instead held
+every intermediate of a training step until the next forward: the sums ``x @ Wx + h @ Wh``
+of an LSTM and their four views, which no rule reads, were most of what its plan kept
+(docs/benchmarks.rst, issue 27).
 
 Forward and backward allocate through the buffer cache of the large-array kernels (Note
 [Buffer cache] in ``_large/pool.h``; ``use_buffer_cache``): dropping a step's worth of values
@@ -254,9 +261,10 @@ cdef void _run_composite(Step st, list vals) except *:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef tuple _rule_args(Step st, list vals, object g, object needs):
+cdef tuple _rule_args(Plan plan, Step st, object g, object needs):
     """The rule's arguments ``(g, needs, *saved inputs, *saved shapes, [result], *params)``
     from the slots."""
+    cdef list vals = plan.values
     cdef Py_ssize_t ns = PyTuple_GET_SIZE(st.saved_slots)
     cdef Py_ssize_t nsh = PyTuple_GET_SIZE(st.shape_slots)
     cdef Py_ssize_t npar = PyTuple_GET_SIZE(st.params), k, j
@@ -274,8 +282,7 @@ cdef tuple _rule_args(Step st, list vals, object g, object needs):
         PyTuple_SET_ITEM(args, j, s)
         j += 1
     for k in range(nsh):
-        s = _slot(vals, st.shape_slots, k)
-        s = s.shape if type(s) is NP_NDARRAY else _npshape(s)
+        s = _shape_of(plan, <Py_ssize_t><object>PyTuple_GET_ITEM(st.shape_slots, k))
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
@@ -441,17 +448,21 @@ cdef class Plan:
         self.any_grad = bool(grad_args)
 
     def _plan_lifetimes(self, list static):
-        """Decide which slots forward drops, and when (Note [Slot lifetimes])."""
+        """Decide which slots forward drops, and when, and which it describes by shape and
+        dtype before dropping them (Note [Slot lifetimes])."""
         cdef Step st
         kept = set(self.out_slots)
+        described = set()
         for st in self.steps:
             if not st.linked:
                 continue
             kept.update(st.saved_slots)
-            kept.update(st.shape_slots)
-            kept.update([s for s in st.gslots if s >= 0])
-            if st.save_result or st.n_out > 1:
+            described.update(st.shape_slots)
+            described.update([s for s in st.gslots if s >= 0])
+            if st.save_result:
                 kept.update(st.outs)
+            elif st.n_out > 1:
+                described.update(st.outs)
         last_use = {}
         for st in self.steps:
             for s in st.outs:
@@ -466,7 +477,10 @@ cdef class Plan:
                 s for s in st.ins + st.outs
                 if s in produced and s not in kept and not static[s]
                 and last_use[s] == st.index])))
+            st.described = tuple([s for s in st.outs if s in described and s not in kept])
         self.kept_slots = tuple(sorted([s for s in produced if s in kept]))
+        self.shapes = [None] * len(static)
+        self.dtypes = [None] * len(static)
 
     def _plan_deferred_products(self, list arg_slots):
         """Mark the steps whose op declares a deferred product (``Primitive.defer_input``)
@@ -565,6 +579,8 @@ cdef class Plan:
                     _run_primitive(st, vals)
                 else:
                     _run_composite(st, vals)
+                for k in range(PyTuple_GET_SIZE(st.described)):
+                    _describe(self, <Py_ssize_t><object>PyTuple_GET_ITEM(st.described, k))
                 for k in range(PyTuple_GET_SIZE(st.released)):
                     vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.released, k)] = None
         finally:
@@ -640,7 +656,7 @@ cdef class Plan:
             if g is None:
                 continue
             dests = buf.destinations(st.n_in)
-            _step_destinations(st, vals, dests)
+            _step_destinations(self, st, dests)
             needs = st.needs
             args = None
             if st.composite is not None:
@@ -652,8 +668,8 @@ cdef class Plan:
                     if needs is None:
                         continue
                 if st.n_out > 1:
-                    g = _completed(st, vals, g)
-                args = _rule_args(st, vals, g, needs)
+                    g = _completed(self, st, g)
+                args = _rule_args(self, st, g, needs)
                 if st.rule_large is not None and (
                         large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
                     grads = st.rule_large(*args)     # the engine's choice (_call_rule)
@@ -700,19 +716,27 @@ cdef object _take(GradientBuffer buf, Step st, bint *owned):
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef void _step_destinations(Step st, list vals, Dest *dests) noexcept:
-    """Where the gradient for each input of ``st`` goes: its slot, fitted to the slot's value
-    (``Dest``, Note [Gradient buffers] in _engine.pyx)."""
+cdef void _step_destinations(Plan plan, Step st, Dest *dests) noexcept:
+    """Where the gradient for each input of ``st`` goes: its slot, fitted to the slot's value,
+    or to the shape and dtype recorded for a slot forward dropped (``Dest``, Note [Gradient
+    buffers] in _engine.pyx; Note [Slot lifetimes])."""
     cdef Py_ssize_t i, s
+    cdef PyObject *v
     for i in range(st.n_in):
         s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, i)
         dests[i].entry = s
         if s >= 0:
             dests[i].oidx = 0
             dests[i].n_out = 1
-            dests[i].shape = NULL
-            dests[i].dtype = NULL
-            dests[i].like = PyList_GET_ITEM(vals, s)
+            v = PyList_GET_ITEM(plan.values, s)
+            if v == <PyObject *>None:
+                dests[i].shape = PyList_GET_ITEM(plan.shapes, s)
+                dests[i].dtype = PyList_GET_ITEM(plan.dtypes, s)
+                dests[i].like = NULL
+            else:
+                dests[i].shape = NULL
+                dests[i].dtype = NULL
+                dests[i].like = v
 
 
 cdef object _defer_product(GradientBuffer buf, Step st, list vals, object g, Dest *dests,
@@ -727,8 +751,31 @@ cdef object _defer_product(GradientBuffer buf, Step st, list vals, object g, Des
     return st.needs_deferred if st.needs_deferred else None
 
 
-cdef tuple _completed(Step st, list vals, object g):
+cdef tuple _completed(Plan plan, Step st, object g):
     """A multi-output step's gradients, with symbolic zeros for its outputs no gradient
     reached, as in the engine."""
-    outs = [_as_np(vals[<Py_ssize_t>st.outs[k]]) for k in range(st.n_out)]
-    return complete_gradients(g, st.n_out, [o.shape for o in outs], [o.dtype for o in outs])
+    return complete_gradients(g, st.n_out, [_shape_of(plan, s) for s in st.outs],
+                              [_dtype_of(plan, s) for s in st.outs])
+
+
+cdef inline void _describe(Plan plan, Py_ssize_t s) except *:
+    """Record the shape and dtype of slot ``s``'s value, which forward is about to drop
+    (Note [Slot lifetimes])."""
+    v = _as_np(<object>PyList_GET_ITEM(plan.values, s))
+    plan.shapes[s] = v.shape
+    plan.dtypes[s] = v.dtype
+
+
+cdef object _shape_of(Plan plan, Py_ssize_t s):
+    """The shape of slot ``s``'s value, kept or described (Note [Slot lifetimes])."""
+    v = <object>PyList_GET_ITEM(plan.values, s)
+    if v is None:
+        return <object>PyList_GET_ITEM(plan.shapes, s)
+    return v.shape if type(v) is NP_NDARRAY else _npshape(v)
+
+
+cdef object _dtype_of(Plan plan, Py_ssize_t s):
+    v = <object>PyList_GET_ITEM(plan.values, s)
+    if v is None:
+        return <object>PyList_GET_ITEM(plan.dtypes, s)
+    return _as_np(v).dtype
