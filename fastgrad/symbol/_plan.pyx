@@ -73,6 +73,14 @@ every intermediate of a training step until the next forward: the sums ``x @ Wx 
 of an LSTM and their four views, which no rule reads, were most of what its plan kept
 (docs/benchmarks.rst, issue 27).
 
+What backward reads stays until the next forward, because ``Executor.backward`` may run again
+from the same forward (MXNet's executor allows it). The tape frees a node's saved values once
+its rule has run, so its backward writes into memory it has just read, where the executor's
+writes into more. A caller that will not run backward again passes ``release``: each replayed
+step then drops the slots it is the last to read (``Step.freed``), and the next backward
+without a forward raises. Gluon's hybridized blocks do, when the tape's pass does not retain
+the graph (``_Pass.retain``): that pass frees their node right after anyway.
+
 Forward and backward allocate through the buffer cache of the large-array kernels (Note
 [Buffer cache] in ``_large/pool.h``; ``use_buffer_cache``): dropping a step's worth of values
 at once made glibc give their memory back to the system, and every step page-faulted it in
@@ -440,6 +448,7 @@ cdef class Plan:
         self.head_slots = tuple([s for s in self.out_slots if linked[s]])
         self.head_index = tuple([i for i, s in enumerate(self.out_slots) if linked[s]])
         self.bsteps = [st for st in reversed(self.steps) if st.linked]
+        self._plan_backward_release(static)
         self.grads = GradientBuffer.__new__(GradientBuffer)
         self.grads.reset(len(values), False)
         for i in range(len(values)):
@@ -481,6 +490,27 @@ cdef class Plan:
         self.kept_slots = tuple(sorted([s for s in produced if s in kept]))
         self.shapes = [None] * len(static)
         self.dtypes = [None] * len(static)
+
+    def _plan_backward_release(self, list static):
+        """For a backward that releases (Note [Slot lifetimes]): the slots each replayed step
+        is the last to read, as a value or for its shape."""
+        cdef Step st
+        last = {}
+        for pos, st in enumerate(self.bsteps):
+            reads = list(st.saved_slots) + list(st.shape_slots)
+            reads += [s for s in st.gslots if s >= 0]
+            if st.save_result or st.n_out > 1:
+                reads += list(st.outs)
+            for s in reads:
+                last[s] = pos
+        outputs = set(self.out_slots)
+        produced = set()
+        for st in self.steps:
+            produced.update(st.outs)
+            st.freed = ()
+        for pos, st in enumerate(self.bsteps):
+            st.freed = tuple(sorted([s for s, p in last.items() if p == pos and s in produced
+                                     and s not in outputs and not static[s]]))
 
     def _plan_deferred_products(self, list arg_slots):
         """Mark the steps whose op declares a deferred product (``Primitive.defer_input``)
@@ -568,6 +598,7 @@ cdef class Plan:
         cdef object allocator = use_buffer_cache()
         try:
             # The last pass's values go first, so that their buffers can be reused.
+            self.freed_values = False
             for k in range(PyTuple_GET_SIZE(self.kept_slots)):
                 vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.kept_slots, k)] = None
             for k in range(n):
@@ -612,17 +643,24 @@ cdef class Plan:
                 raise RuntimeError("forward: could not copy output %d" % i)
         return outs
 
-    def backward(self, list head_grads, bint train_mode):
+    def backward(self, list head_grads, bint train_mode, bint release=False):
         """Replay the linked steps backward; fill the gradient buffers.
 
         ``head_grads``: one gradient per output (an ndarray of its shape and dtype), or
-        ``None`` for ones.
+        ``None`` for ones. With ``release`` each value forward kept is dropped once the last
+        step that reads it has run, as the tape drops a node's (Note [Slot lifetimes]); the
+        next backward then needs a forward first.
         """
+        if self.freed_values:
+            raise RuntimeError("backward: an earlier backward released the values of the last "
+                               "forward; run forward again before backward")
         cdef int prev_rec = set_recording_c(0)
         cdef int prev_train = set_training_c(train_mode)
         cdef object allocator = use_buffer_cache()
         try:
-            self._replay(head_grads)
+            if release:
+                self.freed_values = True
+            self._replay(head_grads, release)
             self._write_grads()
         finally:
             restore_allocator(allocator)
@@ -632,7 +670,7 @@ cdef class Plan:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    cdef void _replay(self, list head_grads) except *:
+    cdef void _replay(self, list head_grads, bint release) except *:
         """Note [Backward replay]: the engine's loop over a fixed order, with its buffer."""
         cdef GradientBuffer buf = self.grads
         cdef list vals = self.values
@@ -654,6 +692,8 @@ cdef class Plan:
             # Take the step's gradient; where the gradient for each of its inputs goes.
             g = _take(buf, st, &owned)
             if g is None:
+                if release:
+                    _free(vals, st.freed)
                 continue
             dests = buf.destinations(st.n_in)
             _step_destinations(self, st, dests)
@@ -666,6 +706,8 @@ cdef class Plan:
                 if st.defer_left and not anomaly:
                     needs = _defer_product(buf, st, vals, g, dests, needs)
                     if needs is None:
+                        if release:
+                            _free(vals, st.freed)
                         continue
                 if st.n_out > 1:
                     g = _completed(self, st, g)
@@ -684,6 +726,8 @@ cdef class Plan:
                         g, owned and args is not None)
             g = None
             args = None
+            if release:
+                _free(vals, st.freed)
 
     cdef void _write_grads(self) except *:
         """Write every argument's gradient into its buffer (as the engine writes a
@@ -697,6 +741,13 @@ cdef class Plan:
             g = self.grads.take(s, &owned)
             write_grad_buffer(<ndarray>self.bufs[k], <int>self.reqs[k], g,
                               owned and self.swappable[k])
+
+
+cdef inline void _free(list vals, tuple slots) except *:
+    """Drop the values of ``slots`` (a releasing backward; Note [Slot lifetimes])."""
+    cdef Py_ssize_t k
+    for k in range(PyTuple_GET_SIZE(slots)):
+        vals[<Py_ssize_t><object>PyTuple_GET_ITEM(slots, k)] = None
 
 
 cdef object _take(GradientBuffer buf, Step st, bint *owned):
