@@ -1009,6 +1009,8 @@ cdef class _Pass:
     cdef Py_ssize_t nwork           # entries in use
     cdef Py_ssize_t capwork         # entries allocated
     cdef readonly dict memo         # Note [Shared subexpressions]; None unless create_graph
+    cdef readonly bint retain       # retain_graph: the nodes keep what they saved (Note
+                                    #   [Release]); a node's op may ask (``current_pass()``)
     cdef GradientBuffer buf         # the nodes' incoming gradients, by slot (Note [Gradient
                                     #   buffers]); made once the walk has counted the nodes
     cdef object __weakref__
@@ -1207,6 +1209,7 @@ def run_backward(list heads, list head_grads, list variables, bint retain_graph,
     _epoch += 1                     # under the GIL (Note [Threads])
     ps.epoch = _epoch
     ps.create = create_graph
+    ps.retain = retain_graph
     ps.prune = variables is not None
     if create_graph:
         ps.memo = {}                # Note [Shared subexpressions]

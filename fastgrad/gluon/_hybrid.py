@@ -78,7 +78,7 @@ import numpy as np
 from fastgrad import symbol as _sym
 from fastgrad.ndarray import save as _nd_save
 from fastgrad._core._array import ndarray, unwrap, _wrap, history, record_custom
-from fastgrad._core._state import is_recording, is_training
+from fastgrad._core._state import is_recording, is_training, current_pass
 from fastgrad.base import (MXNetError, MXNetValueError, MXNetTypeError, MXNetIndexError,
                            NotImplementedForSymbol)
 from fastgrad.executor import Executor
@@ -560,7 +560,12 @@ class _HybridOp:
             if gk.dtype != self.out_dtypes[k]:
                 gk = gk.astype(self.out_dtypes[k])
             heads.append(gk)
-        ex._plan.backward(heads, self.is_train)
+        # A pass that does not retain the graph releases this node once its rule has run:
+        # the plan may drop each value as soon as its last step has read it (Note [Slot
+        # lifetimes] in _plan.pyx), as the tape drops a node's.
+        running = current_pass()
+        ex._plan.backward(heads, self.is_train,
+                          release=running is not None and not running.retain)
         grads = ex._grads
         transposed = self.transposed
         out = []

@@ -38,6 +38,10 @@ cdef class Step:
     cdef readonly object node_id     # the id of its symbol node
     cdef readonly Py_ssize_t index   # position in the plan
     cdef tuple released              # slots forward drops after this step (Note [Slot lifetimes])
+    cdef tuple freed                 # slots a releasing backward drops after this step
+                                     #   (Note [Slot lifetimes])
+    cdef tuple described             # its outputs backward knows by shape and dtype alone,
+                                     #   recorded before they are dropped (Note [Slot lifetimes])
     # The op's deferred-product hook (Primitive.defer_input; Note [Deferred weight gradients]
     # in _kernels/_forward.py), for an input that is an argument wanting a gradient:
     cdef Py_ssize_t defer_input      # that input, or -1
@@ -54,6 +58,8 @@ cdef class Plan:
     cdef list arg_arrays             # the executor's argument arrays (shared list)
     cdef tuple arg_slots             # per argument: its slot
     cdef tuple kept_slots            # step outputs kept after forward (Note [Slot lifetimes])
+    cdef list shapes                 # per slot: the shape of a described slot's last value
+    cdef list dtypes                 # per slot: its dtype
     cdef tuple grad_args             # the arguments that get a gradient (indices)
     cdef list bufs                   # per argument: its gradient buffer (an ndarray) or None
     cdef list reqs                   # per argument: GRAD_WRITE or GRAD_ADD (None: no gradient)
@@ -67,7 +73,8 @@ cdef class Plan:
     cdef list outputs                # the output arrays handed to the user (reused)
     cdef type out_cls
     cdef readonly bint any_grad
+    cdef bint freed_values           # a releasing backward dropped values since the forward
 
     cdef list _store_outputs(self)
-    cdef void _replay(self, list head_grads) except *
+    cdef void _replay(self, list head_grads, bint release) except *
     cdef void _write_grads(self) except *

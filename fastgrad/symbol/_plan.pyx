@@ -58,13 +58,28 @@ merging of equal steps (``Executor.get_optimized_symbol``).
 Note [Slot lifetimes]
 ~~~~~~~~~~~~~~~~~~~~~
 Forward keeps a slot's value after the pass only when something reads it later: the outputs,
-and what the backward replay reads (the values and shapes a linked step's rule takes, its
-result when the rule reads it, every output of a linked multi-output step, and every input a
-gradient flows to, whose shape and dtype the gradient is fitted to). Any other value a step
-makes is dropped right after the last step that reads it (``Step.released``), so an inference
-plan (``grad_req='null'``) holds about one intermediate at a time instead of all of them, as
-NumPy code would. The values kept are dropped at the start of the next forward, before the
-steps make new ones.
+and the values the backward replay reads (the inputs a linked step's rule takes, its result
+when the rule reads it). Any other value a step makes is dropped right after the last step
+that reads it (``Step.released``), so an inference plan (``grad_req='null'``) holds about one
+intermediate at a time instead of all of them, as NumPy code would. The values kept are
+dropped at the start of the next forward, before the steps make new ones.
+
+Of some values backward needs the shape and dtype alone: every input a gradient flows to
+(the gradient is summed back and cast to it), the inputs whose shape a rule takes, the outputs
+of a multi-output step (its unreached outputs' zeros). Forward records those two facts
+(``Step.described``, ``Plan.shapes``, ``Plan.dtypes``) and drops such a value like any other,
+as the tape's nodes keep shapes and dtypes instead of arrays. Keeping them instead held
+every intermediate of a training step until the next forward: the sums ``x @ Wx + h @ Wh``
+of an LSTM and their four views, which no rule reads, were most of what its plan kept
+(docs/benchmarks.rst, issue 27).
+
+What backward reads stays until the next forward, because ``Executor.backward`` may run again
+from the same forward (MXNet's executor allows it). The tape frees a node's saved values once
+its rule has run, so its backward writes into memory it has just read, where the executor's
+writes into more. A caller that will not run backward again passes ``release``: each replayed
+step then drops the slots it is the last to read (``Step.freed``), and the next backward
+without a forward raises. Gluon's hybridized blocks do, when the tape's pass does not retain
+the graph (``_Pass.retain``): that pass frees their node right after anyway.
 
 Forward and backward allocate through the buffer cache of the large-array kernels (Note
 [Buffer cache] in ``_large/pool.h``; ``use_buffer_cache``): dropping a step's worth of values
@@ -255,9 +270,10 @@ cdef void _run_composite(Step st, list vals) except *:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef tuple _rule_args(Step st, list vals, object g, object needs):
+cdef tuple _rule_args(Plan plan, Step st, object g, object needs):
     """The rule's arguments ``(g, needs, *saved inputs, *saved shapes, [result], *params)``
     from the slots."""
+    cdef list vals = plan.values
     cdef Py_ssize_t ns = PyTuple_GET_SIZE(st.saved_slots)
     cdef Py_ssize_t nsh = PyTuple_GET_SIZE(st.shape_slots)
     cdef Py_ssize_t npar = PyTuple_GET_SIZE(st.params), k, j
@@ -275,8 +291,7 @@ cdef tuple _rule_args(Step st, list vals, object g, object needs):
         PyTuple_SET_ITEM(args, j, s)
         j += 1
     for k in range(nsh):
-        s = _slot(vals, st.shape_slots, k)
-        s = s.shape if type(s) is NP_NDARRAY else _npshape(s)
+        s = _shape_of(plan, <Py_ssize_t><object>PyTuple_GET_ITEM(st.shape_slots, k))
         Py_INCREF(s)
         PyTuple_SET_ITEM(args, j, s)
         j += 1
@@ -434,6 +449,7 @@ cdef class Plan:
         self.head_slots = tuple([s for s in self.out_slots if linked[s]])
         self.head_index = tuple([i for i, s in enumerate(self.out_slots) if linked[s]])
         self.bsteps = [st for st in reversed(self.steps) if st.linked]
+        self._plan_backward_release(static)
         self.grads = GradientBuffer.__new__(GradientBuffer)
         self.grads.reset(len(values), False)
         for i in range(len(values)):
@@ -442,17 +458,21 @@ cdef class Plan:
         self.any_grad = bool(grad_args)
 
     def _plan_lifetimes(self, list static):
-        """Decide which slots forward drops, and when (Note [Slot lifetimes])."""
+        """Decide which slots forward drops, and when, and which it describes by shape and
+        dtype before dropping them (Note [Slot lifetimes])."""
         cdef Step st
         kept = set(self.out_slots)
+        described = set()
         for st in self.steps:
             if not st.linked:
                 continue
             kept.update(st.saved_slots)
-            kept.update(st.shape_slots)
-            kept.update([s for s in st.gslots if s >= 0])
-            if st.save_result or st.n_out > 1:
+            described.update(st.shape_slots)
+            described.update([s for s in st.gslots if s >= 0])
+            if st.save_result:
                 kept.update(st.outs)
+            elif st.n_out > 1:
+                described.update(st.outs)
         last_use = {}
         for st in self.steps:
             for s in st.outs:
@@ -467,7 +487,31 @@ cdef class Plan:
                 s for s in st.ins + st.outs
                 if s in produced and s not in kept and not static[s]
                 and last_use[s] == st.index])))
+            st.described = tuple([s for s in st.outs if s in described and s not in kept])
         self.kept_slots = tuple(sorted([s for s in produced if s in kept]))
+        self.shapes = [None] * len(static)
+        self.dtypes = [None] * len(static)
+
+    def _plan_backward_release(self, list static):
+        """For a backward that releases (Note [Slot lifetimes]): the slots each replayed step
+        is the last to read, as a value or for its shape."""
+        cdef Step st
+        last = {}
+        for pos, st in enumerate(self.bsteps):
+            reads = list(st.saved_slots) + list(st.shape_slots)
+            reads += [s for s in st.gslots if s >= 0]
+            if st.save_result or st.n_out > 1:
+                reads += list(st.outs)
+            for s in reads:
+                last[s] = pos
+        outputs = set(self.out_slots)
+        produced = set()
+        for st in self.steps:
+            produced.update(st.outs)
+            st.freed = ()
+        for pos, st in enumerate(self.bsteps):
+            st.freed = tuple(sorted([s for s, p in last.items() if p == pos and s in produced
+                                     and s not in outputs and not static[s]]))
 
     def _plan_deferred_products(self, list arg_slots):
         """Mark the steps whose op declares a deferred product (``Primitive.defer_input``)
@@ -556,6 +600,7 @@ cdef class Plan:
         _blas_tick()                # Note [Load-aware BLAS threads] in _kernels/_blas_policy.py
         try:
             # The last pass's values go first, so that their buffers can be reused.
+            self.freed_values = False
             for k in range(PyTuple_GET_SIZE(self.kept_slots)):
                 vals[<Py_ssize_t><object>PyTuple_GET_ITEM(self.kept_slots, k)] = None
             for k in range(n):
@@ -567,6 +612,8 @@ cdef class Plan:
                     _run_primitive(st, vals)
                 else:
                     _run_composite(st, vals)
+                for k in range(PyTuple_GET_SIZE(st.described)):
+                    _describe(self, <Py_ssize_t><object>PyTuple_GET_ITEM(st.described, k))
                 for k in range(PyTuple_GET_SIZE(st.released)):
                     vals[<Py_ssize_t><object>PyTuple_GET_ITEM(st.released, k)] = None
         finally:
@@ -598,18 +645,25 @@ cdef class Plan:
                 raise RuntimeError("forward: could not copy output %d" % i)
         return outs
 
-    def backward(self, list head_grads, bint train_mode):
+    def backward(self, list head_grads, bint train_mode, bint release=False):
         """Replay the linked steps backward; fill the gradient buffers.
 
         ``head_grads``: one gradient per output (an ndarray of its shape and dtype), or
-        ``None`` for ones.
+        ``None`` for ones. With ``release`` each value forward kept is dropped once the last
+        step that reads it has run, as the tape drops a node's (Note [Slot lifetimes]); the
+        next backward then needs a forward first.
         """
+        if self.freed_values:
+            raise RuntimeError("backward: an earlier backward released the values of the last "
+                               "forward; run forward again before backward")
         cdef int prev_rec = set_recording_c(0)
         cdef int prev_train = set_training_c(train_mode)
         cdef object allocator = use_buffer_cache()
         _blas_tick()
         try:
-            self._replay(head_grads)
+            if release:
+                self.freed_values = True
+            self._replay(head_grads, release)
             self._write_grads()
         finally:
             restore_allocator(allocator)
@@ -619,7 +673,7 @@ cdef class Plan:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    cdef void _replay(self, list head_grads) except *:
+    cdef void _replay(self, list head_grads, bint release) except *:
         """Note [Backward replay]: the engine's loop over a fixed order, with its buffer."""
         cdef GradientBuffer buf = self.grads
         cdef list vals = self.values
@@ -641,9 +695,11 @@ cdef class Plan:
             # Take the step's gradient; where the gradient for each of its inputs goes.
             g = _take(buf, st, &owned)
             if g is None:
+                if release:
+                    _free(vals, st.freed)
                 continue
             dests = buf.destinations(st.n_in)
-            _step_destinations(st, vals, dests)
+            _step_destinations(self, st, dests)
             needs = st.needs
             args = None
             if st.composite is not None:
@@ -653,10 +709,12 @@ cdef class Plan:
                 if st.defer_left and not anomaly:
                     needs = _defer_product(buf, st, vals, g, dests, needs)
                     if needs is None:
+                        if release:
+                            _free(vals, st.freed)
                         continue
                 if st.n_out > 1:
-                    g = _completed(st, vals, g)
-                args = _rule_args(st, vals, g, needs)
+                    g = _completed(self, st, g)
+                args = _rule_args(self, st, g, needs)
                 if st.rule_large is not None and (
                         large_rule(g) or (type(g) is FILLED and g.size >= large_rule_size())):
                     grads = st.rule_large(*args)     # the engine's choice (_call_rule)
@@ -671,6 +729,8 @@ cdef class Plan:
                         g, owned and args is not None)
             g = None
             args = None
+            if release:
+                _free(vals, st.freed)
 
     cdef void _write_grads(self) except *:
         """Write every argument's gradient into its buffer (as the engine writes a
@@ -684,6 +744,13 @@ cdef class Plan:
             g = self.grads.take(s, &owned)
             write_grad_buffer(<ndarray>self.bufs[k], <int>self.reqs[k], g,
                               owned and self.swappable[k])
+
+
+cdef inline void _free(list vals, tuple slots) except *:
+    """Drop the values of ``slots`` (a releasing backward; Note [Slot lifetimes])."""
+    cdef Py_ssize_t k
+    for k in range(PyTuple_GET_SIZE(slots)):
+        vals[<Py_ssize_t><object>PyTuple_GET_ITEM(slots, k)] = None
 
 
 cdef object _take(GradientBuffer buf, Step st, bint *owned):
@@ -703,19 +770,27 @@ cdef object _take(GradientBuffer buf, Step st, bint *owned):
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef void _step_destinations(Step st, list vals, Dest *dests) noexcept:
-    """Where the gradient for each input of ``st`` goes: its slot, fitted to the slot's value
-    (``Dest``, Note [Gradient buffers] in _engine.pyx)."""
+cdef void _step_destinations(Plan plan, Step st, Dest *dests) noexcept:
+    """Where the gradient for each input of ``st`` goes: its slot, fitted to the slot's value,
+    or to the shape and dtype recorded for a slot forward dropped (``Dest``, Note [Gradient
+    buffers] in _engine.pyx; Note [Slot lifetimes])."""
     cdef Py_ssize_t i, s
+    cdef PyObject *v
     for i in range(st.n_in):
         s = <Py_ssize_t><object>PyTuple_GET_ITEM(st.gslots, i)
         dests[i].entry = s
         if s >= 0:
             dests[i].oidx = 0
             dests[i].n_out = 1
-            dests[i].shape = NULL
-            dests[i].dtype = NULL
-            dests[i].like = PyList_GET_ITEM(vals, s)
+            v = PyList_GET_ITEM(plan.values, s)
+            if v == <PyObject *>None:
+                dests[i].shape = PyList_GET_ITEM(plan.shapes, s)
+                dests[i].dtype = PyList_GET_ITEM(plan.dtypes, s)
+                dests[i].like = NULL
+            else:
+                dests[i].shape = NULL
+                dests[i].dtype = NULL
+                dests[i].like = v
 
 
 cdef object _defer_product(GradientBuffer buf, Step st, list vals, object g, Dest *dests,
@@ -730,8 +805,31 @@ cdef object _defer_product(GradientBuffer buf, Step st, list vals, object g, Des
     return st.needs_deferred if st.needs_deferred else None
 
 
-cdef tuple _completed(Step st, list vals, object g):
+cdef tuple _completed(Plan plan, Step st, object g):
     """A multi-output step's gradients, with symbolic zeros for its outputs no gradient
     reached, as in the engine."""
-    outs = [_as_np(vals[<Py_ssize_t>st.outs[k]]) for k in range(st.n_out)]
-    return complete_gradients(g, st.n_out, [o.shape for o in outs], [o.dtype for o in outs])
+    return complete_gradients(g, st.n_out, [_shape_of(plan, s) for s in st.outs],
+                              [_dtype_of(plan, s) for s in st.outs])
+
+
+cdef inline void _describe(Plan plan, Py_ssize_t s) except *:
+    """Record the shape and dtype of slot ``s``'s value, which forward is about to drop
+    (Note [Slot lifetimes])."""
+    v = _as_np(<object>PyList_GET_ITEM(plan.values, s))
+    plan.shapes[s] = v.shape
+    plan.dtypes[s] = v.dtype
+
+
+cdef object _shape_of(Plan plan, Py_ssize_t s):
+    """The shape of slot ``s``'s value, kept or described (Note [Slot lifetimes])."""
+    v = <object>PyList_GET_ITEM(plan.values, s)
+    if v is None:
+        return <object>PyList_GET_ITEM(plan.shapes, s)
+    return v.shape if type(v) is NP_NDARRAY else _npshape(v)
+
+
+cdef object _dtype_of(Plan plan, Py_ssize_t s):
+    v = <object>PyList_GET_ITEM(plan.values, s)
+    if v is None:
+        return <object>PyList_GET_ITEM(plan.dtypes, s)
+    return _as_np(v).dtype

@@ -55,8 +55,27 @@ def _large(F, v):
     return F.sum(h * h) + F.sum(F.exp(h) * x) + F.sum(x * b)
 
 
+def _described(F, v):
+    # Values backward needs only the shape and dtype of (Note [Slot lifetimes]): forward drops
+    # them, and their gradients are still summed back and cast to what they were.
+    x, w = v["x"], v["w"]
+    s = F.sin(w) + F.cos(x)                     # sin(w) (3,) dropped: its gradient is summed
+    t = F.sum(F.exp(x) + s, axis=0)             # sum reads its input's shape alone
+    kw = {"num_outputs": 3} if F is mx.sym else {}
+    a, b, c = F.split(F.tanh(x), 3, axis=0, **kw)   # a and c dropped, b reaches no output
+    return F.sum(t * w) + F.sum(F.sin(a) + F.exp(c))
+
+
+def _described_cast(F, v):
+    # A dropped float32 value whose float64 gradient is cast back to float32.
+    x = v["x"]
+    return F.sum(F.cos(x.astype("float32")).astype("float64") * x)
+
+
 PROGRAMS = {
     "broadcasting": (_broadcasting, {"x": (4, 3), "w": (3,), "b": (1, 3), "c": (4, 1)}),
+    "described": (_described, {"x": (6, 3), "w": (3,)}),
+    "described_cast": (_described_cast, {"x": (4, 5)}),
     "repeated": (_repeated, {"x": (3, 4), "w": (3, 4)}),
     "multi_output": (_multi_output_plain, {"x": (4, 6), "w": (6,)}),
     "large": (_large, {"x": (256, 512), "b": (512,)}),
@@ -127,7 +146,7 @@ def _central_differences(prog, values, eps=1e-6):
     return grads
 
 
-@pytest.mark.parametrize("name", ["broadcasting", "repeated", "multi_output"])
+@pytest.mark.parametrize("name", ["broadcasting", "described", "repeated", "multi_output"])
 def test_executor_gradients_match_central_differences(name):
     prog, shapes = PROGRAMS[name]
     values = _values(shapes, onp.float64, seed=3)

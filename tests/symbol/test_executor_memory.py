@@ -59,6 +59,51 @@ def test_a_training_plan_keeps_what_backward_reads():
     onp.testing.assert_allclose(first, want, rtol=1e-7, atol=1e-9)
 
 
+def test_a_training_plan_drops_what_backward_reads_the_shape_of_only():
+    # sin and cos read x alone, and sum and add read nothing of their inputs but shapes: the
+    # plan records the shapes and dtypes of sin(x), cos(x) and their sum, and drops those
+    # three 2 MiB values during forward (Note [Slot lifetimes]).
+    x = onp.linspace(-1, 1, N * N).reshape(N, N)
+    v = mx.sym.var("x")
+    ex = mx.sym.sum(mx.sym.sin(v) + mx.sym.cos(v)).bind(mx.cpu(), {"x": mx.np.array(x)})
+    ex.forward(is_train=True)
+    ex.backward()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        ex.forward(is_train=True)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < MIB, held / MIB
+    for _ in range(2):                          # backward again, from the same forward
+        ex.backward()
+        onp.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), onp.cos(x) - onp.sin(x),
+                                    rtol=1e-15, atol=1e-16)
+
+
+def test_a_releasing_backward_needs_a_forward_before_the_next_backward():
+    # Plan.backward(release=True), which Gluon's hybridize uses when the tape's pass does not
+    # retain the graph, drops what it has read (Note [Slot lifetimes]); a backward after it
+    # says so instead of reading dropped values, and a forward makes them again.
+    x = onp.linspace(-1, 1, 12).reshape(3, 4)
+    v = mx.sym.var("x")
+    ex = mx.sym.sum(mx.sym.tanh(mx.sym.exp(v))).bind(mx.cpu(), {"x": mx.np.array(x)})
+    want = (1 - onp.tanh(onp.exp(x)) ** 2) * onp.exp(x)
+    ex.forward(is_train=True)
+    ex._plan.backward(None, True, release=True)
+    onp.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), want, rtol=1e-14)
+    try:
+        ex.backward()
+    except RuntimeError as e:
+        assert "run forward again" in str(e)
+    else:
+        raise AssertionError("a backward after a releasing one should raise")
+    ex.forward(is_train=True)
+    ex.backward()
+    onp.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), want, rtol=1e-14)
+
+
 def _handler_name(a=None):
     from numpy._core.multiarray import get_handler_name
     return get_handler_name() if a is None else get_handler_name(a)
