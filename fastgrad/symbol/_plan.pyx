@@ -27,14 +27,14 @@ rule reads stay in their slots until the next forward.
 Note [Backward replay]
 ~~~~~~~~~~~~~~~~~~~~~~
 ``backward`` replays the linked steps in reverse creation order over per-slot entries of a
-``GradientBuffer``, without a graph walk, a heap, dependency counts or tape nodes. That is exactly the engine's
-order for the same program recorded imperatively: the engine runs the ready node with the
-largest ``seq`` first, and the unrun node with the largest ``seq`` is always ready (all its
-consumers come after it), so it runs the nodes in decreasing ``seq``, which for a tape
-recorded in the symbol's order is reverse creation order. Within a step the input gradients
-are delivered in input order and the head gradients are seeded first in output order. The rule
-is the binding the engine's ``_call_rule`` would run (the large-array kernels' for a large
-gradient: Note [Bindings] in ``_bindings.py``).
+``GradientBuffer``, without a graph walk, a heap, dependency counts or tape nodes. That is
+exactly the engine's order for the same program recorded imperatively: the engine runs the
+ready node with the largest ``seq`` first, and the unrun node with the largest ``seq`` is
+always ready (all its consumers come after it), so it runs the nodes in decreasing ``seq``,
+which for a tape recorded in the symbol's order is reverse creation order. Within a step the
+input gradients are delivered in input order and the head gradients are seeded first in output
+order. The rule is the binding the engine's ``_call_rule`` would run (the large-array kernels'
+for a large gradient: Note [Bindings] in ``_bindings.py``).
 
 The replay's loop is the engine's loop over that fixed order: take the step's gradient from
 the plan's ``GradientBuffer``, call its rule, hand the gradients to the buffer
@@ -629,7 +629,8 @@ cdef class Plan:
         cdef bint fresh = outs is None
         if not fresh:
             for i in range(n):
-                if not same_layout((<ndarray>outs[i])._data, _as_np(_slot(vals, self.out_slots, i))):
+                value = _as_np(_slot(vals, self.out_slots, i))
+                if not same_layout((<ndarray>outs[i])._data, value):
                     fresh = True
                     break
         if fresh:
@@ -796,8 +797,8 @@ cdef void _step_destinations(Plan plan, Step st, Dest *dests) noexcept:
 cdef object _defer_product(GradientBuffer buf, Step st, list vals, object g, Dest *dests,
                            object needs):
     """The op's deferred-product hook, where the engine would apply it (Note [Deferred weight
-    gradients] in _kernels/_forward.py): the rule's needs without the deferred input when its product
-    was kept, else ``needs``."""
+    gradients] in _kernels/_forward.py): the rule's needs without the deferred input when its
+    product was kept, else ``needs``."""
     cdef Dest *d = &dests[st.defer_input]
     if not buf.defer(d, st.defer_left, <object>PyList_GET_ITEM(vals, st.defer_x_slot), g):
         return needs
