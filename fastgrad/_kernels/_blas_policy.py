@@ -28,10 +28,12 @@ now and then and gives the BLAS as many threads as there are cores nobody else w
   reading and a comparison. Probing from the calling thread, between its products, never
   from a thread of its own, calls the BLAS's setter while none of the caller's products runs
   (OpenBLAS promises nothing about a setter called during a product), and costs nothing
-  while the process does no work. **While the program runs more than one Python thread**
-  the probe decides one thread without reading the machine, and never more: another thread
-  may be inside a product whenever the setter runs, and threads that compute side by side
-  already share the cores. The BLAS's setter is then called at most once, to go down to one.
+  while the process does no work. **While the program runs another Python thread** (one
+  that is not a daemon: a Jupyter kernel's heartbeat and I/O threads are daemons and compute
+  nothing) the probe decides one thread without reading the machine, and never more: that
+  thread may be inside a product whenever the setter runs (OpenBLAS built with OpenMP frees
+  the per-thread buffers of the threads it gives up), and threads that compute side by side
+  share the cores already. The setter is then called at most once, to go down to one.
   A program whose products go to NumPy outside fastgrad's ops keeps the last decision until
   fastgrad's next probe.
 * **The setter**: threadpoolctl's controllers of the BLAS libraries, found once when the
@@ -144,7 +146,11 @@ _quiet = 0
 _cpus = 1
 _usable = 1
 _monotonic = time.monotonic
-_python_threads = threading.active_count
+
+
+def _python_threads():
+    """The Python threads that are not daemons, the calling one included."""
+    return sum(1 for thread in threading.enumerate() if not thread.daemon)
 
 
 def _set(controllers, n):

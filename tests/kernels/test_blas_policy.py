@@ -133,9 +133,10 @@ def load_aware(monkeypatch):
     """The policy on, as outside the test suite, with the machine's readings in ``state``."""
     for var in _threads.BLAS_VARIABLES + ("FASTGRAD_NUM_THREADS",):
         monkeypatch.delenv(var, raising=False)
-    state = {"machine": 1, "own": 1}
+    state = {"machine": 1, "own": 1, "python_threads": 1}
     monkeypatch.setattr(policy, "read_machine_running", lambda: state["machine"])
     monkeypatch.setattr(policy, "read_own_running", lambda: state["own"])
+    monkeypatch.setattr(policy, "_python_threads", lambda: state["python_threads"])
     monkeypatch.setattr(_threads, "LOAD_AWARE", True)
     fastgrad.set_num_threads(None)
     if not policy.active():
@@ -165,19 +166,30 @@ def test_the_policy_follows_the_load(load_aware):
 def test_a_second_python_thread_gets_the_blas_one_thread_and_no_more(load_aware):
     _quiet_probes()
     most = fastgrad.get_blas_num_threads()
+    load_aware["python_threads"] = 2                      # idle machine, but a second thread
+    policy.probe()
+    assert fastgrad.get_blas_num_threads() == 1 and set(_blas()) == {1}
+    _quiet_probes()
+    assert fastgrad.get_blas_num_threads() == 1
+    load_aware["python_threads"] = 1                      # alone again: the cores come back
+    _quiet_probes()
+    assert fastgrad.get_blas_num_threads() == most
+
+
+def test_python_threads_counts_the_threads_that_are_not_daemons():
     release = threading.Event()
-    worker = threading.Thread(target=release.wait, args=(30,))
-    worker.start()
+    threads = [threading.Thread(target=release.wait, args=(30,), daemon=daemon)
+               for daemon in (False, True, True)]
+    before = policy._python_threads()
+    for thread in threads:
+        thread.start()
     try:
-        policy.probe()                                    # idle machine, but a second thread
-        assert fastgrad.get_blas_num_threads() == 1 and set(_blas()) == {1}
-        _quiet_probes()
-        assert fastgrad.get_blas_num_threads() == 1
+        assert policy._python_threads() == before + 1
     finally:
         release.set()
-        worker.join()
-    _quiet_probes()                                       # alone again: the cores come back
-    assert fastgrad.get_blas_num_threads() == most
+        for thread in threads:
+            thread.join()
+    assert policy._python_threads() == before
 
 
 def test_set_num_threads_turns_the_policy_off_and_none_back_on(load_aware):
