@@ -30,6 +30,13 @@ def f64(values):
     return mx.np.array(onp.asarray(values, dtype=onp.float64))
 
 
+def variable(values, dtype=onp.float64):
+    """A fastgrad ``np`` array holding ``values`` (float64 unless ``dtype``), gradient attached."""
+    x = mx.np.array(onp.asarray(values, dtype=dtype))
+    x.attach_grad()
+    return x
+
+
 def assert_close(actual, expected, rtol=1e-7, atol=1e-9):
     """``numpy.testing.assert_allclose`` that also accepts fastgrad arrays."""
     actual = to_numpy(actual)

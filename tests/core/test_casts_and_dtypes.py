@@ -14,13 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from fastgrad import autograd, np  # noqa: E402
 
-from _helpers import assert_close  # noqa: E402
-
-
-def var(values, dtype=onp.float64):
-    x = np.array(onp.asarray(values, dtype=dtype))
-    x.attach_grad()
-    return x
+from _helpers import assert_close, variable as var  # noqa: E402
 
 
 X = [0.0, 1.5, -2.0]

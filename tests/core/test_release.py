@@ -17,13 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fastgrad import autograd, np, npx  # noqa: E402
 from fastgrad._core._custom_function import live_functions  # noqa: E402
 
-from _helpers import SquareFunction  # noqa: E402
-
-
-def var(values, dtype=onp.float64):
-    x = np.array(onp.asarray(values, dtype=dtype))
-    x.attach_grad()
-    return x
+from _helpers import SquareFunction, variable as var  # noqa: E402
 
 
 # ---------------------------------------------------------------- release and leaks

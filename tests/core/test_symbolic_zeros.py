@@ -16,13 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fastgrad as mx  # noqa: E402
 from fastgrad import autograd, np, npx  # noqa: E402
 
-from _helpers import assert_close, numerical_grad  # noqa: E402
-
-
-def var(values, dtype=onp.float64):
-    x = np.array(onp.asarray(values, dtype=dtype))
-    x.attach_grad()
-    return x
+from _helpers import assert_close, numerical_grad, variable as var  # noqa: E402
 
 
 # ---------------------------------------------------------------- item 2: zero rules
