@@ -559,13 +559,22 @@ cdef object _c_call(object ufunc, tuple args, object out, int elide):
     loop = _find_loop(ufunc, tuple(kinds))
     if loop is None:
         return None
-    # The output's shape: the operands' broadcast shape.
-    try:
-        shapes = [(<object>PyTuple_GET_ITEM(args, i)).shape for i in range(n)
-                  if type(<object>PyTuple_GET_ITEM(args, i)) is NP_NDARRAY]
-        shape = _broadcast_shapes(*shapes)
-    except ValueError:
-        return None                 # NumPy raises it
+    # The output's shape: the operands' broadcast shape (without NumPy's Python-level
+    # broadcast_shapes when the arrays have one shape, 0-d ones aside, as most calls do).
+    shapes = [(<object>PyTuple_GET_ITEM(args, i)).shape for i in range(n)
+              if type(<object>PyTuple_GET_ITEM(args, i)) is NP_NDARRAY]
+    shape = ()
+    for one in shapes:
+        if one != ():
+            shape = one
+            break
+    for one in shapes:
+        if one != shape and one != ():
+            try:
+                shape = _broadcast_shapes(*shapes)
+            except ValueError:
+                return None         # NumPy raises it
+            break
     ndim = len(shape)
     size = 1
     for k in shape:
