@@ -21,21 +21,24 @@ now and then and gives the BLAS as many threads as there are cores nobody else w
   is caught by the first probe that sees it. More threads take effect only after
   ``QUIET_PROBES`` probes in a row allowed them, so that a neighbour that runs in bursts (and
   is runnable at only some probes) keeps the BLAS on one thread.
-* **When**: a probe runs at most every ``PROBE_INTERVAL`` seconds, from the calling thread,
-  at the places that lead to products: the ``matmul`` and ``dot`` ops' kernels (Gluon's
-  ``Dense`` too), the convolution kernels, the start of a backward pass (``run_backward``)
-  and of the Executor's forward and backward replays. Between probes a call costs one clock
-  reading and a comparison. Probing from the calling thread, between its products, never
-  from a thread of its own, calls the BLAS's setter while none of the caller's products runs
-  (OpenBLAS promises nothing about a setter called during a product), and costs nothing
-  while the process does no work. **While the program runs another Python thread** (one
-  that is not a daemon: a Jupyter kernel's heartbeat and I/O threads are daemons and compute
-  nothing) the probe decides one thread without reading the machine, and never more: that
-  thread may be inside a product whenever the setter runs (OpenBLAS built with OpenMP frees
-  the per-thread buffers of the threads it gives up), and threads that compute side by side
-  share the cores already. The setter is then called at most once, to go down to one.
-  A program whose products go to NumPy outside fastgrad's ops keeps the last decision until
-  fastgrad's next probe.
+* **When**: a probe runs at most every ``PROBE_INTERVAL`` seconds, from the calling thread, at
+  the places that lead to many products: the start of a backward pass (``run_backward``), of
+  the Executor's forward and backward replays and of a Gluon block's call, and the convolution
+  kernels. Between probes such a call costs one clock reading and a comparison. Not in the
+  ``matmul`` and ``dot`` ops' kernels: a Python frame around NumPy's product is a measurable
+  part of a small product's overhead (``docs/benchmarks.rst``), and the per-op path pays for
+  nothing it does not need; so a forward-only program of plain ``np`` products, outside Gluon,
+  keeps the last decision (one thread until a probe has run). Probing from the calling thread,
+  between its products, never from a thread of its own, calls the BLAS's setter while none of
+  the caller's products runs (OpenBLAS promises nothing about a setter called during a
+  product), and costs nothing while the process does no work. **While the program runs another
+  Python thread** (one that is not a daemon: a Jupyter kernel's heartbeat and I/O threads are
+  daemons and compute nothing) the probe decides one thread without reading the machine, and
+  never more: that thread may be inside a product whenever the setter runs (OpenBLAS built with
+  OpenMP frees the per-thread buffers of the threads it gives up), and threads that compute
+  side by side share the cores already. The setter is then called at most once, to go down to
+  one. A program whose products go to NumPy outside fastgrad's ops keeps the last decision
+  until fastgrad's next probe.
 * **The setter**: threadpoolctl's controllers of the BLAS libraries, found once when the
   policy starts (a scan of the loaded libraries takes milliseconds), and called only when the
   decision changes. If the BLAS's threads are not what the policy last set, someone else set

@@ -474,20 +474,6 @@ def _pad2(x, pad, value=0):
     return out
 
 
-def matmul(x, y):
-    """``numpy.matmul(x, y)``, the ``matmul`` op's kernel, after the BLAS threads' probe if
-    one is due (Note [Load-aware BLAS threads] in _blas_policy.py)."""
-    _blas_tick()
-    return np.matmul(x, y)
-
-
-def dot(x, y):
-    """``numpy.dot(x, y)``, the ``dot`` op's kernel, after the BLAS threads' probe if one is
-    due (Note [Load-aware BLAS threads] in _blas_policy.py)."""
-    _blas_tick()
-    return np.dot(x, y)
-
-
 def conv_out_size(n, k, stride, pad, dilate):
     return (n + 2 * pad - dilate * (k - 1) - 1) // stride + 1
 

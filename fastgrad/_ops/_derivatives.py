@@ -324,12 +324,10 @@ TABLE = [
     # ------------------------------------------------------------ linear algebra
     # y's gradient is x.T @ g, for 2-D operands: a pass may stack it with y's other such
     # products into one (Note [Deferred weight gradients] in _kernels/_forward.py).
-    # Their kernels call NumPy's after the load-aware BLAS threads' probe (Note [Load-aware
-    # BLAS threads] in _kernels/_blas_policy.py); matmul stays the op of NumPy's ufunc.
-    Op("matmul", K.matmul, "x, y", ufunc=np.matmul,
+    Op("matmul", np.matmul, "x, y",
        x="matmul_backward_x(g, x.shape, y)", y="matmul_backward_y(g, x, y.shape)",
        deferred={"y": "x"}, complex=True),
-    Op("dot", K.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)",
+    Op("dot", np.dot, "x, y", x="dot_backward_x(g, x.ndim, y)", y="dot_backward_y(g, x, y.ndim)",
        complex=True),
     Op("tensordot", np.tensordot, "x, y; axes",
        x="tensordot_backward_x(g, y, x.ndim, axes)", y="tensordot_backward_y(g, x, y.ndim, axes)",

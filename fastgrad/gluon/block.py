@@ -43,6 +43,7 @@ from fastgrad import ndarray as _nd
 from fastgrad import numpy as _mx_np
 from fastgrad import symbol as _symbol
 from fastgrad import initializer
+from fastgrad._kernels._blas_policy import tick as _blas_tick
 from fastgrad.symbol import name as _name
 from fastgrad.gluon import _hybrid
 from fastgrad.gluon.parameter import (Parameter, ParameterDict, DeferredInitializationError,
@@ -588,6 +589,7 @@ class Block:
 
     def __call__(self, *args):
         """Run the forward pre-hooks, :meth:`forward` and the forward hooks."""
+        _blas_tick()            # Note [Load-aware BLAS threads] in _kernels/_blas_policy.py
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
         try:
@@ -846,6 +848,7 @@ class HybridBlock(Block):
 
     # ------------------------------------------------------------------ calling
     def __call__(self, x, *args):
+        _blas_tick()            # Note [Load-aware BLAS threads] in _kernels/_blas_policy.py
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, (x,) + args)
         try:

@@ -248,20 +248,28 @@ def test_a_backward_pass_probes(load_aware, monkeypatch):
     onp.testing.assert_array_equal(x.grad.asnumpy(), 2 * onp.arange(9.0).reshape(3, 3))
 
 
-@pytest.mark.parametrize("product", [
-    lambda a, b: a @ b,
-    lambda a, b: fastgrad.np.matmul(a, b),
-    lambda a, b: fastgrad.np.dot(a, b),
-    lambda a, b: fastgrad.nd.dot(a.as_nd_ndarray(), b.as_nd_ndarray()),
-])
-def test_a_product_probes_outside_recording(load_aware, monkeypatch, product):
+def test_a_gluon_block_probes_outside_recording(load_aware, monkeypatch):
+    net = fastgrad.gluon.nn.Dense(4, in_units=3)
+    net.initialize()
+    x = fastgrad.nd.array(onp.arange(6.0).reshape(2, 3))
+    for hybridize in (False, True):
+        if hybridize:
+            net.hybridize()
+        monkeypatch.setattr(policy, "_next", 0.0)
+        out = net(x)
+        assert policy._next > 0.0
+        expected = x.asnumpy() @ net.weight.data().asnumpy().T + net.bias.data().asnumpy()
+        onp.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-6)
+
+
+def test_the_product_ops_do_not_probe(load_aware, monkeypatch):
+    """The per-op path pays for no probe: backward passes and blocks do it."""
     a = fastgrad.np.array(onp.arange(6.0).reshape(2, 3))
     b = fastgrad.np.array(onp.arange(12.0).reshape(3, 4))
     monkeypatch.setattr(policy, "_next", 0.0)
-    out = product(a, b)
-    assert policy._next > 0.0
-    onp.testing.assert_array_equal(out.asnumpy(), onp.arange(6.0).reshape(2, 3)
-                                   @ onp.arange(12.0).reshape(3, 4))
+    for product in (lambda: a @ b, lambda: fastgrad.np.dot(a, b)):
+        onp.testing.assert_array_equal(product().asnumpy(), a.asnumpy() @ b.asnumpy())
+    assert policy._next == 0.0
 
 
 def test_the_executor_probes(load_aware, monkeypatch):
